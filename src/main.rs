@@ -1,0 +1,5 @@
+//! The `asksim` binary: all the work is in the library.
+
+fn main() -> std::process::ExitCode {
+    asksim::cli::main()
+}

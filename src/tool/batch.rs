@@ -1,0 +1,134 @@
+//! Answer-batch validation (SPEC §3.6), a pure function: a batch an answerer
+//! submits either settles the call (normalised, in question order) or is refused
+//! back with a reason, and the call stays open.
+
+use serde_json::Value;
+
+use super::limits::kind;
+use super::{AnswerItem, Question};
+
+/// Why a batch was refused, sent back to the answerer and logged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BatchRefusal(pub String);
+
+fn refuse(reason: impl Into<String>) -> BatchRefusal {
+    BatchRefusal(reason.into())
+}
+
+/// Checks `batch` against the call's questions: an array with exactly one item per
+/// question id; each item `{"id", "selected"?, "custom"?}`; labels from that
+/// question's options, without repeats; at most one label for a single-select.
+///
+/// The items come back in question order. Custom text replaces the labels of a
+/// single-select and supplements those of a multi-select; an empty `custom` counts
+/// as none, so a skipped item is `{"id":…,"selected":[]}`.
+pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<AnswerItem>, BatchRefusal> {
+    let items = batch.as_array().ok_or_else(|| {
+        refuse(format!(
+            "batch: expected an array of answer items, got {}",
+            kind(batch)
+        ))
+    })?;
+    let mut answers: Vec<Option<AnswerItem>> = vec![None; questions.len()];
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("batch[{i}]");
+        let map = item
+            .as_object()
+            .ok_or_else(|| refuse(format!("{path}: expected an object, got {}", kind(item))))?;
+        if let Some(key) = map
+            .keys()
+            .find(|k| !matches!(k.as_str(), "id" | "selected" | "custom"))
+        {
+            return Err(refuse(format!("{path}.{key}: unknown field")));
+        }
+        let id = match map.get("id") {
+            Some(Value::String(id)) => id,
+            Some(other) => {
+                return Err(refuse(format!(
+                    "{path}.id: expected a string, got {}",
+                    kind(other)
+                )));
+            }
+            None => return Err(refuse(format!("{path}.id: required field is missing"))),
+        };
+        let Some(index) = questions.iter().position(|q| &q.id == id) else {
+            return Err(refuse(format!("{path}.id: no question {id:?} in this call")));
+        };
+        if answers[index].is_some() {
+            return Err(refuse(format!("{path}.id: a second item for question {id:?}")));
+        }
+        answers[index] = Some(answer_item(&questions[index], map, &path)?);
+    }
+    let mut out = Vec::with_capacity(questions.len());
+    for (question, answer) in questions.iter().zip(answers) {
+        match answer {
+            Some(answer) => out.push(answer),
+            None => return Err(refuse(format!("batch: no item for question {:?}", question.id))),
+        }
+    }
+    Ok(out)
+}
+
+fn answer_item(
+    question: &Question,
+    map: &serde_json::Map<String, Value>,
+    path: &str,
+) -> Result<AnswerItem, BatchRefusal> {
+    let mut selected: Vec<String> = Vec::new();
+    match map.get("selected") {
+        None => {}
+        Some(Value::Array(labels)) => {
+            for (j, label) in labels.iter().enumerate() {
+                let Some(label) = label.as_str() else {
+                    return Err(refuse(format!(
+                        "{path}.selected[{j}]: expected a string, got {}",
+                        kind(label)
+                    )));
+                };
+                if !question.options.iter().any(|o| o.label == label) {
+                    return Err(refuse(format!(
+                        "{path}.selected[{j}]: {label:?} is not an option of question {:?}",
+                        question.id
+                    )));
+                }
+                if selected.iter().any(|s| s == label) {
+                    return Err(refuse(format!("{path}.selected[{j}]: {label:?} selected twice")));
+                }
+                selected.push(label.to_owned());
+            }
+        }
+        Some(other) => {
+            return Err(refuse(format!(
+                "{path}.selected: expected an array, got {}",
+                kind(other)
+            )));
+        }
+    }
+    if !question.multi_select && selected.len() > 1 {
+        return Err(refuse(format!(
+            "{path}.selected: question {:?} is single-select, got {} labels",
+            question.id,
+            selected.len()
+        )));
+    }
+    let custom = match map.get("custom") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(refuse(format!(
+                "{path}.custom: expected a string, got {}",
+                kind(other)
+            )));
+        }
+    };
+    if custom.is_some() && !question.multi_select {
+        selected.clear();
+    }
+    Ok(AnswerItem {
+        id: question.id.clone(),
+        selected,
+        custom,
+    })
+}

@@ -1,0 +1,188 @@
+//! What the model gets back (SPEC §2.4–2.5): the exact compact JSON of every
+//! outcome, the error codes, and the two user messages about pending questions.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::AnswerItem;
+
+/// The `message` of a `pending` result, exactly as SPEC §2.4 gives it.
+pub const PENDING_MESSAGE: &str = "No answer yet. The questions stay open and the user can still answer them. Continue only with work that does not depend on the answers, and do not assume any answer. The answers will arrive later as a user message with kind \"answer_to_pending_question\" and this callId.";
+
+/// The model-facing error codes of SPEC §2.5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    /// The arguments break SPEC §2.3.
+    InvalidArguments,
+    /// The caller is a live child owned by another agent.
+    DelegatedCaller,
+    /// The caller is not the exact live runtime root for another reason.
+    NotRuntimeRoot,
+    /// No answerer accepted the request, or every one that did died.
+    NoAnswerer,
+    /// The turn signal fired, or the call was cancelled, before it settled.
+    Aborted,
+    /// A broker limit would be exceeded; nothing was queued.
+    LimitExceeded,
+}
+
+impl ErrorCode {
+    /// Every code, in the contract's order.
+    pub const ALL: [ErrorCode; 6] = [
+        ErrorCode::InvalidArguments,
+        ErrorCode::DelegatedCaller,
+        ErrorCode::NotRuntimeRoot,
+        ErrorCode::NoAnswerer,
+        ErrorCode::Aborted,
+        ErrorCode::LimitExceeded,
+    ];
+
+    /// The contract's string, e.g. `"DELEGATED_CALLER"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::DelegatedCaller => "DELEGATED_CALLER",
+            ErrorCode::NotRuntimeRoot => "NOT_RUNTIME_ROOT",
+            ErrorCode::NoAnswerer => "NO_ANSWERER",
+            ErrorCode::Aborted => "ABORTED",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+        }
+    }
+
+    /// The code named by `s`, if it is one.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|code| code.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool result: the compact JSON text the model reads, and whether the tool
+/// marks it as an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// Compact JSON (`serde_json::to_string`).
+    pub text: String,
+    /// True for `{"error":…}` results.
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// `{"error":{"code":…,"message":…}}`, marked as an error.
+    pub fn error(code: ErrorCode, message: &str) -> ToolResult {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            code: &'a str,
+            message: &'a str,
+        }
+        #[derive(Serialize)]
+        struct Error<'a> {
+            error: Body<'a>,
+        }
+        let error = Error {
+            error: Body {
+                code: code.as_str(),
+                message,
+            },
+        };
+        ToolResult {
+            text: to_json(&error),
+            is_error: true,
+        }
+    }
+
+    /// `{"pending":true,"callId":…,"message":PENDING_MESSAGE}`.
+    pub fn pending(call_id: &str) -> ToolResult {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Pending<'a> {
+            pending: bool,
+            call_id: &'a str,
+            message: &'a str,
+        }
+        let pending = Pending {
+            pending: true,
+            call_id,
+            message: PENDING_MESSAGE,
+        };
+        ToolResult {
+            text: to_json(&pending),
+            is_error: false,
+        }
+    }
+
+    /// An answers result whose text the tool's own mapping produced.
+    pub fn answers(text: String) -> ToolResult {
+        ToolResult {
+            text,
+            is_error: false,
+        }
+    }
+
+    /// The error code of an error result, read back from its text.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        if !self.is_error {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_str(&self.text).ok()?;
+        ErrorCode::parse(value.get("error")?.get("code")?.as_str()?)
+    }
+}
+
+/// The user message that carries a late answer (SPEC §2.4). `questions_raw` is the
+/// call's `questions` argument as the model sent it, embedded verbatim.
+pub fn late_answer_message(call_id: &str, questions_raw: &str, answers: &[AnswerItem]) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct LateAnswer<'a> {
+        kind: &'a str,
+        tool: &'a str,
+        call_id: &'a str,
+        questions: &'a RawValue,
+        answers: &'a [AnswerItem],
+    }
+    // The text was a JSON value when the model sent it; embed it unchanged.
+    let questions = raw_value(questions_raw);
+    to_json(&LateAnswer {
+        kind: "answer_to_pending_question",
+        tool: super::TOOL_NAME,
+        call_id,
+        questions: &questions,
+        answers,
+    })
+}
+
+/// The user message that withdraws a pending question (SPEC §2.4).
+pub fn withdrawal_message(call_id: &str, reason: ErrorCode) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Withdrawn<'a> {
+        kind: &'a str,
+        tool: &'a str,
+        call_id: &'a str,
+        reason: &'a str,
+    }
+    to_json(&Withdrawn {
+        kind: "pending_question_withdrawn",
+        tool: super::TOOL_NAME,
+        call_id,
+        reason: reason.as_str(),
+    })
+}
+
+fn raw_value(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap_or_else(|_| {
+        // Unreachable for text taken from validated arguments; fall back to a
+        // re-serialised string rather than panic on a library user's input.
+        RawValue::from_string(serde_json::Value::String(text.to_owned()).to_string())
+            .expect("a JSON string is a JSON value")
+    })
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("result shapes always serialise")
+}
