@@ -7,9 +7,23 @@
 //!   (`config`), the frozen legacy definition (`legacy`), the timed one (`timed`),
 //!   the limits of SPEC §2.3 (`limits`), result shapes and messages (`result`) and
 //!   answer-batch validation (`batch`).
+//! - [`broker`]: `BrokerActor`, the `userQuestions` seam: identity, waterfall,
+//!   windows, holds, the pending registry, exactly-once settlement.
+//! - [`agent`]: `AgentActor` and `AgentHandle`: numbered tool calls, turn signals,
+//!   children, user messages.
+//! - [`answerer`]: the answerer protocol and `AnswererActor`, driven by a policy.
+//! - [`runtime`]: the library API: start a runtime, spawn roots.
+//! - [`sched`]: timers, the account of what is due, and seeded message jitter.
+//! - [`event`]: the recorded event stream.
 //! - [`cli`]: the `asksim` command line (clap); `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod answerer;
+pub mod broker;
 pub mod cli;
+pub mod event;
+pub mod runtime;
+pub mod sched;
 pub mod tool;

@@ -84,7 +84,7 @@ impl Ask {
 }
 
 /// The answer to one question, as the model reads it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct AnswerItem {
     /// The question's id.
     pub id: String,
@@ -92,6 +92,6 @@ pub struct AnswerItem {
     /// or when custom text replaced a single-select.
     pub selected: Vec<String>,
     /// The user's own text, omitted when unused.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<String>,
 }

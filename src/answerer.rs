@@ -1,0 +1,443 @@
+//! Answerers: the actors that answer questions, and the protocol any answerer
+//! speaks with the broker.
+//!
+//! The protocol: the broker sends [`AnswererMsg::Offer`]; the answerer replies
+//! through the offer's [`Reply`] with `accept` or `decline`; once it owns the
+//! request it may `hold` the window and must `submit` one batch. The broker may
+//! send [`AnswererMsg::Withdraw`] (stop working on it) and
+//! [`AnswererMsg::Refused`] (something it sent was not taken, with the reason). A
+//! user's own actor of message type [`AnswererMsg`] can take part in the waterfall;
+//! the runtime links it to the broker, whose supervision sees it die (fail-over).
+//!
+//! [`AnswererActor`] is the built-in answerer, driven by a [`Policy`]: which
+//! requests it accepts, its offer latency, its answer latency, its choice, an
+//! optional hold and faults. Its random draws come from its own seeded stream.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::broker::BrokerMsg;
+use crate::sched::{Jitter, Sched, Timer, derive_seed};
+use crate::tool::{Question, Schema};
+
+/// Which requests an answerer accepts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Accepts {
+    /// Every request.
+    All,
+    /// Keyed (timed) requests only.
+    Keyed,
+    /// Unkeyed (legacy) requests only.
+    Legacy,
+    /// None: it declines everything.
+    None,
+    /// Requests from agents whose name matches one of these globs (`*` only).
+    Agents(Vec<String>),
+}
+
+impl Accepts {
+    /// Whether a request from `agent`, keyed or not, is accepted.
+    pub fn matches(&self, agent: &str, keyed: bool) -> bool {
+        match self {
+            Accepts::All => true,
+            Accepts::Keyed => keyed,
+            Accepts::Legacy => !keyed,
+            Accepts::None => false,
+            Accepts::Agents(globs) => globs.iter().any(|g| glob_matches(g, agent)),
+        }
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob_matches(glob: &str, name: &str) -> bool {
+    let parts: Vec<&str> = glob.split('*').collect();
+    if parts.len() == 1 {
+        return glob == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// A delay distribution, in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Latency {
+    /// Always this many seconds.
+    Fixed(f64),
+    /// Uniform between the two bounds.
+    Uniform(f64, f64),
+    /// Exponential with this mean.
+    Exp(f64),
+    /// Never: the step does not happen.
+    Never,
+}
+
+impl Latency {
+    /// A draw, or `None` for `Never`.
+    pub fn draw(&self, rng: &mut StdRng) -> Option<Duration> {
+        let s = match *self {
+            Latency::Fixed(s) => s,
+            Latency::Uniform(a, b) if a < b => rng.gen_range(a..=b),
+            Latency::Uniform(a, _) => a,
+            Latency::Exp(mean) => -mean * (1.0 - rng.r#gen::<f64>()).ln(),
+            Latency::Never => return None,
+        };
+        Some(Duration::from_secs_f64(s.max(0.0)))
+    }
+}
+
+/// What an answerer answers, applied to every question of the call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnswerPolicy {
+    /// The first option.
+    Recommended,
+    /// The option at this 0-based index.
+    Option(usize),
+    /// The options at these indices.
+    Options(Vec<usize>),
+    /// Custom text only.
+    Custom(String),
+    /// Skips every question.
+    Skip,
+    /// This raw batch, verbatim (for bad-batch tests).
+    Batch(Value),
+}
+
+impl AnswerPolicy {
+    /// The batch this policy submits for `questions`. An index out of range becomes
+    /// a label no option has, so the broker refuses the batch (SPEC §5).
+    pub fn batch(&self, questions: &[Question]) -> Value {
+        if let AnswerPolicy::Batch(raw) = self {
+            return raw.clone();
+        }
+        let label = |q: &Question, i: usize| match q.options.get(i) {
+            Some(o) => o.label.clone(),
+            None => format!("<no option {i}>"),
+        };
+        let items: Vec<Value> = questions
+            .iter()
+            .map(|q| match self {
+                AnswerPolicy::Recommended => json!({"id": q.id, "selected": [label(q, 0)]}),
+                AnswerPolicy::Option(i) => json!({"id": q.id, "selected": [label(q, *i)]}),
+                AnswerPolicy::Options(is) => {
+                    json!({"id": q.id, "selected": is.iter().map(|i| label(q, *i)).collect::<Vec<_>>()})
+                }
+                AnswerPolicy::Custom(text) => json!({"id": q.id, "selected": [], "custom": text}),
+                AnswerPolicy::Skip | AnswerPolicy::Batch(_) => json!({"id": q.id, "selected": []}),
+            })
+            .collect();
+        Value::Array(items)
+    }
+}
+
+/// A built-in answerer's behaviour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Which requests it accepts.
+    pub accepts: Accepts,
+    /// From an offer to its accept or decline.
+    pub offer_latency: Latency,
+    /// From its accept to its submit.
+    pub latency: Latency,
+    /// What it answers.
+    pub answer: AnswerPolicy,
+    /// Holds the window this many seconds after its accept.
+    pub hold_after_s: Option<f64>,
+    /// Dies at this run time.
+    pub crash_at_s: Option<f64>,
+    /// Dies right after its n-th accept.
+    pub crash_after_accepts: Option<u64>,
+}
+
+impl Policy {
+    /// Accepts everything at once and picks the recommended option after `latency_s`.
+    pub fn recommended_after(latency_s: f64) -> Policy {
+        Policy {
+            accepts: Accepts::All,
+            offer_latency: Latency::Fixed(0.0),
+            latency: Latency::Fixed(latency_s),
+            answer: AnswerPolicy::Recommended,
+            hold_after_s: None,
+            crash_at_s: None,
+            crash_after_accepts: None,
+        }
+    }
+}
+
+/// One request offered to an answerer. Only keyed (timed) requests carry a callId.
+#[derive(Clone, Debug)]
+pub struct Offer {
+    /// The broker's handle on the request; every reply names it.
+    pub ticket: u64,
+    /// The callId, for keyed requests only.
+    pub call_id: Option<String>,
+    /// The calling agent.
+    pub agent: String,
+    /// The definition the call came through.
+    pub schema: Schema,
+    /// The questions.
+    pub questions: Arc<[Question]>,
+    /// How to reply to the broker.
+    pub reply: Reply,
+}
+
+/// An answerer's way back to the broker for one offer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub(crate) broker: ActorRef<BrokerMsg>,
+    pub(crate) ticket: u64,
+    pub(crate) answerer: usize,
+}
+
+impl Reply {
+    /// The message that accepts the offer: the sender owns the request.
+    pub fn accept(&self) -> BrokerMsg {
+        BrokerMsg::Accept {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+    /// The message that declines it: the broker offers the next answerer.
+    pub fn decline(&self) -> BrokerMsg {
+        BrokerMsg::Decline {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+    /// The message that holds the window open (owner only, timed calls in their window).
+    pub fn hold(&self) -> BrokerMsg {
+        BrokerMsg::Hold {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+    /// The message that submits one answer batch (owner only).
+    pub fn submit(&self, batch: Value) -> BrokerMsg {
+        BrokerMsg::Submit {
+            ticket: self.ticket,
+            answerer: self.answerer,
+            batch,
+        }
+    }
+    /// The broker to send them to.
+    pub fn broker(&self) -> &ActorRef<BrokerMsg> {
+        &self.broker
+    }
+}
+
+/// Messages an answerer receives.
+#[derive(Debug)]
+pub enum AnswererMsg {
+    /// A request is offered.
+    Offer(Offer),
+    /// Stop working on this request: it settled, was cancelled, or the offer timed out.
+    Withdraw {
+        /// The request.
+        ticket: u64,
+    },
+    /// Something this answerer sent was refused.
+    Refused {
+        /// The request.
+        ticket: u64,
+        /// `"submit"` or `"hold"`.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// Built-in: the offer latency elapsed; decide.
+    Decide(u64),
+    /// Built-in: the hold delay elapsed.
+    HoldNow(u64),
+    /// Built-in: the answer latency elapsed; submit.
+    SubmitNow(u64),
+    /// Built-in: a scheduled fault; die now.
+    Crash,
+}
+
+/// The built-in policy-driven answerer.
+pub struct AnswererActor;
+
+/// What the built-in answerer starts from.
+pub struct AnswererArgs {
+    /// Its name.
+    pub name: String,
+    /// Its behaviour.
+    pub policy: Policy,
+    /// Its stream seed (derived from the run's seed).
+    pub seed: u64,
+    /// The run's clock.
+    pub sched: Sched,
+    /// Jitter on its messages.
+    pub jitter: Jitter,
+}
+
+/// The built-in answerer's state.
+pub struct AnswererState {
+    name: String,
+    policy: Policy,
+    rng: StdRng,
+    sched: Sched,
+    jitter: Jitter,
+    offers: BTreeMap<u64, Work>,
+    accepts: u64,
+}
+
+struct Work {
+    offer: Offer,
+    timers: Vec<Timer>,
+}
+
+impl Actor for AnswererActor {
+    type Msg = AnswererMsg;
+    type State = AnswererState;
+    type Arguments = AnswererArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<AnswererMsg>,
+        args: AnswererArgs,
+    ) -> Result<AnswererState, ActorProcessingErr> {
+        if let Some(at_s) = args.policy.crash_at_s {
+            // A crash time already past (after a restart) does not fire again.
+            let now_s = args.sched.now_s();
+            if at_s >= now_s {
+                let me = myself.clone();
+                args.sched.after(Duration::from_secs_f64(at_s - now_s), move || {
+                    let _ = me.send_message(AnswererMsg::Crash);
+                });
+            }
+        }
+        Ok(AnswererState {
+            name: args.name,
+            policy: args.policy,
+            rng: StdRng::seed_from_u64(derive_seed(args.seed, 0)),
+            sched: args.sched,
+            jitter: args.jitter,
+            offers: BTreeMap::new(),
+            accepts: 0,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AnswererMsg>,
+        msg: AnswererMsg,
+        state: &mut AnswererState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            AnswererMsg::Offer(offer) => {
+                let ticket = offer.ticket;
+                let mut work = Work {
+                    offer,
+                    timers: Vec::new(),
+                };
+                if let Some(delay) = state.policy.offer_latency.draw(&mut state.rng) {
+                    work.timers
+                        .push(state.timer(&myself, delay, AnswererMsg::Decide(ticket)));
+                }
+                state.offers.insert(ticket, work);
+            }
+            AnswererMsg::Decide(ticket) => state.decide(&myself, ticket),
+            AnswererMsg::HoldNow(ticket) => {
+                if let Some(work) = state.offers.get(&ticket) {
+                    let msg = work.offer.reply.hold();
+                    let broker = work.offer.reply.broker.clone();
+                    state.jitter.send(&state.sched, &broker, msg);
+                }
+            }
+            AnswererMsg::SubmitNow(ticket) => {
+                if let Some(work) = state.offers.remove(&ticket) {
+                    let batch = state.policy.answer.batch(&work.offer.questions);
+                    let msg = work.offer.reply.submit(batch);
+                    state.jitter.send(&state.sched, &work.offer.reply.broker, msg);
+                    work.timers.iter().for_each(Timer::cancel);
+                }
+            }
+            AnswererMsg::Withdraw { ticket } => {
+                if let Some(work) = state.offers.remove(&ticket) {
+                    work.timers.iter().for_each(Timer::cancel);
+                }
+            }
+            AnswererMsg::Refused { ticket, what, reason } => {
+                tracing::debug!(answerer = %state.name, ticket, %what, %reason, "refused");
+            }
+            AnswererMsg::Crash => state.crash(&myself),
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<AnswererMsg>,
+        state: &mut AnswererState,
+    ) -> Result<(), ActorProcessingErr> {
+        for work in state.offers.values() {
+            work.timers.iter().for_each(Timer::cancel);
+        }
+        Ok(())
+    }
+}
+
+impl AnswererState {
+    fn timer(&self, myself: &ActorRef<AnswererMsg>, delay: Duration, msg: AnswererMsg) -> Timer {
+        let me = myself.clone();
+        self.sched.after(delay, move || {
+            let _ = me.send_message(msg);
+        })
+    }
+
+    fn decide(&mut self, myself: &ActorRef<AnswererMsg>, ticket: u64) {
+        let Some(work) = self.offers.get(&ticket) else {
+            return;
+        };
+        let keyed = work.offer.call_id.is_some();
+        let reply = work.offer.reply.clone();
+        if !self.policy.accepts.matches(&work.offer.agent, keyed) {
+            self.offers.remove(&ticket);
+            self.jitter.send(&self.sched, &reply.broker, reply.decline());
+            return;
+        }
+        self.jitter.send(&self.sched, &reply.broker, reply.accept());
+        self.accepts += 1;
+        let hold = self
+            .policy
+            .hold_after_s
+            .map(|s| Duration::from_secs_f64(s.max(0.0)));
+        let submit = self.policy.latency.draw(&mut self.rng);
+        let mut timers = Vec::new();
+        if let Some(delay) = hold {
+            timers.push(self.timer(myself, delay, AnswererMsg::HoldNow(ticket)));
+        }
+        if let Some(delay) = submit {
+            timers.push(self.timer(myself, delay, AnswererMsg::SubmitNow(ticket)));
+        }
+        if let Some(work) = self.offers.get_mut(&ticket) {
+            work.timers.extend(timers);
+        }
+        if self.policy.crash_after_accepts.is_some_and(|n| self.accepts >= n) {
+            self.crash(myself);
+        }
+    }
+
+    fn crash(&mut self, myself: &ActorRef<AnswererMsg>) {
+        for work in std::mem::take(&mut self.offers).into_values() {
+            work.timers.iter().for_each(Timer::cancel);
+        }
+        myself.stop(Some("crash".into()));
+    }
+}
