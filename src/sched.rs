@@ -8,7 +8,7 @@
 //! is how process loss kills pending work.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ractor::{ActorRef, Message, RpcReplyPort};
@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Clone, Debug)]
 pub struct Sched {
     due: Arc<AtomicUsize>,
+    /// Nanoseconds since start of the last timer that fired or sleep that ended.
+    last_fire_ns: Arc<AtomicU64>,
     epoch: CancellationToken,
     start: tokio::time::Instant,
 }
@@ -48,6 +50,7 @@ impl Sched {
     pub fn new() -> Sched {
         Sched {
             due: Arc::new(AtomicUsize::new(0)),
+            last_fire_ns: Arc::new(AtomicU64::new(0)),
             epoch: CancellationToken::new(),
             start: tokio::time::Instant::now(),
         }
@@ -57,6 +60,7 @@ impl Sched {
     pub fn next_epoch(&self) -> Sched {
         Sched {
             due: self.due.clone(),
+            last_fire_ns: self.last_fire_ns.clone(),
             epoch: CancellationToken::new(),
             start: self.start,
         }
@@ -65,6 +69,32 @@ impl Sched {
     /// Seconds since the run started, on the run's clock (virtual or real).
     pub fn now_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
+    }
+
+    /// Seconds since the start at which the last timer fired or sleep ended: the
+    /// last moment anything was due.
+    pub fn last_fire_s(&self) -> f64 {
+        self.last_fire_ns.load(Ordering::SeqCst) as f64 / 1e9
+    }
+
+    fn fired(&self) {
+        let ns = self.start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        self.last_fire_ns.fetch_max(ns, Ordering::SeqCst);
+    }
+
+    /// Sleeps `delay` on the run's clock, counted as due meanwhile. Returns false
+    /// if the epoch died first (process loss).
+    pub async fn sleep(&self, delay: Duration) -> bool {
+        self.due.fetch_add(1, Ordering::SeqCst);
+        let _guard = DueGuard(self.due.clone());
+        tokio::select! {
+            biased;
+            _ = self.epoch.cancelled() => false,
+            _ = tokio::time::sleep(delay) => {
+                self.fired();
+                true
+            }
+        }
     }
 
     /// Timers started and not yet fired or cancelled.
@@ -83,12 +113,16 @@ impl Sched {
         let guard = DueGuard(self.due.clone());
         let token = self.epoch.child_token();
         let cancelled = token.clone();
+        let sched = self.clone();
         tokio::spawn(async move {
             let _guard = guard;
             tokio::select! {
                 biased;
                 _ = cancelled.cancelled() => {}
-                _ = tokio::time::sleep(delay) => f(),
+                _ = tokio::time::sleep(delay) => {
+                    sched.fired();
+                    f();
+                }
             }
         });
         Timer(token)

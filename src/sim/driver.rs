@@ -1,0 +1,180 @@
+//! The driver: builds a runtime from a scenario, starts the root scripts, fires
+//! the scheduled events, and decides when the run is over (SPEC §5, §6).
+//!
+//! Virtual clock: a current-thread runtime on paused time, so the same scenario
+//! and seed replay the same interleaving. The run is over when the runtime is idle
+//! and nothing is due: the driver sleeps until `virtual_s_max`; paused time jumps
+//! there only once no earlier timer is left, and if the timer account
+//! ([`Sched::due`]) is then empty, nothing could change any more. Otherwise the
+//! limit stopped the run. Real clock: a multi-thread runtime, and the driver polls
+//! the account instead.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::broker::AnswererSlot;
+use crate::event::{Event, EventKind, EventSink};
+use crate::runtime::{Runtime, RuntimeConfig};
+use crate::scenario::{Clock, EventKind as Scheduled, EventSpec, Scenario};
+use crate::sched::Sched;
+use crate::sim::script::{World, register, spawn_script};
+
+/// How often the real-clock driver looks at the timer account.
+const REAL_CLOCK_POLL: Duration = Duration::from_millis(5);
+/// Consecutive idle polls after which a real-clock run is over.
+const REAL_CLOCK_IDLE_POLLS: u32 = 4;
+
+/// What a run produced, before any analysis.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// The seed the run used.
+    pub seed: u64,
+    /// The clock it ran on.
+    pub clock: Clock,
+    /// Every event, in order.
+    pub events: Vec<Event>,
+    /// Final results of the scripts that ended, by agent.
+    pub finals: BTreeMap<String, Value>,
+    /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
+    pub open: BTreeMap<String, &'static str>,
+    /// The limit that stopped the run, if one did.
+    pub limit: Option<String>,
+    /// Seconds on the run's clock until nothing changed any more.
+    pub virtual_s: f64,
+    /// Seconds of wall time the run took.
+    pub wall_s: f64,
+}
+
+/// Runs `scenario` under `seed` on `clock`.
+pub fn run(scenario: &Scenario, seed: u64, clock: Clock) -> std::io::Result<RunOutput> {
+    let runtime = match clock {
+        Clock::Virtual => tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?,
+        Clock::Real => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+    };
+    // The wall clock is read only to report wall_s; nothing in the run sees it.
+    let wall = std::time::Instant::now();
+    let mut output = runtime.block_on(drive(scenario, seed, clock));
+    runtime.shutdown_background();
+    output.wall_s = wall.elapsed().as_secs_f64();
+    Ok(output)
+}
+
+fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig {
+    RuntimeConfig {
+        tool: scenario.tool,
+        answerers: scenario
+            .answerers
+            .iter()
+            .map(|a| AnswererSlot::Policy { name: a.name.clone(), policy: a.policy() })
+            .collect(),
+        offer_timeout_s: scenario.broker.offer_timeout_s,
+        seed,
+        jitter_max_s: match clock {
+            Clock::Virtual => scenario.jitter_max_s.unwrap_or(0.0),
+            Clock::Real => 0.0,
+        },
+        events_max: scenario.limits.events_max,
+    }
+}
+
+async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
+    let sched = Sched::new();
+    let events = EventSink::new(sched.clone(), scenario.limits.events_max);
+    let runtime = Runtime::start_with(runtime_config(scenario, seed, clock), sched.clone(), events.clone())
+        .await
+        .expect("a validated scenario starts");
+    let world = World::new(runtime.clone());
+    let mut scripts = Vec::new();
+    for spec in &scenario.agents {
+        let Ok(handle) = runtime.spawn_root(&spec.name, spec.lineage_parent.clone()).await else { continue };
+        register(&world, &handle, spec);
+        scripts.push(spawn_script(world.clone(), handle, spec.script.clone()));
+    }
+    let mut limit = None;
+    for event in &scenario.events {
+        if event.at_s > scenario.limits.virtual_s_max {
+            limit = Some("virtual_s_max".to_owned());
+            break;
+        }
+        tokio::select! {
+            biased;
+            _ = events.overflow().cancelled() => {
+                limit = Some("events_max".to_owned());
+                break;
+            }
+            _ = tokio::time::sleep_until(sched.instant_at(event.at_s)) => apply(&world, &events, event).await,
+        }
+    }
+    if limit.is_none() {
+        limit = match clock {
+            Clock::Virtual => settle_virtual(scenario, &sched, &events).await,
+            Clock::Real => settle_real(scenario, &sched, &events).await,
+        };
+    }
+    let now_s = sched.now_s();
+    let last_event_s = events.snapshot().last().map_or(0.0, |e| e.t);
+    let virtual_s = if limit.is_some() { now_s } else { sched.last_fire_s().max(last_event_s).min(now_s) };
+    let runtime = world.runtime.lock().expect("world poisoned").clone();
+    let open = runtime.status().await.open;
+    runtime.shutdown().await;
+    for script in scripts {
+        script.abort();
+    }
+    let finals = world.finals.lock().expect("world poisoned").clone();
+    RunOutput { seed, clock, events: events.snapshot(), finals, open, limit, virtual_s, wall_s: 0.0 }
+}
+
+async fn settle_virtual(scenario: &Scenario, sched: &Sched, events: &EventSink) -> Option<String> {
+    tokio::select! {
+        biased;
+        _ = events.overflow().cancelled() => Some("events_max".to_owned()),
+        _ = tokio::time::sleep_until(sched.instant_at(scenario.limits.virtual_s_max)) => {
+            (sched.due() > 0).then(|| "virtual_s_max".to_owned())
+        }
+    }
+}
+
+async fn settle_real(scenario: &Scenario, sched: &Sched, events: &EventSink) -> Option<String> {
+    let mut idle_polls = 0;
+    let mut seen = events.len();
+    loop {
+        tokio::time::sleep(REAL_CLOCK_POLL).await;
+        if events.overflow().is_cancelled() {
+            return Some("events_max".to_owned());
+        }
+        if sched.now_s() > scenario.limits.virtual_s_max {
+            return Some("virtual_s_max".to_owned());
+        }
+        let now = events.len();
+        idle_polls = if sched.due() == 0 && now == seen { idle_polls + 1 } else { 0 };
+        seen = now;
+        if idle_polls >= REAL_CLOCK_IDLE_POLLS {
+            return None;
+        }
+    }
+}
+
+async fn apply(world: &Arc<World>, events: &EventSink, event: &EventSpec) {
+    let runtime = world.runtime.lock().expect("world poisoned").clone();
+    let handle = |name: &str| world.agents.lock().expect("world poisoned").get(name).cloned();
+    match &event.kind {
+        Scheduled::CancelTurn(name) => match handle(name) {
+            Some(agent) => agent.cancel_turn().await,
+            None => events.record(EventKind::Dropped { what: json!({"cancel_turn": name, "why": "not spawned yet"}) }),
+        },
+        Scheduled::StopAgent(name) => match handle(name) {
+            Some(agent) => agent.stop(),
+            None => events.record(EventKind::Dropped { what: json!({"stop_agent": name, "why": "not spawned yet"}) }),
+        },
+        Scheduled::CancelCall(call_id) => runtime.cancel_call(call_id),
+        Scheduled::CrashAnswerer(name) => runtime.crash_answerer(name),
+        Scheduled::ProcessLoss { restart_after_s } => {
+            events.record(EventKind::Dropped {
+                what: json!({"process_loss": {"restart_after": restart_after_s}, "why": "process loss is not supported yet"}),
+            });
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The simulator: drives the runtime from a scenario, checks the invariants of
+//! SPEC §6 on its event stream, and reports.
+//!
+//! - `driver`: clocks, scheduled events, and the end of a run.
+//! - `script`: the agents' scripts over their handles.
+//! - `invariants`: the checker.
+//! - `report`: outcomes, expectations, the summary and the trace hash.
+
+pub mod driver;
+pub mod invariants;
+pub mod report;
+pub mod script;
