@@ -15,6 +15,12 @@
 //! - [`runtime`]: the library API: start a runtime, spawn roots.
 //! - [`sched`]: timers, the account of what is due, and seeded message jitter.
 //! - [`event`]: the recorded event stream.
+//! - [`log`]: the durable log's lines (JSON Lines), its header and the trace hash.
+//! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation:
+//!   reading, parsing, `count` fan-out, `repeat` unrolling, name and reference
+//!   checks, and errors located as `file:line:column`.
+//! - [`sim`]: the simulator: the driver (clocks, scheduled events, the end of a
+//!   run), agent scripts, the invariant checker and the report.
 //! - [`cli`]: the `asksim` command line (clap); `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]
@@ -24,6 +30,9 @@ pub mod answerer;
 pub mod broker;
 pub mod cli;
 pub mod event;
+pub mod log;
 pub mod runtime;
+pub mod scenario;
 pub mod sched;
+pub mod sim;
 pub mod tool;

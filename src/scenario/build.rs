@@ -1,0 +1,697 @@
+//! From the raw shapes to a checked [`Scenario`]: fan-out, unrolling, checks.
+//!
+//! Expansion works on templates: a `repeat` body or a `count` row is expanded once,
+//! its size checked against the limits, and only then copied with `{r}` or `{i}`
+//! substituted. So an absurd `times` or `count` is refused before anything is
+//! allocated, and nested repeats cost their output, never their product.
+//!
+//! Every expanded step remembers (by index into a table of paths) the place in the
+//! file it came from, so the checks that need the whole run (names, references)
+//! still name the offending value in the file.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::raw::{RawAgent, RawAnswerer, RawEvent, RawExpect, RawScenario, RawStep};
+use super::{
+    AGENTS_MAX, ANSWERERS_MAX, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventKind, EventSpec,
+    Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
+};
+use crate::tool::{ErrorCode, Timeout, ToolConfig};
+
+/// A failed check: the JSON path of the offending value in the file, and why.
+#[derive(Debug)]
+pub(super) struct Issue {
+    pub path: String,
+    pub message: String,
+}
+
+type Checked<T> = Result<T, Issue>;
+
+fn issue<T>(path: impl Into<String>, message: impl Into<String>) -> Checked<T> {
+    Err(Issue {
+        path: path.into(),
+        message: message.into(),
+    })
+}
+
+/// An agent being expanded; `src` fields index [`Builder::paths`].
+#[derive(Clone)]
+struct XAgent {
+    name: String,
+    name_src: u32,
+    lineage_parent: Option<String>,
+    script: Vec<XStep>,
+    on_resume: Vec<XStep>,
+}
+
+#[derive(Clone)]
+struct XStep {
+    src: u32,
+    kind: XKind,
+}
+
+#[derive(Clone)]
+enum XKind {
+    /// A step that names nothing (ask, ask_raw, ask_unresolved, work).
+    Leaf(Step),
+    Spawn(XAgent),
+    Join(String),
+    AwaitAnswer(String),
+}
+
+/// How much an expansion produces: steps and agents, spawned ones included.
+#[derive(Clone, Copy, Default)]
+struct Size {
+    steps: u64,
+    agents: u64,
+}
+
+impl Size {
+    fn of_steps(steps: &[XStep]) -> Size {
+        let mut size = Size::default();
+        for step in steps {
+            size.steps += 1;
+            if let XKind::Spawn(child) = &step.kind {
+                let child = Size::of_agent(child);
+                size.steps += child.steps;
+                size.agents += child.agents;
+            }
+        }
+        size
+    }
+
+    fn of_agent(agent: &XAgent) -> Size {
+        let script = Size::of_steps(&agent.script);
+        let on_resume = Size::of_steps(&agent.on_resume);
+        Size {
+            steps: script.steps + on_resume.steps,
+            agents: 1 + script.agents + on_resume.agents,
+        }
+    }
+
+    /// `self + copies × each`, or an issue at `path` when over the run's limits.
+    fn grow(self, copies: u64, each: Size, path: &str, what: &str) -> Checked<Size> {
+        let steps = each.steps.saturating_mul(copies).saturating_add(self.steps);
+        let agents = each.agents.saturating_mul(copies).saturating_add(self.agents);
+        if steps > STEPS_MAX {
+            return issue(
+                path,
+                format!("{what} makes more than {STEPS_MAX} script steps in the run"),
+            );
+        }
+        if agents > AGENTS_MAX {
+            return issue(
+                path,
+                format!("{what} makes more than {AGENTS_MAX} agents in the run"),
+            );
+        }
+        Ok(Size { steps, agents })
+    }
+}
+
+pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
+    let mut builder = Builder::default();
+    if raw.name.is_empty() {
+        return issue("name", "expected a non-empty name");
+    }
+    let tool = ToolConfig::from_json(raw.tool.as_ref()).map_err(|err| Issue {
+        path: format!("tool.{}", err.key),
+        message: err.reason,
+    })?;
+    let broker = match raw.broker.and_then(|b| b.offer_timeout) {
+        Some(s) => BrokerSpec {
+            offer_timeout_s: positive("broker.offer_timeout", s)?,
+        },
+        None => BrokerSpec::default(),
+    };
+    let jitter_max_s = match raw.jitter {
+        Some(jitter) => Some(seconds("jitter.max", jitter.max)?),
+        None => None,
+    };
+    let limits = limits(raw.limits)?;
+
+    let answerers = builder.answerers(raw.answerers)?;
+    let agents = builder.agents(raw.agents)?;
+    for agent in &agents {
+        builder.define_agent(agent)?;
+    }
+    for agent in &agents {
+        builder.check_references(agent)?;
+    }
+    let names = &builder.names;
+    let events = events(raw.events, names)?;
+    let expect = match raw.expect {
+        Some(expect) => Some(expect_block(expect, names)?),
+        None => None,
+    };
+    Ok(Scenario {
+        name: raw.name,
+        about: raw.about,
+        seed: raw.seed,
+        clock: raw.clock.unwrap_or(Clock::Virtual),
+        tool,
+        broker,
+        answerers,
+        agents: agents.into_iter().map(|agent| finish(agent, None)).collect(),
+        events,
+        jitter_max_s,
+        limits,
+        expect,
+    })
+}
+
+/// Seconds: finite and non-negative.
+fn seconds(path: &str, s: f64) -> Checked<f64> {
+    if s.is_finite() && s >= 0.0 {
+        Ok(s)
+    } else {
+        issue(
+            path,
+            format!("expected a non-negative number of seconds, got {s}"),
+        )
+    }
+}
+
+/// Seconds: finite and positive.
+fn positive(path: &str, s: f64) -> Checked<f64> {
+    if s.is_finite() && s > 0.0 {
+        Ok(s)
+    } else {
+        issue(path, format!("expected a positive number of seconds, got {s}"))
+    }
+}
+
+fn limits(raw: Option<super::raw::RawLimits>) -> Checked<Limits> {
+    let mut limits = Limits::default();
+    if let Some(raw) = raw {
+        if let Some(s) = raw.virtual_s_max {
+            limits.virtual_s_max = positive("limits.virtual_s_max", s)?;
+        }
+        if let Some(n) = raw.events_max {
+            if n == 0 {
+                return issue("limits.events_max", "expected a positive count, got 0");
+            }
+            limits.events_max = n;
+        }
+    }
+    Ok(limits)
+}
+
+fn latency(path: &str, latency: Latency) -> Checked<Latency> {
+    match latency {
+        Latency::Fixed(s) => seconds(&format!("{path}.fixed"), s).map(Latency::Fixed),
+        Latency::Uniform(min, max) => {
+            let path = format!("{path}.uniform");
+            seconds(&format!("{path}[0]"), min)?;
+            seconds(&format!("{path}[1]"), max)?;
+            if min > max {
+                return issue(path, format!("min {min} is greater than max {max}"));
+            }
+            Ok(Latency::Uniform(min, max))
+        }
+        Latency::Exp(mean) => positive(&format!("{path}.exp"), mean).map(Latency::Exp),
+        Latency::Never => Ok(Latency::Never),
+    }
+}
+
+/// `s` with every `{key}` replaced by `value`; borrowed work only when needed.
+fn substitute(s: &mut String, key: &str, value: &str) {
+    if s.contains(key) {
+        *s = s.replace(key, value);
+    }
+}
+
+fn substitute_agent(agent: &mut XAgent, key: &str, value: &str) {
+    substitute(&mut agent.name, key, value);
+    substitute_steps(&mut agent.script, key, value);
+    substitute_steps(&mut agent.on_resume, key, value);
+}
+
+/// Substitutes in the strings of `steps` that name agents or calls.
+fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
+    for step in steps {
+        match &mut step.kind {
+            XKind::Leaf(_) => {}
+            XKind::Spawn(child) => substitute_agent(child, key, value),
+            XKind::Join(name) | XKind::AwaitAnswer(name) => substitute(name, key, value),
+        }
+    }
+}
+
+/// How many copies a `count` asks for: 1 to `max`.
+fn count(path: &str, count: Option<u64>, max: u64, name: &str) -> Checked<Option<u64>> {
+    let Some(n) = count else { return Ok(None) };
+    if n == 0 || n > max {
+        return issue(path, format!("expected a count from 1 to {max}, got {n}"));
+    }
+    if n > 1 && !name.contains("{i}") {
+        return issue(
+            path,
+            format!("count {n} needs `{{i}}` in the name {name:?}, or the copies share one name"),
+        );
+    }
+    Ok(Some(n))
+}
+
+#[derive(Default)]
+struct Builder {
+    /// Paths in the file, indexed by the `src` of expanded values.
+    paths: Vec<String>,
+    /// Where each name was defined, as an index into `paths`.
+    name_srcs: BTreeMap<String, u32>,
+    names: Names,
+}
+
+/// Every name of a run, by kind: agents and answerers share one namespace.
+#[derive(Default)]
+struct Names {
+    agents: BTreeSet<String>,
+    answerers: BTreeSet<String>,
+}
+
+impl Builder {
+    fn src(&mut self, path: String) -> u32 {
+        self.paths.push(path);
+        // The file bounds the number of source paths far below u32::MAX.
+        u32::try_from(self.paths.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    fn path(&self, src: u32) -> &str {
+        self.paths.get(src as usize).map_or("", String::as_str)
+    }
+
+    fn answerers(&mut self, rows: Vec<RawAnswerer>) -> Checked<Vec<AnswererSpec>> {
+        let mut out: Vec<AnswererSpec> = Vec::new();
+        for (k, row) in rows.into_iter().enumerate() {
+            let path = format!("answerers[{k}]");
+            let copies = count(&format!("{path}.count"), row.count, ANSWERERS_MAX, &row.name)?;
+            let template = self.answerer(&path, row)?;
+            let n = copies.unwrap_or(1);
+            if out.len() as u64 + n > ANSWERERS_MAX {
+                return issue(path, format!("more than {ANSWERERS_MAX} answerers in the run"));
+            }
+            let name_src = self.src(format!("{path}.name"));
+            for i in 0..n {
+                let mut answerer = template.clone();
+                if copies.is_some() {
+                    substitute(&mut answerer.name, "{i}", &i.to_string());
+                }
+                self.define(&answerer.name, name_src)?;
+                self.names.answerers.insert(answerer.name.clone());
+                out.push(answerer);
+            }
+        }
+        Ok(out)
+    }
+
+    fn answerer(&mut self, path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
+        let offer_latency = match row.offer_latency {
+            Some(l) => latency(&format!("{path}.offer_latency"), l)?,
+            None => Latency::Fixed(0.0),
+        };
+        let hold_after_s = match row.hold {
+            Some(hold) => Some(seconds(&format!("{path}.hold.after"), hold.after)?),
+            None => None,
+        };
+        let (mut crash_at_s, mut crash_after_accepts) = (None, None);
+        if let Some(faults) = row.faults {
+            if let Some(t) = faults.crash_at {
+                crash_at_s = Some(seconds(&format!("{path}.faults.crash_at"), t)?);
+            }
+            if let Some(n) = faults.crash_after_accepts {
+                if n == 0 {
+                    return issue(
+                        format!("{path}.faults.crash_after_accepts"),
+                        "expected at least 1 (use crash_at: 0 to crash at once)",
+                    );
+                }
+                crash_after_accepts = Some(n);
+            }
+        }
+        Ok(AnswererSpec {
+            name: row.name,
+            accepts: row.accepts,
+            offer_latency,
+            latency: latency(&format!("{path}.latency"), row.latency)?,
+            answer: row.answer,
+            hold_after_s,
+            crash_at_s,
+            crash_after_accepts,
+        })
+    }
+
+    fn agents(&mut self, rows: Vec<RawAgent>) -> Checked<Vec<XAgent>> {
+        let mut out = Vec::new();
+        let mut total = Size::default();
+        for (k, row) in rows.into_iter().enumerate() {
+            let path = format!("agents[{k}]");
+            let copies = count(&format!("{path}.count"), row.count, AGENTS_MAX, &row.name)?;
+            let template = XAgent {
+                name: row.name,
+                name_src: self.src(format!("{path}.name")),
+                lineage_parent: row.lineage.map(|l| l.parent),
+                script: self.script(row.script, &format!("{path}.script"), 1)?,
+                on_resume: self.script(row.on_resume, &format!("{path}.on_resume"), 1)?,
+            };
+            let n = copies.unwrap_or(1);
+            let what = if copies.is_some() {
+                "this count"
+            } else {
+                "this agent"
+            };
+            total = total.grow(n, Size::of_agent(&template), &path, what)?;
+            for i in 0..n {
+                let mut agent = template.clone();
+                if copies.is_some() {
+                    let i = i.to_string();
+                    substitute_agent(&mut agent, "{i}", &i);
+                    if let Some(parent) = &mut agent.lineage_parent {
+                        substitute(parent, "{i}", &i);
+                    }
+                }
+                out.push(agent);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Converts a script, unrolling its repeats, within the run's limits.
+    fn script(&mut self, raw: Vec<RawStep>, path: &str, depth: usize) -> Checked<Vec<XStep>> {
+        if depth > NESTING_MAX && !raw.is_empty() {
+            return issue(
+                path,
+                format!("spawn and repeat nest deeper than {NESTING_MAX} levels"),
+            );
+        }
+        let mut out = Vec::new();
+        let mut size = Size::default();
+        for (k, step) in raw.into_iter().enumerate() {
+            let path = format!("{path}[{k}]");
+            let (kind, key) = match step {
+                RawStep::Repeat(repeat) => {
+                    let times_path = format!("{path}.repeat.times");
+                    if repeat.times > REPEAT_TIMES_MAX {
+                        return issue(
+                            times_path,
+                            format!("expected at most {REPEAT_TIMES_MAX}, got {}", repeat.times),
+                        );
+                    }
+                    let body = self.script(repeat.script, &format!("{path}.repeat.script"), depth + 1)?;
+                    if body.is_empty() {
+                        continue;
+                    }
+                    size = size.grow(repeat.times, Size::of_steps(&body), &times_path, "this repeat")?;
+                    for r in 0..repeat.times {
+                        let mut copy = body.clone();
+                        substitute_steps(&mut copy, "{r}", &r.to_string());
+                        out.extend(copy);
+                    }
+                    continue;
+                }
+                RawStep::Ask(value) => (
+                    Step::Ask {
+                        arguments: compact(&value),
+                    }
+                    .into(),
+                    "ask",
+                ),
+                RawStep::AskRaw(value) => (
+                    Step::AskRaw {
+                        arguments: compact(&value),
+                    }
+                    .into(),
+                    "ask_raw",
+                ),
+                RawStep::AskUnresolved(ask) => {
+                    let timeout = match ask.timeout {
+                        Some(t) => Some(unresolved_timeout(&path, t)?),
+                        None => None,
+                    };
+                    (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
+                }
+                RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
+                RawStep::Join(name) => (XKind::Join(name), "join"),
+                RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
+                RawStep::Spawn(spawn) => {
+                    let child = XAgent {
+                        name: spawn.name,
+                        name_src: self.src(format!("{path}.spawn.name")),
+                        lineage_parent: None,
+                        script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
+                        on_resume: self.script(
+                            spawn.on_resume,
+                            &format!("{path}.spawn.on_resume"),
+                            depth + 1,
+                        )?,
+                    };
+                    (XKind::Spawn(child), "spawn")
+                }
+            };
+            let step = XStep {
+                src: self.src(format!("{path}.{key}")),
+                kind,
+            };
+            size = size.grow(1, Size::of_steps(std::slice::from_ref(&step)), &path, "this step")?;
+            out.push(step);
+        }
+        Ok(out)
+    }
+}
+
+impl From<Step> for XKind {
+    fn from(step: Step) -> XKind {
+        XKind::Leaf(step)
+    }
+}
+
+fn compact(value: &Value) -> String {
+    // Serialising a Value to a String cannot fail: its keys are strings.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn unresolved_timeout(path: &str, t: f64) -> Checked<f64> {
+    let value = serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number);
+    Timeout::from_json(&value)
+        .map(Timeout::as_f64)
+        .or_else(|reason| issue(format!("{path}.ask_unresolved.timeout"), reason))
+}
+
+/// The output shape of an expanded agent; a spawned child's lineage is its spawner.
+fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
+    let name = agent.name;
+    let steps = |steps: Vec<XStep>| -> Vec<Step> {
+        steps
+            .into_iter()
+            .map(|step| match step.kind {
+                XKind::Leaf(step) => step,
+                XKind::Spawn(child) => Step::Spawn(finish(child, Some(&name))),
+                XKind::Join(child) => Step::Join(child),
+                XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
+            })
+            .collect()
+    };
+    AgentSpec {
+        script: steps(agent.script),
+        on_resume: steps(agent.on_resume),
+        lineage_parent: agent.lineage_parent.or(spawner.map(str::to_owned)),
+        name,
+    }
+}
+
+impl Builder {
+    /// Records a name of the run: non-empty, no `/`, nothing left to substitute,
+    /// unique among agents and answerers.
+    fn define(&mut self, name: &str, src: u32) -> Checked<()> {
+        let path = self.path(src).to_owned();
+        if name.is_empty() {
+            return issue(path, "expected a non-empty name");
+        }
+        if name.contains('/') {
+            return issue(path, format!("name {name:?} contains `/`"));
+        }
+        if name.contains("{i}") {
+            return issue(
+                path,
+                format!("name {name:?} holds `{{i}}`, which only a row with `count` substitutes"),
+            );
+        }
+        if name.contains("{r}") {
+            return issue(
+                path,
+                format!("name {name:?} holds `{{r}}`, which is only substituted inside `repeat`"),
+            );
+        }
+        if let Some(&first) = self.name_srcs.get(name) {
+            let first = self.path(first).to_owned();
+            return issue(
+                path,
+                format!(
+                    "duplicate name {name:?} (agents and answerers share one namespace; first at {first})"
+                ),
+            );
+        }
+        self.name_srcs.insert(name.to_owned(), src);
+        Ok(())
+    }
+
+    /// Defines an agent and every child it spawns, in script order.
+    fn define_agent(&mut self, agent: &XAgent) -> Checked<()> {
+        self.define(&agent.name, agent.name_src)?;
+        self.names.agents.insert(agent.name.clone());
+        for step in agent.script.iter().chain(&agent.on_resume) {
+            if let XKind::Spawn(child) = &step.kind {
+                self.define_agent(child)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `join` names a child spawned earlier in the same script; `await_answer` a
+    /// call of this agent. For the agent and, recursively, its children.
+    fn check_references(&self, agent: &XAgent) -> Checked<()> {
+        for script in [&agent.script, &agent.on_resume] {
+            let mut spawned = BTreeSet::new();
+            for step in script {
+                match &step.kind {
+                    XKind::Leaf(_) => {}
+                    XKind::Spawn(child) => {
+                        spawned.insert(child.name.as_str());
+                        self.check_references(child)?;
+                    }
+                    XKind::Join(child) => {
+                        if !spawned.contains(child.as_str()) {
+                            return issue(
+                                self.path(step.src),
+                                format!(
+                                    "no child {child:?} spawned earlier in this script of {:?}",
+                                    agent.name
+                                ),
+                            );
+                        }
+                    }
+                    XKind::AwaitAnswer(call) => {
+                        if call_agent(call) != Some(agent.name.as_str()) {
+                            return issue(
+                                self.path(step.src),
+                                format!(
+                                    "expected a call of this agent, \"{}/<n>\" with n ≥ 1, got {call:?}",
+                                    agent.name
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The agent of a well-formed callId `"<agent>/<n>"` (n ≥ 1, decimal, no leading
+/// zeros), or `None`.
+fn call_agent(call: &str) -> Option<&str> {
+    let (agent, n) = call.rsplit_once('/')?;
+    let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0');
+    (digits && n.parse::<u64>().is_ok() && !agent.is_empty()).then_some(agent)
+}
+
+/// A callId of some agent of the run, or why not.
+fn known_call(call: &str, names: &Names) -> Result<(), String> {
+    match call_agent(call) {
+        None => Err(format!(
+            "expected a callId \"<agent>/<n>\" with n ≥ 1, got {call:?}"
+        )),
+        Some(agent) if !names.agents.contains(agent) => {
+            Err(format!("callId {call:?} names no agent of this run"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+fn known_agent(name: &str, names: &Names) -> Result<(), String> {
+    if names.agents.contains(name) {
+        Ok(())
+    } else {
+        Err(format!("no agent {name:?} in this run"))
+    }
+}
+
+fn events(raw: Vec<RawEvent>, names: &Names) -> Checked<Vec<EventSpec>> {
+    if raw.len() as u64 > EVENTS_MAX {
+        return issue("events", format!("more than {EVENTS_MAX} events"));
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    for (k, event) in raw.into_iter().enumerate() {
+        let path = format!("events[{k}]");
+        let at_s = seconds(&format!("{path}.at"), event.at)?;
+        let mut kinds = Vec::new();
+        if let Some(agent) = event.cancel_turn {
+            let checked = known_agent(&agent, names);
+            kinds.push(("cancel_turn", checked, EventKind::CancelTurn(agent)));
+        }
+        if let Some(call) = event.cancel_call {
+            let checked = known_call(&call, names);
+            kinds.push(("cancel_call", checked, EventKind::CancelCall(call)));
+        }
+        if let Some(loss) = event.process_loss {
+            let restart_after_s = seconds(&format!("{path}.process_loss.restart_after"), loss.restart_after)?;
+            kinds.push(("process_loss", Ok(()), EventKind::ProcessLoss { restart_after_s }));
+        }
+        if let Some(agent) = event.stop_agent {
+            let checked = known_agent(&agent, names);
+            kinds.push(("stop_agent", checked, EventKind::StopAgent(agent)));
+        }
+        if let Some(answerer) = event.crash_answerer {
+            let checked = if names.answerers.contains(&answerer) {
+                Ok(())
+            } else {
+                Err(format!("no answerer {answerer:?} in this run"))
+            };
+            kinds.push(("crash_answerer", checked, EventKind::CrashAnswerer(answerer)));
+        }
+        let Ok([(key, checked, kind)]) = <[_; 1]>::try_from(kinds) else {
+            return issue(
+                path,
+                "expected exactly one of cancel_turn, cancel_call, process_loss, stop_agent, crash_answerer",
+            );
+        };
+        checked.or_else(|message| issue(format!("{path}.{key}"), message))?;
+        out.push(EventSpec { at_s, kind });
+    }
+    // A stable sort: events at the same time keep their file order.
+    out.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    Ok(out)
+}
+
+fn expect_block(raw: RawExpect, names: &Names) -> Checked<Expect> {
+    for key in raw.counts.keys() {
+        if !OUTCOME_NAMES.contains(&key.as_str()) && ErrorCode::parse(key).is_none() {
+            return issue(
+                format!("expect.counts.{key}"),
+                format!(
+                    "{key:?} is not an outcome ({}) or an error code",
+                    OUTCOME_NAMES.join(", ")
+                ),
+            );
+        }
+    }
+    for call in raw.results.keys() {
+        known_call(call, names).or_else(|message| issue(format!("expect.results.{call}"), message))?;
+    }
+    for (map, keys) in [
+        ("user_messages", raw.user_messages.keys().collect::<Vec<_>>()),
+        ("final_results", raw.final_results.keys().collect()),
+    ] {
+        for agent in keys {
+            known_agent(agent, names).or_else(|message| issue(format!("expect.{map}.{agent}"), message))?;
+        }
+    }
+    Ok(Expect {
+        results: raw.results,
+        user_messages: raw.user_messages,
+        counts: raw.counts,
+        final_results: raw.final_results,
+    })
+}

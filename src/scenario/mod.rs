@@ -1,0 +1,460 @@
+//! The scenario file format (SPEC §5): pure data and its validation.
+//!
+//! A scenario file is read ([`load`]), parsed with serde ([`parse`]; unknown keys
+//! are errors everywhere), then expanded and checked into a [`Scenario`] that the
+//! driver runs as is: `count` rows are fanned out, `repeat` blocks unrolled, every
+//! name and reference checked. This module owns the format; it never runs anything,
+//! never touches a clock or a runtime, and never panics on any input.
+//!
+//! # Errors
+//!
+//! Every error is a [`ScenarioError`] naming the file, with `line:column` where a
+//! position exists. Lines and columns count from 1; columns count characters
+//! (Unicode scalar values, as SPEC §2.3 does), not bytes. Syntax and type errors
+//! carry serde_json's position (converted to characters), prefixed with the JSON
+//! path of the innermost value that holds it. Errors found after parsing name the
+//! JSON path of the offending value in the file (`agents[0].script[2].join: …`) and
+//! are located by a second, position-recording pass over the text; when that path is
+//! not in the file (a missing key), the nearest enclosing value is given instead.
+//! Only the first error of a file is reported.
+//!
+//! # Decisions where SPEC §5 is silent
+//!
+//! - Required keys: `name` (top level, non-empty); an answerer's `name`, `accepts`,
+//!   `latency` and `answer`; an agent's `name`; an event's `at`. `answerers`,
+//!   `agents`, `events` default to empty, `script` and `on_resume` to empty.
+//! - `count` must be 1 to its maximum ([`AGENTS_MAX`], [`ANSWERERS_MAX`]); `{i}` is
+//!   substituted only in rows that have a `count` (also `count: 1`). A name that
+//!   still holds `{i}` (no `count`) or `{r}` (a spawn outside any `repeat`) after
+//!   expansion is an error, as is `count > 1` without `{i}` (the copies would share a
+//!   name). For an agent row, `{i}` is also substituted in its `lineage.parent` and,
+//!   recursively, in the names of its spawns and its `join`/`await_answer` strings
+//!   (never in `ask` arguments, which are passed verbatim).
+//! - `repeat`: `times` may be 0 (the block is dropped). `{r}` is substituted in spawn
+//!   names (recursively through the spawned child's own scripts) and in `join` and
+//!   `await_answer` strings; in nested repeats `{r}` is the innermost repetition.
+//! - Names of agents (roots and every spawned child) and answerers share one
+//!   namespace: unique in the run, non-empty, without `/`.
+//! - A spawned child's [`AgentSpec::lineage_parent`] is its spawner (the durable
+//!   record of who spawned it); a root's is its `lineage.parent`, if any. `spawn`
+//!   takes `name`, `script` and `on_resume` only.
+//! - `join` must name a child spawned earlier in the same script (`script` and
+//!   `on_resume` are separate scripts). Joining the same child twice is allowed.
+//! - `await_answer` must be `"<this agent>/<n>"`, `n` a decimal integer ≥ 1 without
+//!   leading zeros; whether call `n` exists is a run-time matter (it returns at once
+//!   if the call never went pending). `cancel_call` and the keys of
+//!   `expect.results` follow the same rule, with any agent of the run.
+//! - `ask_unresolved.timeout` is checked like a tool timeout (positive up to
+//!   86,400, or `-1`); `ask`/`ask_raw` arguments are never checked here: invalid
+//!   arguments are a legitimate thing to simulate.
+//! - `faults` may give both `crash_at` and `crash_after_accepts` (the first to come
+//!   wins at run time); `crash_after_accepts: 0` is an error (use `crash_at: 0`).
+//! - Times: finite and non-negative everywhere; `broker.offer_timeout` and the
+//!   `limits` must be positive; `exp` means positive; `uniform` needs min ≤ max.
+//! - `jitter` is accepted with either clock; the driver applies it only on the
+//!   virtual clock (`--clock` may switch clocks after loading).
+//! - `expect`: `counts` keys are outcome names of SPEC §6 or error codes;
+//!   `user_messages` and `final_results` keys must be agents of the run. Duplicate
+//!   keys inside those maps follow serde_json (the last wins).
+//! - Events with the same `at` keep their file order.
+//! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
+
+mod build;
+mod position;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::tool::ToolConfig;
+
+/// Most agents in one run: every root after fan-out and every spawned child after
+/// unrolling.
+pub const AGENTS_MAX: u64 = 100_000;
+/// Most answerers in one run, after fan-out.
+pub const ANSWERERS_MAX: u64 = 1_024;
+/// Most script steps in one run, after fan-out and unrolling, counting every
+/// agent's `script` and `on_resume`, spawned children's included.
+pub const STEPS_MAX: u64 = 1_000_000;
+/// Largest `repeat.times`.
+pub const REPEAT_TIMES_MAX: u64 = 1_000_000;
+/// Most scheduled events in one file.
+pub const EVENTS_MAX: u64 = 1_000_000;
+/// Deepest nesting of `spawn` and `repeat` inside one another.
+pub const NESTING_MAX: usize = 32;
+/// Largest scenario file, in bytes (64 MiB).
+pub const FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// Default broker offer timeout, in seconds (SPEC §3.2).
+pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
+/// Default limit on a run's virtual time, in seconds (one day).
+pub const VIRTUAL_S_MAX_DEFAULT: f64 = 86_400.0;
+/// Default limit on a run's logged events.
+pub const EVENTS_MAX_DEFAULT: u64 = 10_000_000;
+
+/// The outcome names of SPEC §6 that `expect.counts` may name, besides the error
+/// codes.
+pub const OUTCOME_NAMES: [&str; 7] = [
+    "answered",
+    "pending",
+    "late_answered",
+    "withdrawn",
+    "pending_open",
+    "lost_on_restart",
+    "open",
+];
+
+/// A scenario, loaded and checked: what the driver runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The scenario's name (logged in the log header).
+    pub name: String,
+    /// What it exercises, for humans.
+    pub about: String,
+    /// The seed of the run's one random generator (`--seed` overrides it).
+    pub seed: u64,
+    /// Which clock the run uses (`--clock` overrides it).
+    pub clock: Clock,
+    /// The plugin row, validated.
+    pub tool: ToolConfig,
+    /// Broker settings.
+    pub broker: BrokerSpec,
+    /// The waterfall, in order: `count` rows fanned out, `{i}` substituted.
+    pub answerers: Vec<AnswererSpec>,
+    /// The root agents, fanned out, in file order; children sit in their scripts.
+    pub agents: Vec<AgentSpec>,
+    /// Scheduled events, stable-sorted by time.
+    pub events: Vec<EventSpec>,
+    /// The largest random delay added to each message between actors, in seconds.
+    pub jitter_max_s: Option<f64>,
+    /// When a run stops.
+    pub limits: Limits,
+    /// What the run must produce, if anything.
+    pub expect: Option<Expect>,
+}
+
+/// The run's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase", expecting = "\"virtual\" or \"real\"")]
+pub enum Clock {
+    /// Paused tokio time on a current-thread runtime, seeded: deterministic.
+    Virtual,
+    /// The wall clock on a multi-thread runtime: for load and throughput.
+    Real,
+}
+
+/// Broker settings (`broker`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BrokerSpec {
+    /// Seconds an answerer has to reply to an offer before it counts as declining.
+    pub offer_timeout_s: f64,
+}
+
+impl Default for BrokerSpec {
+    fn default() -> Self {
+        BrokerSpec {
+            offer_timeout_s: OFFER_TIMEOUT_S_DEFAULT,
+        }
+    }
+}
+
+/// When a run stops (`limits`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Most virtual seconds a run may last.
+    pub virtual_s_max: f64,
+    /// Most log events a run may write.
+    pub events_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            virtual_s_max: VIRTUAL_S_MAX_DEFAULT,
+            events_max: EVENTS_MAX_DEFAULT,
+        }
+    }
+}
+
+/// One answerer of the waterfall.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnswererSpec {
+    /// Its unique name.
+    pub name: String,
+    /// Which requests it accepts when offered.
+    pub accepts: Accepts,
+    /// From an offer to its accept or decline.
+    pub offer_latency: Latency,
+    /// From its accept to its submit.
+    pub latency: Latency,
+    /// What it answers, applied to every question of the call.
+    pub answer: AnswerPolicy,
+    /// Seconds after its accept at which it holds the call, if it does.
+    pub hold_after_s: Option<f64>,
+    /// Run time at which it crashes, if it does.
+    pub crash_at_s: Option<f64>,
+    /// It crashes right after this many accepts (at least 1), if it does.
+    pub crash_after_accepts: Option<u64>,
+}
+
+/// Which requests an answerer accepts (`accepts`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "\"all\", \"keyed\", \"legacy\", \"none\" or {\"agents\": [globs]}"
+)]
+pub enum Accepts {
+    /// Every request.
+    All,
+    /// Keyed requests only (every timed call).
+    Keyed,
+    /// Unkeyed requests only (legacy calls).
+    Legacy,
+    /// Nothing: it declines every offer.
+    None,
+    /// Requests from agents whose name matches one of these globs (`*` matches
+    /// any run of characters, including none; nothing else is special).
+    Agents(Vec<String>),
+}
+
+impl Accepts {
+    /// Whether a request from `agent`, keyed or not, is accepted.
+    pub fn matches(&self, agent: &str, keyed: bool) -> bool {
+        match self {
+            Accepts::All => true,
+            Accepts::Keyed => keyed,
+            Accepts::Legacy => !keyed,
+            Accepts::None => false,
+            Accepts::Agents(globs) => globs.iter().any(|glob| glob_matches(glob, agent)),
+        }
+    }
+}
+
+/// Whether `text` matches `glob`, where `*` matches any run of characters.
+/// Greedy with one backtrack point: linear in practice, never exponential.
+fn glob_matches(glob: &str, text: &str) -> bool {
+    let glob: Vec<char> = glob.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut g, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if g < glob.len() && glob[g] == '*' {
+            star = Some((g, t));
+            g += 1;
+        } else if g < glob.len() && glob[g] == text[t] {
+            g += 1;
+            t += 1;
+        } else if let Some((star_g, star_t)) = star {
+            g = star_g + 1;
+            t = star_t + 1;
+            star = Some((star_g, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    glob[g..].iter().all(|&c| c == '*')
+}
+
+/// A delay drawn from the run's generator (`offer_latency`, `latency`), seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "{\"fixed\": s}, {\"uniform\": [a, b]}, {\"exp\": mean} or \"never\""
+)]
+pub enum Latency {
+    /// Always this many seconds.
+    Fixed(f64),
+    /// Uniform between the two bounds (min ≤ max).
+    Uniform(f64, f64),
+    /// Exponential with this mean (positive).
+    Exp(f64),
+    /// Never: the answerer never replies (to an offer) or never submits.
+    Never,
+}
+
+/// What an answerer answers (`answer`), applied to every question of the call.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "\"recommended\", \"skip\", {\"option\": i}, {\"options\": [i, …]}, {\"custom\": text} or {\"batch\": items}"
+)]
+pub enum AnswerPolicy {
+    /// The first option.
+    Recommended,
+    /// The option at this 0-based index (out of range: a refused batch at run time).
+    Option(usize),
+    /// These options (0-based).
+    Options(Vec<usize>),
+    /// This custom text.
+    Custom(String),
+    /// Skip every question.
+    Skip,
+    /// These raw answer items, submitted as they are (for bad-batch tests).
+    Batch(Value),
+}
+
+/// An agent: a root of the run, or a child inside a [`Step::Spawn`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentSpec {
+    /// Its unique name.
+    pub name: String,
+    /// Who spawned it: a root's `lineage.parent` (free text), a child's spawner.
+    pub lineage_parent: Option<String>,
+    /// Its script, `repeat` unrolled.
+    pub script: Vec<Step>,
+    /// The script it runs after a restart, `repeat` unrolled.
+    pub on_resume: Vec<Step>,
+}
+
+/// One script step. `repeat` is unrolled at load, so it has no variant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// A tool call; the arguments are the compact JSON text of the `ask` value, in
+    /// the author's key order. Not validated: that happens in the call.
+    Ask {
+        /// The call's arguments as JSON text.
+        arguments: String,
+    },
+    /// A tool call with any JSON as arguments (`ask_raw`), compact JSON text.
+    AskRaw {
+        /// The call's arguments as JSON text.
+        arguments: String,
+    },
+    /// One call asking the unresolved questions of the children joined so far;
+    /// skipped when there are none.
+    AskUnresolved {
+        /// The call's timeout (positive seconds or `-1`), if given.
+        timeout: Option<f64>,
+    },
+    /// Independent work for this many seconds.
+    Work(f64),
+    /// Start a child owned by this agent and go on at once.
+    Spawn(AgentSpec),
+    /// Wait for the named child's script to end and take its final result.
+    Join(String),
+    /// Wait until this agent's call (a callId) is settled for good.
+    AwaitAnswer(String),
+}
+
+/// A scheduled event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventSpec {
+    /// When, in run seconds.
+    pub at_s: f64,
+    /// What happens.
+    pub kind: EventKind,
+}
+
+/// What a scheduled event does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventKind {
+    /// Fire this agent's turn signal.
+    CancelTurn(String),
+    /// Cancel this call (a callId).
+    CancelCall(String),
+    /// The whole runtime dies and restarts this many seconds later.
+    ProcessLoss {
+        /// Seconds until the restart (non-negative).
+        restart_after_s: f64,
+    },
+    /// Stop this agent.
+    StopAgent(String),
+    /// Crash this answerer.
+    CrashAnswerer(String),
+}
+
+/// What a run must produce (`expect`); every map is ordered by key.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expect {
+    /// callId → the exact result JSON (an error's `message` may be left out).
+    pub results: BTreeMap<String, Value>,
+    /// Agent → the user messages it receives, in order.
+    pub user_messages: BTreeMap<String, Vec<Value>>,
+    /// Outcome name or error code → count.
+    pub counts: BTreeMap<String, u64>,
+    /// Agent → its final result.
+    pub final_results: BTreeMap<String, Value>,
+}
+
+/// A bad scenario file: which file, where (when a position exists) and why.
+///
+/// Displays as `file:line:column: message`, or `file: message` without a position.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", position_suffix(.line, .column))]
+pub struct ScenarioError {
+    /// The file, as the user named it.
+    pub file: String,
+    /// The line, from 1.
+    pub line: Option<usize>,
+    /// The column, from 1, in characters.
+    pub column: Option<usize>,
+    /// What is wrong; for errors past parsing, it starts with the JSON path.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error about `file` as a whole, without a position.
+    pub fn new(file: &str, message: impl Into<String>) -> Self {
+        ScenarioError {
+            file: file.to_owned(),
+            line: None,
+            column: None,
+            message: message.into(),
+        }
+    }
+}
+
+fn position_suffix(line: &Option<usize>, column: &Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(":{line}:{column}"),
+        (Some(line), None) => format!(":{line}"),
+        _ => String::new(),
+    }
+}
+
+/// Reads, parses and checks one scenario file. Never panics: a missing file, a
+/// directory, a file over [`FILE_BYTES_MAX`], non-UTF-8 or non-JSON text are
+/// errors naming the file.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = read_text(path, &file)?;
+    parse(&file, &text)
+}
+
+/// Parses and checks the text of a scenario file; `file_label` names it in errors.
+pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let raw: raw::RawScenario =
+        serde_json::from_str(text).map_err(|err| position::serde_error(file_label, text, &err))?;
+    build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+}
+
+/// Loads every file and returns the errors, in the order of `paths` (for
+/// `asksim validate`: it prints nothing but these).
+pub fn validate_files(paths: &[PathBuf]) -> Vec<ScenarioError> {
+    paths.iter().filter_map(|path| load(path).err()).collect()
+}
+
+/// The file's text, bounded by [`FILE_BYTES_MAX`], as UTF-8.
+fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
+    let io_error = |err: std::io::Error| ScenarioError::new(file, format!("cannot read: {err}"));
+    let handle = std::fs::File::open(path).map_err(io_error)?;
+    let metadata = handle.metadata().map_err(io_error)?;
+    if metadata.is_dir() {
+        return Err(ScenarioError::new(file, "cannot read: is a directory"));
+    }
+    let mut bytes = Vec::new();
+    handle
+        .take(FILE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    if bytes.len() as u64 > FILE_BYTES_MAX {
+        return Err(ScenarioError::new(
+            file,
+            format!("file is larger than {FILE_BYTES_MAX} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|err| position::utf8_error(file, &err))
+}

@@ -1,0 +1,291 @@
+//! Where in the file an error is: lines and character columns, and the JSON path
+//! of each value.
+//!
+//! serde_json reports a 1-based line and a byte column; errors found after
+//! parsing know only a JSON path. [`PathIndex`] is a second pass over the text that
+//! records where every value starts and ends under its path, so each kind of error
+//! can be given the other half. The pass is defensive: on text that is not valid
+//! JSON it gives up (returns what it has) instead of guessing.
+
+use std::collections::BTreeMap;
+
+use super::ScenarioError;
+use super::build::Issue;
+
+/// Deepest nesting the index follows; serde_json itself stops at 128.
+const INDEX_DEPTH_MAX: usize = 256;
+
+/// A serde_json error as a ScenarioError: its position converted to characters,
+/// its message prefixed with the JSON path that holds the position when the text is
+/// valid enough to index.
+pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> ScenarioError {
+    let full = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    let bare = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+    if err.line() == 0 {
+        return ScenarioError::new(file, bare);
+    }
+    let offset = byte_offset(text, err.line(), err.column());
+    let message = match err.classify() {
+        serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
+        serde_json::error::Category::Eof => format!("truncated JSON: {bare}"),
+        _ => match PathIndex::build(text).innermost(offset) {
+            Some(path) if !path.is_empty() => format!("{path}: {bare}"),
+            _ => bare,
+        },
+    };
+    let (line, column) = line_column(text, offset);
+    ScenarioError {
+        file: file.to_owned(),
+        line: Some(line),
+        column: Some(column),
+        message,
+    }
+}
+
+/// A check that failed after parsing, located at its path (or the nearest
+/// enclosing value the file has).
+pub(super) fn issue_error(file: &str, text: &str, issue: Issue) -> ScenarioError {
+    let position = PathIndex::build(text)
+        .locate(&issue.path)
+        .map(|offset| line_column(text, offset));
+    let message = if issue.path.is_empty() {
+        issue.message
+    } else {
+        format!("{}: {}", issue.path, issue.message)
+    };
+    ScenarioError {
+        file: file.to_owned(),
+        line: position.map(|(line, _)| line),
+        column: position.map(|(_, column)| column),
+        message,
+    }
+}
+
+/// Bytes that are not UTF-8, located at the first bad byte.
+pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> ScenarioError {
+    let bytes = err.as_bytes();
+    let valid = &bytes[..err.utf8_error().valid_up_to()];
+    // The prefix is valid UTF-8 by definition of `valid_up_to`.
+    let prefix = std::str::from_utf8(valid).unwrap_or_default();
+    let (line, column) = line_column(prefix, prefix.len());
+    ScenarioError {
+        file: file.to_owned(),
+        line: Some(line),
+        column: Some(column),
+        message: "the file is not UTF-8 text".into(),
+    }
+}
+
+/// The byte offset of serde_json's (1-based line, 1-based byte column); column 0
+/// (nothing read on that line yet) is the line's start. Clamped to the text and
+/// moved back to a character boundary.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(i, _)| i + 1)
+    };
+    let mut offset = (line_start + column.saturating_sub(1)).min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The 1-based line and character column of a byte offset (a char boundary).
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = 1 + before.matches('\n').count();
+    let column = 1 + before[line_start..].chars().count();
+    (line, column)
+}
+
+/// Where each value of a JSON text sits, by path (`agents[0].script[2].join`).
+struct PathIndex {
+    /// (path, start byte, end byte), children before their parents.
+    spans: Vec<(String, usize, usize)>,
+}
+
+impl PathIndex {
+    fn build(text: &str) -> PathIndex {
+        let mut scanner = Scanner {
+            bytes: text.as_bytes(),
+            text,
+            at: 0,
+            spans: Vec::new(),
+        };
+        let mut path = String::new();
+        // An incomplete scan keeps the spans it finished: each is right.
+        let _ = scanner.value(&mut path, 0);
+        PathIndex { spans: scanner.spans }
+    }
+
+    /// Where the value at `path` starts, or the nearest enclosing value that the
+    /// file has.
+    fn locate(&self, path: &str) -> Option<usize> {
+        let starts: BTreeMap<&str, usize> = self
+            .spans
+            .iter()
+            .rev()
+            .map(|(path, start, _)| (path.as_str(), *start))
+            .collect();
+        let mut path = path;
+        loop {
+            if let Some(start) = starts.get(path) {
+                return Some(*start);
+            }
+            if path.is_empty() {
+                return None;
+            }
+            path = parent_path(path);
+        }
+    }
+
+    /// The path of the innermost value whose span holds `offset`.
+    fn innermost(&self, offset: usize) -> Option<&str> {
+        self.spans
+            .iter()
+            .filter(|(_, start, end)| *start <= offset && offset < *end)
+            .max_by_key(|(_, start, _)| *start)
+            .map(|(path, _, _)| path.as_str())
+    }
+}
+
+/// `a.b[2]` → `a.b`, `a.b` → `a`, `a` → ``.
+fn parent_path(path: &str) -> &str {
+    match path.rfind(['.', '[']) {
+        Some(i) => &path[..i],
+        None => "",
+    }
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    text: &'a str,
+    at: usize,
+    spans: Vec<(String, usize, usize)>,
+}
+
+impl Scanner<'_> {
+    fn value(&mut self, path: &mut String, depth: usize) -> Option<()> {
+        if depth > INDEX_DEPTH_MAX {
+            return None;
+        }
+        self.skip_whitespace();
+        let start = self.at;
+        match *self.bytes.get(self.at)? {
+            b'{' => self.object(path, depth)?,
+            b'[' => self.array(path, depth)?,
+            b'"' => {
+                self.string()?;
+            }
+            _ => self.scalar()?,
+        }
+        self.spans.push((path.clone(), start, self.at));
+        Some(())
+    }
+
+    fn object(&mut self, path: &mut String, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.skip_whitespace();
+            let key = self.string()?;
+            self.skip_whitespace();
+            self.expect(b':')?;
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&key);
+            self.value(path, depth + 1)?;
+            path.truncate(len);
+            self.skip_whitespace();
+            match *self.bytes.get(self.at)? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, path: &mut String, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+            return Some(());
+        }
+        let mut k = 0usize;
+        loop {
+            let len = path.len();
+            path.push_str(&format!("[{k}]"));
+            self.value(path, depth + 1)?;
+            path.truncate(len);
+            k += 1;
+            self.skip_whitespace();
+            match *self.bytes.get(self.at)? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string at the cursor, decoded (escapes included).
+    fn string(&mut self) -> Option<String> {
+        let start = self.at;
+        if self.bytes.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        self.at += 1;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    break;
+                }
+                _ => self.at += 1,
+            }
+        }
+        let literal = self.text.get(start..self.at)?;
+        serde_json::from_str(literal).ok()
+    }
+
+    /// A number, `true`, `false` or `null`: up to the next delimiter.
+    fn scalar(&mut self) -> Option<()> {
+        let start = self.at;
+        while let Some(&byte) = self.bytes.get(self.at) {
+            if matches!(byte, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+                break;
+            }
+            self.at += 1;
+        }
+        (self.at > start).then_some(())
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.bytes.get(self.at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+}

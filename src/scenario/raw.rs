@@ -1,0 +1,172 @@
+//! The file's shapes as serde reads them, before expansion and checks.
+//!
+//! Every struct denies unknown fields, and every enum is externally tagged: serde
+//! reads them straight from the text without buffering, so its errors keep their
+//! line and column (untagged and flattened shapes would lose them).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Accepts, AnswerPolicy, Clock, Latency};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a scenario object")]
+pub(super) struct RawScenario {
+    pub name: String,
+    #[serde(default)]
+    pub about: String,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub clock: Option<Clock>,
+    #[serde(default)]
+    pub tool: Option<Value>,
+    #[serde(default)]
+    pub broker: Option<RawBroker>,
+    #[serde(default)]
+    pub answerers: Vec<RawAnswerer>,
+    #[serde(default)]
+    pub agents: Vec<RawAgent>,
+    #[serde(default)]
+    pub events: Vec<RawEvent>,
+    #[serde(default)]
+    pub jitter: Option<RawJitter>,
+    #[serde(default)]
+    pub limits: Option<RawLimits>,
+    #[serde(default)]
+    pub expect: Option<RawExpect>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"offer_timeout\": s}")]
+pub(super) struct RawBroker {
+    pub offer_timeout: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an answerer object")]
+pub(super) struct RawAnswerer {
+    pub name: String,
+    pub count: Option<u64>,
+    pub accepts: Accepts,
+    pub offer_latency: Option<Latency>,
+    pub latency: Latency,
+    pub answer: AnswerPolicy,
+    pub hold: Option<RawHold>,
+    pub faults: Option<RawFaults>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"after\": s}")]
+pub(super) struct RawHold {
+    pub after: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "{\"crash_at\": t} or {\"crash_after_accepts\": n}"
+)]
+pub(super) struct RawFaults {
+    pub crash_at: Option<f64>,
+    pub crash_after_accepts: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an agent object")]
+pub(super) struct RawAgent {
+    pub name: String,
+    pub count: Option<u64>,
+    pub lineage: Option<RawLineage>,
+    #[serde(default)]
+    pub script: Vec<RawStep>,
+    #[serde(default)]
+    pub on_resume: Vec<RawStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"parent\": name}")]
+pub(super) struct RawLineage {
+    pub parent: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", expecting = "a script step")]
+pub(super) enum RawStep {
+    Ask(Value),
+    AskRaw(Value),
+    AskUnresolved(RawAskUnresolved),
+    Work(f64),
+    Spawn(RawSpawn),
+    Join(String),
+    AwaitAnswer(String),
+    Repeat(RawRepeat),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"timeout\": t}")]
+pub(super) struct RawAskUnresolved {
+    pub timeout: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"name\": …, \"script\": […]}")]
+pub(super) struct RawSpawn {
+    pub name: String,
+    #[serde(default)]
+    pub script: Vec<RawStep>,
+    #[serde(default)]
+    pub on_resume: Vec<RawStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"times\": n, \"script\": […]}")]
+pub(super) struct RawRepeat {
+    pub times: u64,
+    pub script: Vec<RawStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an event object")]
+pub(super) struct RawEvent {
+    pub at: f64,
+    pub cancel_turn: Option<String>,
+    pub cancel_call: Option<String>,
+    pub process_loss: Option<RawProcessLoss>,
+    pub stop_agent: Option<String>,
+    pub crash_answerer: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"restart_after\": s}")]
+pub(super) struct RawProcessLoss {
+    pub restart_after: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"max\": s}")]
+pub(super) struct RawJitter {
+    pub max: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "{\"virtual_s_max\": s, \"events_max\": n}")]
+pub(super) struct RawLimits {
+    pub virtual_s_max: Option<f64>,
+    pub events_max: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an expect object")]
+pub(super) struct RawExpect {
+    #[serde(default)]
+    pub results: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub user_messages: BTreeMap<String, Vec<Value>>,
+    #[serde(default)]
+    pub counts: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub final_results: BTreeMap<String, Value>,
+}
