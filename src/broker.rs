@@ -168,6 +168,11 @@ pub enum BrokerMsg {
         /// The call.
         call_id: String,
     },
+    /// The runtime is shutting down: answerers that stop from now on did not crash.
+    ShutDown(RpcReplyPort<()>),
+    /// Fault injection: kill the named answerer (its supervision fails its
+    /// requests over).
+    Crash(String),
     /// What is open now.
     Status(RpcReplyPort<BrokerStatus>),
 }
@@ -255,6 +260,7 @@ pub struct BrokerState {
     /// Tickets of closed calls and how they closed, for refusal reasons.
     closed: BTreeMap<u64, (String, &'static str)>,
     next_ticket: u64,
+    shutting_down: bool,
 }
 
 impl Actor for BrokerActor {
@@ -312,6 +318,7 @@ impl Actor for BrokerActor {
             by_call_id: BTreeMap::new(),
             closed: BTreeMap::new(),
             next_ticket: 1,
+            shutting_down: false,
         })
     }
 
@@ -346,6 +353,15 @@ impl Actor for BrokerActor {
             BrokerMsg::WindowExpired { ticket } => state.window_expired(ticket),
             BrokerMsg::TurnCancelled => state.turn_cancelled(),
             BrokerMsg::CancelCall { call_id } => state.cancel_call(&call_id),
+            BrokerMsg::ShutDown(reply) => {
+                state.shutting_down = true;
+                let _ = reply.send(());
+            }
+            BrokerMsg::Crash(name) => {
+                if let Some(slot) = state.answerers.iter().find(|s| s.name == name && s.alive) {
+                    slot.actor.kill();
+                }
+            }
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(state.status());
             }
@@ -364,6 +380,9 @@ impl Actor for BrokerActor {
             SupervisionEvent::ActorTerminated(cell, ..) | SupervisionEvent::ActorFailed(cell, _) => cell,
             _ => return Ok(()),
         };
+        if state.shutting_down {
+            return Ok(());
+        }
         if let Some(index) = state
             .answerers
             .iter()

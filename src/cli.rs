@@ -1,11 +1,18 @@
 //! The `asksim` command line. Parses arguments with clap and calls the library;
 //! exit codes follow SPEC §6: 0 success, 1 a failed run, 2 bad input.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::event::Event;
+use crate::log::{LogHeader, write_file};
+use crate::scenario::{self, Clock};
+use crate::sim::driver;
+use crate::sim::report::{Summary, render_table, summarise};
 use crate::tool::{Mode, ToolConfig};
 
 /// Exit code for bad input: a scenario, arguments or a path.
@@ -24,12 +31,45 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run one scenario and print its summary; exit 1 if an invariant, an
+    /// expectation or a limit fails.
+    Run {
+        /// The scenario file.
+        file: PathBuf,
+        /// The seed (default: the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// The clock (default: the scenario's `clock`).
+        #[arg(long, value_enum)]
+        clock: Option<ClockArg>,
+        /// Write the event log (JSON Lines) here.
+        #[arg(long, value_name = "PATH")]
+        log: Option<PathBuf>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Run twice and fail on any difference, naming the first differing event.
+        #[arg(long)]
+        check_determinism: bool,
+    },
+    /// Parse and check scenario files; print nothing but errors.
+    Validate {
+        /// The scenario files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Print the model-facing tool definition (byte-stable).
     Schema {
         /// Which definition: the frozen legacy tool or the timed one.
         #[arg(long, value_enum)]
         mode: SchemaMode,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ClockArg {
+    Virtual,
+    Real,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -40,6 +80,7 @@ enum SchemaMode {
 
 /// Runs the command line with the process's arguments and returns its exit code.
 pub fn main() -> ExitCode {
+    init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -53,6 +94,141 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Schema { mode } => schema(mode),
+        Command::Validate { files } => validate(&files),
+        Command::Run {
+            file,
+            seed,
+            clock,
+            log,
+            json,
+            check_determinism,
+        } => {
+            let clock = clock.map(|c| match c {
+                ClockArg::Virtual => Clock::Virtual,
+                ClockArg::Real => Clock::Real,
+            });
+            run(&RunArgs {
+                file,
+                seed,
+                clock,
+                log,
+                json,
+                check_determinism,
+            })
+        }
+    }
+}
+
+/// Tracing to stderr, filtered by `RUST_LOG`; silent when it is unset.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn validate(files: &[PathBuf]) -> ExitCode {
+    let errors = scenario::validate_files(files);
+    for error in &errors {
+        eprintln!("{error}");
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_BAD_INPUT)
+    }
+}
+
+struct RunArgs {
+    file: PathBuf,
+    seed: Option<u64>,
+    clock: Option<Clock>,
+    log: Option<PathBuf>,
+    json: bool,
+    check_determinism: bool,
+}
+
+fn run(args: &RunArgs) -> ExitCode {
+    let scenario = match scenario::load(&args.file) {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let clock = args.clock.unwrap_or(scenario.clock);
+    let file = args.file.display().to_string();
+    let output = match driver::run(&scenario, seed, clock) {
+        Ok(output) => output,
+        Err(error) => {
+            eprintln!("asksim: cannot start a runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut summary = summarise(&scenario, &file, &output);
+    let mut determinism = None;
+    if args.check_determinism {
+        let again = match driver::run(&scenario, seed, clock) {
+            Ok(again) => again,
+            Err(error) => {
+                eprintln!("asksim: cannot start a runtime: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        determinism = first_difference(&output.events, &again.events);
+        if determinism.is_some() && summary.reproduce.is_none() {
+            summary.reproduce = Some(format!("asksim run {file} --seed {seed} --check-determinism"));
+        }
+    }
+    if let Some(path) = &args.log {
+        let header = LogHeader::new(&scenario.name, seed);
+        if let Err(error) = write_file(path, &header, &output.events) {
+            eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    print_summary(&summary, determinism.as_deref(), args.json);
+    if summary.passed() && determinism.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn print_summary(summary: &Summary, determinism: Option<&str>, json: bool) {
+    if json {
+        let mut value = serde_json::to_value(summary).expect("the summary serialises");
+        value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());
+        println!("{value}");
+    } else {
+        print!("{}", render_table(summary));
+        if let Some(difference) = determinism {
+            println!("  NOT DETERMINISTIC {difference}");
+        }
+    }
+}
+
+/// The first event where two runs differ, described.
+fn first_difference(a: &[Event], b: &[Event]) -> Option<String> {
+    let at = a.iter().zip(b).position(|(x, y)| x != y);
+    match at {
+        Some(i) => Some(format!(
+            "first difference at seq {}: {} vs {}",
+            i + 1,
+            serde_json::to_string(&a[i]).unwrap_or_default(),
+            serde_json::to_string(&b[i]).unwrap_or_default()
+        )),
+        None if a.len() != b.len() => Some(format!(
+            "the runs recorded {} and {} events; first difference at seq {}",
+            a.len(),
+            b.len(),
+            a.len().min(b.len()) + 1
+        )),
+        None => None,
     }
 }
 

@@ -220,6 +220,11 @@ impl Runtime {
         });
     }
 
+    /// Kills the named answerer, as a crash would.
+    pub fn crash_answerer(&self, name: &str) {
+        let _ = self.inner.broker.send_message(BrokerMsg::Crash(name.to_owned()));
+    }
+
     /// The broker's open calls now.
     pub async fn status(&self) -> BrokerStatus {
         match self.inner.broker.call(BrokerMsg::Status, None).await {
@@ -252,6 +257,7 @@ impl Runtime {
     /// go stale.
     pub async fn shutdown(&self) {
         self.inner.sched.epoch().cancel();
+        let _ = self.inner.broker.call(BrokerMsg::ShutDown, None).await;
         let _ = self.inner.broker.stop_children_and_wait(None, None).await;
         let _ = self.inner.broker.stop_and_wait(None, None).await;
     }

@@ -66,6 +66,11 @@ impl Sched {
         }
     }
 
+    /// The instant `s` seconds after the run started.
+    pub fn instant_at(&self, s: f64) -> tokio::time::Instant {
+        self.start + Duration::from_secs_f64(s.clamp(0.0, 1e12))
+    }
+
     /// Seconds since the run started, on the run's clock (virtual or real).
     pub fn now_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()

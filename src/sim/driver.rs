@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::answerer::Policy;
 use crate::broker::AnswererSlot;
 use crate::event::{Event, EventKind, EventSink};
 use crate::runtime::{Runtime, RuntimeConfig};
-use crate::scenario::{Clock, EventKind as Scheduled, EventSpec, Scenario};
+use crate::scenario::{AnswererSpec, Clock, EventKind as Scheduled, EventSpec, Scenario};
 use crate::sched::Sched;
 use crate::sim::script::{World, register, spawn_script};
 
@@ -51,7 +52,10 @@ pub struct RunOutput {
 /// Runs `scenario` under `seed` on `clock`.
 pub fn run(scenario: &Scenario, seed: u64, clock: Clock) -> std::io::Result<RunOutput> {
     let runtime = match clock {
-        Clock::Virtual => tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?,
+        Clock::Virtual => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()?,
         Clock::Real => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
     };
     // The wall clock is read only to report wall_s; nothing in the run sees it.
@@ -68,7 +72,10 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
         answerers: scenario
             .answerers
             .iter()
-            .map(|a| AnswererSlot::Policy { name: a.name.clone(), policy: a.policy() })
+            .map(|a| AnswererSlot::Policy {
+                name: a.name.clone(),
+                policy: policy(a),
+            })
             .collect(),
         offer_timeout_s: scenario.broker.offer_timeout_s,
         seed,
@@ -80,16 +87,56 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
     }
 }
 
+/// The built-in answerer's policy for a scenario row.
+fn policy(spec: &AnswererSpec) -> Policy {
+    use crate::answerer::{Accepts as A, AnswerPolicy as P, Latency as L};
+    use crate::scenario::{Accepts, AnswerPolicy, Latency};
+    let latency = |l: &Latency| match *l {
+        Latency::Fixed(s) => L::Fixed(s),
+        Latency::Uniform(a, b) => L::Uniform(a, b),
+        Latency::Exp(mean) => L::Exp(mean),
+        Latency::Never => L::Never,
+    };
+    Policy {
+        accepts: match &spec.accepts {
+            Accepts::All => A::All,
+            Accepts::Keyed => A::Keyed,
+            Accepts::Legacy => A::Legacy,
+            Accepts::None => A::None,
+            Accepts::Agents(globs) => A::Agents(globs.clone()),
+        },
+        offer_latency: latency(&spec.offer_latency),
+        latency: latency(&spec.latency),
+        answer: match &spec.answer {
+            AnswerPolicy::Recommended => P::Recommended,
+            AnswerPolicy::Option(i) => P::Option(*i),
+            AnswerPolicy::Options(is) => P::Options(is.clone()),
+            AnswerPolicy::Custom(text) => P::Custom(text.clone()),
+            AnswerPolicy::Skip => P::Skip,
+            AnswerPolicy::Batch(raw) => P::Batch(raw.clone()),
+        },
+        hold_after_s: spec.hold_after_s,
+        crash_at_s: spec.crash_at_s,
+        crash_after_accepts: spec.crash_after_accepts,
+    }
+}
+
 async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
     let sched = Sched::new();
     let events = EventSink::new(sched.clone(), scenario.limits.events_max);
-    let runtime = Runtime::start_with(runtime_config(scenario, seed, clock), sched.clone(), events.clone())
-        .await
-        .expect("a validated scenario starts");
+    let runtime = Runtime::start_with(
+        runtime_config(scenario, seed, clock),
+        sched.clone(),
+        events.clone(),
+    )
+    .await
+    .expect("a validated scenario starts");
     let world = World::new(runtime.clone());
     let mut scripts = Vec::new();
     for spec in &scenario.agents {
-        let Ok(handle) = runtime.spawn_root(&spec.name, spec.lineage_parent.clone()).await else { continue };
+        let Ok(handle) = runtime.spawn_root(&spec.name, spec.lineage_parent.clone()).await else {
+            continue;
+        };
         register(&world, &handle, spec);
         scripts.push(spawn_script(world.clone(), handle, spec.script.clone()));
     }
@@ -116,7 +163,11 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
     }
     let now_s = sched.now_s();
     let last_event_s = events.snapshot().last().map_or(0.0, |e| e.t);
-    let virtual_s = if limit.is_some() { now_s } else { sched.last_fire_s().max(last_event_s).min(now_s) };
+    let virtual_s = if limit.is_some() {
+        now_s
+    } else {
+        sched.last_fire_s().max(last_event_s).min(now_s)
+    };
     let runtime = world.runtime.lock().expect("world poisoned").clone();
     let open = runtime.status().await.open;
     runtime.shutdown().await;
@@ -124,7 +175,16 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
         script.abort();
     }
     let finals = world.finals.lock().expect("world poisoned").clone();
-    RunOutput { seed, clock, events: events.snapshot(), finals, open, limit, virtual_s, wall_s: 0.0 }
+    RunOutput {
+        seed,
+        clock,
+        events: events.snapshot(),
+        finals,
+        open,
+        limit,
+        virtual_s,
+        wall_s: 0.0,
+    }
 }
 
 async fn settle_virtual(scenario: &Scenario, sched: &Sched, events: &EventSink) -> Option<String> {
@@ -149,7 +209,11 @@ async fn settle_real(scenario: &Scenario, sched: &Sched, events: &EventSink) -> 
             return Some("virtual_s_max".to_owned());
         }
         let now = events.len();
-        idle_polls = if sched.due() == 0 && now == seen { idle_polls + 1 } else { 0 };
+        idle_polls = if sched.due() == 0 && now == seen {
+            idle_polls + 1
+        } else {
+            0
+        };
         seen = now;
         if idle_polls >= REAL_CLOCK_IDLE_POLLS {
             return None;
@@ -163,11 +227,15 @@ async fn apply(world: &Arc<World>, events: &EventSink, event: &EventSpec) {
     match &event.kind {
         Scheduled::CancelTurn(name) => match handle(name) {
             Some(agent) => agent.cancel_turn().await,
-            None => events.record(EventKind::Dropped { what: json!({"cancel_turn": name, "why": "not spawned yet"}) }),
+            None => events.record(EventKind::Dropped {
+                what: json!({"cancel_turn": name, "why": "not spawned yet"}),
+            }),
         },
         Scheduled::StopAgent(name) => match handle(name) {
             Some(agent) => agent.stop(),
-            None => events.record(EventKind::Dropped { what: json!({"stop_agent": name, "why": "not spawned yet"}) }),
+            None => events.record(EventKind::Dropped {
+                what: json!({"stop_agent": name, "why": "not spawned yet"}),
+            }),
         },
         Scheduled::CancelCall(call_id) => runtime.cancel_call(call_id),
         Scheduled::CrashAnswerer(name) => runtime.crash_answerer(name),

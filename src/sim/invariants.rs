@@ -75,7 +75,12 @@ struct Checker {
 impl Checker {
     fn violate(&mut self, invariant: &'static str, call_id: &str, seq: u64, detail: String) {
         let call_id = (!call_id.is_empty()).then(|| call_id.to_owned());
-        self.violations.push(Violation { invariant, call_id, seq, detail });
+        self.violations.push(Violation {
+            invariant,
+            call_id,
+            seq,
+            detail,
+        });
     }
 
     fn visit(&mut self, events: &[Event], index: usize, event: &Event) {
@@ -84,9 +89,22 @@ impl Checker {
             EventKind::Spawn { agent, owner, .. } => {
                 self.owners.insert(agent.clone(), owner.clone());
             }
-            EventKind::Request { call_id, agent, schema, keyed, questions, window_s, .. } => {
+            EventKind::Request {
+                call_id,
+                agent,
+                schema,
+                keyed,
+                questions,
+                window_s,
+                ..
+            } => {
                 if *schema == Schema::Legacy && *keyed {
-                    self.violate("legacy_never_pending_or_keyed", call_id, seq, "a legacy request is keyed".into());
+                    self.violate(
+                        "legacy_never_pending_or_keyed",
+                        call_id,
+                        seq,
+                        "a legacy request is keyed".into(),
+                    );
                 }
                 let info = CallInfo {
                     agent: agent.clone(),
@@ -106,9 +124,21 @@ impl Checker {
                     info.held_at.get_or_insert(t);
                 }
             }
-            EventKind::Result { call_id, result, is_error, .. } => self.result(call_id, seq, t, result, *is_error),
-            EventKind::Answer { call_id, answerer, .. } => self.answer(events, index, call_id, answerer),
-            EventKind::LateAnswer { call_id, answers, message, .. } => {
+            EventKind::Result {
+                call_id,
+                result,
+                is_error,
+                ..
+            } => self.result(call_id, seq, t, result, *is_error),
+            EventKind::Answer {
+                call_id, answerer, ..
+            } => self.answer(events, index, call_id, answerer),
+            EventKind::LateAnswer {
+                call_id,
+                answers,
+                message,
+                ..
+            } => {
                 self.closure(call_id, seq);
                 let items = serde_json::to_value(answers).unwrap_or(Value::Null);
                 self.well_formed(call_id, seq, &items);
@@ -143,16 +173,27 @@ impl Checker {
             return;
         };
         if info.result.is_some() {
-            self.violate("exactly_once", call_id, seq, "a second result for the call".into());
+            self.violate(
+                "exactly_once",
+                call_id,
+                seq,
+                "a second result for the call".into(),
+            );
             return;
         }
         info.result = Some((seq, t, text.to_owned(), is_error));
         let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         let pending = value.get("pending") == Some(&Value::Bool(true));
         info.pending = pending;
-        let (schema, window_s, request_t, held_at) = (info.schema, info.window_s, info.request_t, info.held_at);
+        let (schema, window_s, request_t, held_at) =
+            (info.schema, info.window_s, info.request_t, info.held_at);
         if pending && schema == Some(Schema::Legacy) {
-            self.violate("legacy_never_pending_or_keyed", call_id, seq, "a legacy call returned pending".into());
+            self.violate(
+                "legacy_never_pending_or_keyed",
+                call_id,
+                seq,
+                "a legacy call returned pending".into(),
+            );
         }
         if let (Some(Schema::Timed), Some(w)) = (schema, window_s)
             && w > 0.0
@@ -167,7 +208,12 @@ impl Checker {
             );
         }
         if is_error && text.contains("\"DELEGATED_CALLER\"") && self.offered.contains(call_id) {
-            self.violate("delegated_never_offered", call_id, seq, "a delegated caller's request was offered".into());
+            self.violate(
+                "delegated_never_offered",
+                call_id,
+                seq,
+                "a delegated caller's request was offered".into(),
+            );
         }
         if let Some(items) = value.get("answers") {
             let items = items.clone();
@@ -181,7 +227,11 @@ impl Checker {
             return;
         };
         if !info.pending || info.closed {
-            let why = if info.closed { "closed twice" } else { "closed without having gone pending" };
+            let why = if info.closed {
+                "closed twice"
+            } else {
+                "closed without having gone pending"
+            };
             self.violate("exactly_once", call_id, seq, format!("a pending call {why}"));
             return;
         }
@@ -190,10 +240,18 @@ impl Checker {
 
     fn answer(&mut self, events: &[Event], index: usize, call_id: &str, answerer: &str) {
         let settled = events[index + 1..].iter().find_map(|e| match &e.kind {
-            EventKind::Refused { call_id: c, answerer: a, what, .. } if c == call_id && a == answerer && what == "submit" => {
-                Some(true)
+            EventKind::Refused {
+                call_id: c,
+                answerer: a,
+                what,
+                ..
+            } if c == call_id && a == answerer && what == "submit" => Some(true),
+            EventKind::Result {
+                call_id: c,
+                is_error: false,
+                ..
             }
-            EventKind::Result { call_id: c, is_error: false, .. } | EventKind::LateAnswer { call_id: c, .. }
+            | EventKind::LateAnswer { call_id: c, .. }
                 if c == call_id =>
             {
                 Some(true)
@@ -202,32 +260,58 @@ impl Checker {
         });
         if settled.is_none() {
             let seq = events[index].seq;
-            self.violate("no_answer_lost", call_id, seq, format!("a batch from {answerer} was neither delivered nor refused"));
+            self.violate(
+                "no_answer_lost",
+                call_id,
+                seq,
+                format!("a batch from {answerer} was neither delivered nor refused"),
+            );
         }
     }
 
     fn delivered(&mut self, events: &[Event], index: usize, call_id: &str, message: &str) {
-        let agent = self.calls.get(call_id).map(|c| c.agent.clone()).unwrap_or_default();
+        let agent = self
+            .calls
+            .get(call_id)
+            .map(|c| c.agent.clone())
+            .unwrap_or_default();
         let reached = events[index + 1..].iter().any(|e| {
             matches!(&e.kind, EventKind::UserMessage { call_id: c, agent: a, message: m }
                 if c == call_id && *a == agent && m == message)
         });
         let seq = events[index].seq;
         if !reached {
-            self.violate("late_answer_reaches_caller", call_id, seq, format!("no user message reached {agent}"));
+            self.violate(
+                "late_answer_reaches_caller",
+                call_id,
+                seq,
+                format!("no user message reached {agent}"),
+            );
             return;
         }
-        let questions = self.calls.get(call_id).map(|c| c.questions.clone()).unwrap_or(Value::Null);
+        let questions = self
+            .calls
+            .get(call_id)
+            .map(|c| c.questions.clone())
+            .unwrap_or(Value::Null);
         let sent: Value = serde_json::from_str(message).unwrap_or(Value::Null);
         if sent.get("kind").and_then(Value::as_str) == Some("answer_to_pending_question")
-            && (sent.get("questions") != Some(&questions) || sent.get("callId").and_then(Value::as_str) != Some(call_id))
+            && (sent.get("questions") != Some(&questions)
+                || sent.get("callId").and_then(Value::as_str) != Some(call_id))
         {
-            self.violate("late_answer_reaches_caller", call_id, seq, "the message's callId or questions differ".into());
+            self.violate(
+                "late_answer_reaches_caller",
+                call_id,
+                seq,
+                "the message's callId or questions differ".into(),
+            );
         }
     }
 
     fn well_formed(&mut self, call_id: &str, seq: u64, items: &Value) {
-        let Some(info) = self.calls.get(call_id) else { return };
+        let Some(info) = self.calls.get(call_id) else {
+            return;
+        };
         let questions = info.questions.as_array().cloned().unwrap_or_default();
         let problem = match info.schema {
             Some(Schema::Timed) => timed_items_problem(&questions, items),
@@ -257,7 +341,11 @@ impl Checker {
     fn finish(&mut self) {
         for (seq, t, waiting) in std::mem::take(&mut self.cancels) {
             for call_id in waiting {
-                let settled_t = self.calls.get(&call_id).and_then(|c| c.result.as_ref()).map(|r| r.1);
+                let settled_t = self
+                    .calls
+                    .get(&call_id)
+                    .and_then(|c| c.result.as_ref())
+                    .map(|r| r.1);
                 if settled_t.is_none_or(|s| (s - t).abs() > TIME_EPSILON_S) {
                     self.violate(
                         "turn_cancel_settles_descendants",
@@ -275,7 +363,11 @@ fn options_of(question: &Value) -> (Vec<&str>, bool) {
     let labels = question
         .get("options")
         .and_then(Value::as_array)
-        .map(|os| os.iter().filter_map(|o| o.get("label").and_then(Value::as_str)).collect())
+        .map(|os| {
+            os.iter()
+                .filter_map(|o| o.get("label").and_then(Value::as_str))
+                .collect()
+        })
         .unwrap_or_default();
     (labels, question.get("multiSelect") == Some(&Value::Bool(true)))
 }
@@ -283,7 +375,11 @@ fn options_of(question: &Value) -> (Vec<&str>, bool) {
 fn timed_items_problem(questions: &[Value], items: &Value) -> Option<String> {
     let items = items.as_array()?;
     if items.len() != questions.len() {
-        return Some(format!("{} answer items for {} questions", items.len(), questions.len()));
+        return Some(format!(
+            "{} answer items for {} questions",
+            items.len(),
+            questions.len()
+        ));
     }
     for (question, item) in questions.iter().zip(items) {
         let id = question.get("id");
@@ -291,8 +387,10 @@ fn timed_items_problem(questions: &[Value], items: &Value) -> Option<String> {
             return Some(format!("item {:?} out of question order", item.get("id")));
         }
         let (labels, multi) = options_of(question);
-        let selected: Vec<&str> =
-            item.get("selected").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_str).collect())?;
+        let selected: Vec<&str> = item
+            .get("selected")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_str).collect())?;
         if let Some(bad) = selected.iter().find(|s| !labels.contains(s)) {
             return Some(format!("label {bad:?} is not an option"));
         }
@@ -305,7 +403,10 @@ fn timed_items_problem(questions: &[Value], items: &Value) -> Option<String> {
 
 fn legacy_items_problem(questions: &[Value], answers: &Value) -> Option<String> {
     let answers = answers.as_object()?;
-    let texts: Vec<&str> = questions.iter().filter_map(|q| q.get("question").and_then(Value::as_str)).collect();
+    let texts: Vec<&str> = questions
+        .iter()
+        .filter_map(|q| q.get("question").and_then(Value::as_str))
+        .collect();
     let keys: Vec<&str> = answers.keys().map(String::as_str).collect();
     (texts != keys).then(|| format!("answers for {keys:?}, questions {texts:?}"))
 }

@@ -153,7 +153,10 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
             pending_per_s: per_s(outcomes.pending, output.wall_s),
         },
         outcomes,
-        invariants: InvariantReport { checked: INVARIANTS.to_vec(), violations },
+        invariants: InvariantReport {
+            checked: INVARIANTS.to_vec(),
+            violations,
+        },
         expectations,
         trace_hash: trace_hash(&header, &output.events),
         virtual_s: output.virtual_s,
@@ -164,7 +167,11 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
         reproduce: None,
     };
     if !summary.passed() {
-        let clock = if output.clock == Clock::Real { " --clock real" } else { "" };
+        let clock = if output.clock == Clock::Real {
+            " --clock real"
+        } else {
+            ""
+        };
         summary.reproduce = Some(format!("asksim run {file} --seed {}{clock}", output.seed));
     }
     summary
@@ -180,14 +187,21 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
     let mut first: BTreeMap<&str, (&str, bool)> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut closed: BTreeMap<&str, &'static str> = BTreeMap::new();
-    let mut latency = Histogram::<u64>::new(3).expect("a histogram with 3 significant digits");
+    // Microseconds, up to about 115 days: every latency a run's limits allow.
+    let mut latency =
+        Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds");
     for event in &output.events {
         match &event.kind {
             EventKind::Request { call_id, .. } => {
                 started.insert(call_id, event.t);
                 order.push(call_id);
             }
-            EventKind::Result { call_id, result, is_error, .. } => {
+            EventKind::Result {
+                call_id,
+                result,
+                is_error,
+                ..
+            } => {
                 if first.contains_key(call_id.as_str()) {
                     continue;
                 }
@@ -213,7 +227,11 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
             Some((text, true)) => {
                 let code = serde_json::from_str::<Value>(text)
                     .ok()
-                    .and_then(|v| v.pointer("/error/code").and_then(Value::as_str).map(str::to_owned))
+                    .and_then(|v| {
+                        v.pointer("/error/code")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
                     .unwrap_or_else(|| "UNKNOWN".to_owned());
                 *outcomes.errors.entry(code).or_insert(0) += 1;
             }
@@ -229,13 +247,19 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
         }
     }
     let seconds = |q: f64| latency.value_at_quantile(q) as f64 / 1e6;
-    let summary = LatencySummary { p50: seconds(0.5), p99: seconds(0.99), max: latency.max() as f64 / 1e6 };
+    let summary = LatencySummary {
+        p50: seconds(0.5),
+        p99: seconds(0.99),
+        max: latency.max() as f64 / 1e6,
+    };
     (order.len() as u64, outcomes, summary)
 }
 
 fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) -> ExpectationReport {
     let mut report = ExpectationReport::default();
-    let Some(expect) = &scenario.expect else { return report };
+    let Some(expect) = &scenario.expect else {
+        return report;
+    };
     let mut verdict = |ok: bool, what: String| {
         if ok {
             report.passed += 1;
@@ -252,27 +276,42 @@ fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) ->
                 results.insert(call_id, serde_json::from_str(result).unwrap_or(Value::Null));
             }
             EventKind::UserMessage { agent, message, .. } => {
-                messages.entry(agent).or_default().push(serde_json::from_str(message).unwrap_or(Value::Null));
+                messages
+                    .entry(agent)
+                    .or_default()
+                    .push(serde_json::from_str(message).unwrap_or(Value::Null));
             }
             _ => {}
         }
     }
     for (call_id, expected) in &expect.results {
         let actual = results.get(call_id.as_str()).cloned().unwrap_or(Value::Null);
-        verdict(result_matches(&actual, expected), format!("results[{call_id}]: expected {expected}, got {actual}"));
+        verdict(
+            result_matches(&actual, expected),
+            format!("results[{call_id}]: expected {expected}, got {actual}"),
+        );
     }
     for (agent, expected) in &expect.user_messages {
         let actual = messages.get(agent.as_str()).cloned().unwrap_or_default();
         let shown = Value::Array(actual.clone());
-        verdict(&actual == expected, format!("user_messages[{agent}]: expected {expected:?}, got {shown}"));
+        verdict(
+            &actual == expected,
+            format!("user_messages[{agent}]: expected {expected:?}, got {shown}"),
+        );
     }
     for (name, expected) in &expect.counts {
         let actual = outcomes.count(name);
-        verdict(actual == *expected, format!("counts[{name}]: expected {expected}, got {actual}"));
+        verdict(
+            actual == *expected,
+            format!("counts[{name}]: expected {expected}, got {actual}"),
+        );
     }
     for (agent, expected) in &expect.final_results {
         let actual = output.finals.get(agent).cloned().unwrap_or(Value::Null);
-        verdict(&actual == expected, format!("final_results[{agent}]: expected {expected}, got {actual}"));
+        verdict(
+            &actual == expected,
+            format!("final_results[{agent}]: expected {expected}, got {actual}"),
+        );
     }
     report
 }
@@ -280,8 +319,10 @@ fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) ->
 /// Exact JSON equality, except that an expected error without a `message` leaves
 /// the actual message uncompared (SPEC §5).
 pub fn result_matches(actual: &Value, expected: &Value) -> bool {
-    let error_without_message =
-        expected.get("error").and_then(Value::as_object).is_some_and(|e| !e.contains_key("message"));
+    let error_without_message = expected
+        .get("error")
+        .and_then(Value::as_object)
+        .is_some_and(|e| !e.contains_key("message"));
     if !error_without_message {
         return actual == expected;
     }
@@ -296,11 +337,19 @@ pub fn result_matches(actual: &Value, expected: &Value) -> bool {
 pub fn render_table(summary: &Summary) -> String {
     let o = &summary.outcomes;
     let mut out = String::new();
-    let _ = writeln!(out, "asksim run: {} (seed {}, {} clock)", summary.scenario, summary.seed, summary.clock);
+    let _ = writeln!(
+        out,
+        "asksim run: {} (seed {}, {} clock)",
+        summary.scenario, summary.seed, summary.clock
+    );
     let errors = if o.errors.is_empty() {
         "-".to_owned()
     } else {
-        o.errors.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", ")
+        o.errors
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     let rows: Vec<(&str, String)> = vec![
         ("calls", summary.calls.to_string()),
@@ -317,13 +366,23 @@ pub fn render_table(summary: &Summary) -> String {
         ("open", o.open.to_string()),
         (
             "invariants",
-            format!("{} checked, {} violated", summary.invariants.checked.len(), summary.invariants.violations.len()),
+            format!(
+                "{} checked, {} violated",
+                summary.invariants.checked.len(),
+                summary.invariants.violations.len()
+            ),
         ),
         (
             "expectations",
-            format!("{} passed, {} failed", summary.expectations.passed, summary.expectations.failed),
+            format!(
+                "{} passed, {} failed",
+                summary.expectations.passed, summary.expectations.failed
+            ),
         ),
-        ("virtual time", format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s)),
+        (
+            "virtual time",
+            format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s),
+        ),
         (
             "latency",
             format!(
@@ -340,7 +399,11 @@ pub fn render_table(summary: &Summary) -> String {
     }
     for v in &summary.invariants.violations {
         let call = v.call_id.as_deref().unwrap_or("-");
-        let _ = writeln!(out, "  VIOLATION {} (callId {call}, seq {}): {}", v.invariant, v.seq, v.detail);
+        let _ = writeln!(
+            out,
+            "  VIOLATION {} (callId {call}, seq {}): {}",
+            v.invariant, v.seq, v.detail
+        );
     }
     for failure in &summary.expectations.failures {
         let _ = writeln!(out, "  EXPECTATION FAILED {failure}");

@@ -75,7 +75,11 @@ async fn run_script(world: Arc<World>, handle: AgentHandle, steps: Vec<Step>) ->
         dead
     });
     let mut run = ScriptRun {
-        final_: Final { agent: handle.name().to_owned(), results: Map::new(), unresolved: Vec::new() },
+        final_: Final {
+            agent: handle.name().to_owned(),
+            results: Map::new(),
+            unresolved: Vec::new(),
+        },
         children: BTreeMap::new(),
         joined_unresolved: Vec::new(),
         pending: BTreeSet::new(),
@@ -90,7 +94,11 @@ async fn run_script(world: Arc<World>, handle: AgentHandle, steps: Vec<Step>) ->
         run.step(step).await;
     }
     let result = run.final_.to_json();
-    run.world.finals.lock().expect("world poisoned").insert(run.final_.agent.clone(), result.clone());
+    run.world
+        .finals
+        .lock()
+        .expect("world poisoned")
+        .insert(run.final_.agent.clone(), result.clone());
     result
 }
 
@@ -123,7 +131,9 @@ impl ScriptRun {
             }
             Step::Spawn(spec) => self.spawn(spec).await,
             Step::Join(name) => {
-                let Some(child) = self.children.remove(&name) else { return };
+                let Some(child) = self.children.remove(&name) else {
+                    return;
+                };
                 tokio::select! {
                     biased;
                     _ = self.turn.cancelled() => {}
@@ -166,7 +176,9 @@ impl ScriptRun {
                 .ok()
                 .and_then(|v| v.get("questions").cloned())
                 .unwrap_or(Value::Null);
-            self.final_.unresolved.push(json!({"callId": outcome.call_id, "questions": questions}));
+            self.final_
+                .unresolved
+                .push(json!({"callId": outcome.call_id, "questions": questions}));
         }
         self.final_.results.insert(outcome.call_id, result);
     }
@@ -192,7 +204,9 @@ impl ScriptRun {
     }
 
     async fn spawn(&mut self, spec: AgentSpec) {
-        let Ok(child) = self.handle.spawn_child(&spec.name).await else { return };
+        let Ok(child) = self.handle.spawn_child(&spec.name).await else {
+            return;
+        };
         register(&self.world, &child, &spec);
         let task = spawn_script(self.world.clone(), child, spec.script.clone());
         self.children.insert(spec.name, task);
@@ -201,6 +215,14 @@ impl ScriptRun {
 
 /// Records a spawned agent in the world, for scheduled events and `on_resume`.
 pub fn register(world: &World, handle: &AgentHandle, spec: &AgentSpec) {
-    world.agents.lock().expect("world poisoned").insert(spec.name.clone(), handle.clone());
-    world.specs.lock().expect("world poisoned").insert(spec.name.clone(), spec.clone());
+    world
+        .agents
+        .lock()
+        .expect("world poisoned")
+        .insert(spec.name.clone(), handle.clone());
+    world
+        .specs
+        .lock()
+        .expect("world poisoned")
+        .insert(spec.name.clone(), spec.clone());
 }

@@ -1,0 +1,42 @@
+//! Every scenario in `scenarios/` runs here: it must hold every invariant and its
+//! `expect` block, and two runs under its seed must give one `trace_hash`.
+
+use std::path::{Path, PathBuf};
+
+use asksim::scenario;
+use asksim::sim::driver;
+use asksim::sim::report::summarise;
+
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/ exists")
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_scenario_passes_and_is_deterministic() {
+    let files = scenario_files();
+    assert!(files.len() >= 2, "scenarios/ holds the quickstart and more");
+    let mut failures = Vec::new();
+    for file in &files {
+        let label = file.display().to_string();
+        let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
+        let first = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let summary = summarise(&scenario, &label, &first);
+        if !summary.passed() {
+            failures.push(format!("{label}: {}", asksim::sim::report::render_table(&summary)));
+            continue;
+        }
+        let again = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let hash_again = summarise(&scenario, &label, &again).trace_hash;
+        if scenario.clock == asksim::scenario::Clock::Virtual && hash_again != summary.trace_hash {
+            failures.push(format!("{label}: two runs under seed {} gave different trace hashes", scenario.seed));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
