@@ -166,9 +166,30 @@ fn custom_overrides_single_select() {
         ]),
     )
     .unwrap();
-    assert_eq!(items[0], AnswerItem { id: "single".into(), selected: vec![], custom: Some("mine".into()) });
-    assert_eq!(items[1], AnswerItem { id: "multi".into(), selected: vec!["B".into()], custom: Some("also".into()) });
-    assert_eq!(items[2], AnswerItem { id: "third".into(), selected: vec![], custom: Some("no labels".into()) });
+    assert_eq!(
+        items[0],
+        AnswerItem {
+            id: "single".into(),
+            selected: vec![],
+            custom: Some("mine".into())
+        }
+    );
+    assert_eq!(
+        items[1],
+        AnswerItem {
+            id: "multi".into(),
+            selected: vec!["B".into()],
+            custom: Some("also".into())
+        }
+    );
+    assert_eq!(
+        items[2],
+        AnswerItem {
+            id: "third".into(),
+            selected: vec![],
+            custom: Some("no labels".into())
+        }
+    );
 }
 
 #[test]
@@ -191,14 +212,32 @@ fn skipped_question_has_empty_selected_and_no_custom() {
 #[test]
 fn a_malformed_batch_is_refused_with_the_offending_path() {
     let cases = [
-        (json!({"single": ["A"]}), "batch: expected an array of answer items, got an object"),
+        (
+            json!({"single": ["A"]}),
+            "batch: expected an array of answer items, got an object",
+        ),
         (json!(["single"]), "batch[0]: expected an object, got a string"),
-        (json!([{"selected": []}]), "batch[0].id: required field is missing"),
+        (
+            json!([{"selected": []}]),
+            "batch[0].id: required field is missing",
+        ),
         (json!([{"id": 1}]), "batch[0].id: expected a string, got a number"),
-        (json!([{"id": "single", "selected": "A"}]), "batch[0].selected: expected an array, got a string"),
-        (json!([{"id": "single", "selected": [1]}]), "batch[0].selected[0]: expected a string, got a number"),
-        (json!([{"id": "single", "custom": 5}]), "batch[0].custom: expected a string, got a number"),
-        (json!([{"id": "single", "note": "hi"}]), "batch[0].note: unknown field"),
+        (
+            json!([{"id": "single", "selected": "A"}]),
+            "batch[0].selected: expected an array, got a string",
+        ),
+        (
+            json!([{"id": "single", "selected": [1]}]),
+            "batch[0].selected[0]: expected a string, got a number",
+        ),
+        (
+            json!([{"id": "single", "custom": 5}]),
+            "batch[0].custom: expected a string, got a number",
+        ),
+        (
+            json!([{"id": "single", "note": "hi"}]),
+            "batch[0].note: unknown field",
+        ),
     ];
     for (batch, reason) in cases {
         assert_eq!(refused(batch.clone()), reason, "{batch}");
@@ -214,7 +253,8 @@ fn a_refusal_displays_its_reason() {
 
 #[test]
 fn a_legacy_batch_names_questions_by_their_text() {
-    let arguments = r#"{"questions":[{"question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#;
+    let arguments =
+        r#"{"questions":[{"question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#;
     let ask = accept(&legacy(), arguments);
     let items = validate_batch(&ask.questions, &json!([{"id": "Go?", "selected": ["No"]}])).unwrap();
     assert_eq!(items[0].id, "Go?");

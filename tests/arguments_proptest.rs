@@ -11,8 +11,18 @@ use serde_json::{Map, Value, json};
 
 /// Keys the tool knows, so arbitrary objects often hit real fields.
 const KEYS: &[&str] = &[
-    "questions", "id", "question", "header", "options", "label", "description",
-    "multiSelect", "timeout", "selected", "custom", "mode",
+    "questions",
+    "id",
+    "question",
+    "header",
+    "options",
+    "label",
+    "description",
+    "multiSelect",
+    "timeout",
+    "selected",
+    "custom",
+    "mode",
 ];
 
 fn key() -> impl Strategy<Value = String> {
@@ -82,7 +92,9 @@ fn near_option() -> impl Strategy<Value = Value> {
 }
 
 fn near_question(mode: Mode) -> impl Strategy<Value = Value> {
-    let id = prop_oneof![20 => "[A-Za-z0-9_-]{1,6}", 1 => ".{0,70}"].prop_map(Value::String).boxed();
+    let id = prop_oneof![20 => "[A-Za-z0-9_-]{1,6}", 1 => ".{0,70}"]
+        .prop_map(Value::String)
+        .boxed();
     let id = match mode {
         Mode::Timed => field(id).boxed(),
         Mode::Legacy => foreign_field(id).boxed(),
@@ -98,7 +110,13 @@ fn near_question(mode: Mode) -> impl Strategy<Value = Value> {
         field(any::<bool>().prop_map(Value::Bool).boxed()),
     )
         .prop_map(|(id, question, header, options, multi)| {
-            object(&[("id", id), ("question", question), ("header", header), ("options", options), ("multiSelect", multi)])
+            object(&[
+                ("id", id),
+                ("question", question),
+                ("header", header),
+                ("options", options),
+                ("multiSelect", multi),
+            ])
         })
 }
 
@@ -160,7 +178,10 @@ fn assert_within_limits(config: &ToolConfig, arguments: &Value, ask: &Ask) {
             Mode::Legacy => assert_eq!(q.id, q.question),
             Mode::Timed => {
                 assert!((1..=ID_CHARS_MAX).contains(&q.id.chars().count()));
-                assert!(q.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+                assert!(
+                    q.id.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                );
             }
         }
     }

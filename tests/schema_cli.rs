@@ -18,7 +18,9 @@ fn asksim(args: &[&str]) -> Output {
 }
 
 fn golden(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -31,12 +33,18 @@ fn schema(mode: &str) -> Vec<u8> {
 
 #[test]
 fn schema_legacy_prints_the_golden_file_byte_for_byte() {
-    assert!(schema("legacy") == golden("legacy.json"), "legacy definition differs from tests/golden/legacy.json");
+    assert!(
+        schema("legacy") == golden("legacy.json"),
+        "legacy definition differs from tests/golden/legacy.json"
+    );
 }
 
 #[test]
 fn schema_timed_prints_the_golden_file_byte_for_byte() {
-    assert!(schema("timed") == golden("timed.json"), "timed definition differs from tests/golden/timed.json");
+    assert!(
+        schema("timed") == golden("timed.json"),
+        "timed definition differs from tests/golden/timed.json"
+    );
 }
 
 #[test]
@@ -129,10 +137,18 @@ fn multi_select_and_option_description_are_optional_and_the_rest_required() {
 /// allows nothing else: unknown fields are refused by the schema as by the code.
 fn assert_closed_objects(schema: &Value, path: &str) {
     if schema.get("type") == Some(&json!("object")) {
-        let properties = schema["properties"].as_object().unwrap_or_else(|| panic!("{path}: no properties"));
+        let properties = schema["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{path}: no properties"));
         assert_eq!(schema["additionalProperties"], json!(false), "{path}");
-        for required in schema["required"].as_array().unwrap_or_else(|| panic!("{path}: no required")) {
-            assert!(properties.contains_key(required.as_str().unwrap()), "{path}: {required}");
+        for required in schema["required"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path}: no required"))
+        {
+            assert!(
+                properties.contains_key(required.as_str().unwrap()),
+                "{path}: {required}"
+            );
         }
         for (key, property) in properties {
             assert_closed_objects(property, &format!("{path}.{key}"));
@@ -163,7 +179,10 @@ fn both_descriptions_mention_recommended_and_never_approval() {
 
 #[test]
 fn timed_description_mentions_pending_the_late_answer_kind_and_minus_one() {
-    let description = definition(timed::DEFINITION)["description"].as_str().unwrap().to_owned();
+    let description = definition(timed::DEFINITION)["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for phrase in ["pending", "answer_to_pending_question", "-1"] {
         assert!(description.contains(phrase), "missing {phrase:?}");
     }
@@ -172,7 +191,10 @@ fn timed_description_mentions_pending_the_late_answer_kind_and_minus_one() {
 #[test]
 fn legacy_description_promises_no_pending() {
     // The legacy call blocks (SPEC §3.3); its definition must not teach `pending`.
-    let description = definition(legacy::DEFINITION)["description"].as_str().unwrap().to_owned();
+    let description = definition(legacy::DEFINITION)["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(!description.contains("pending"), "{description}");
     assert!(!description.contains("-1"), "{description}");
 }

@@ -40,8 +40,18 @@ fn with_options(mode: Mode, n: usize) -> String {
 #[test]
 fn two_and_four_options_pass_one_and_five_fail() {
     for config in both() {
-        assert_eq!(accept(&config, &with_options(config.mode, 2)).questions[1].options.len(), 2);
-        assert_eq!(accept(&config, &with_options(config.mode, 4)).questions[1].options.len(), 4);
+        assert_eq!(
+            accept(&config, &with_options(config.mode, 2)).questions[1]
+                .options
+                .len(),
+            2
+        );
+        assert_eq!(
+            accept(&config, &with_options(config.mode, 4)).questions[1]
+                .options
+                .len(),
+            4
+        );
         assert_eq!(
             refuse(&config, &with_options(config.mode, 1)),
             "questions[1].options: expected 2 to 4 options, got 1"
@@ -131,10 +141,19 @@ fn id_of_every_allowed_character_passes() {
 
 #[test]
 fn id_with_a_character_outside_a_z_digits_underscore_dash_is_refused() {
-    for bad in ["has space", "dot.ted", "sl/ash", "caf\u{e9}", "emoji😀", "tab\t", "colon:"] {
+    for bad in [
+        "has space",
+        "dot.ted",
+        "sl/ash",
+        "caf\u{e9}",
+        "emoji😀",
+        "tab\t",
+        "colon:",
+    ] {
         let message = refuse(&timed(), &with_field(Mode::Timed, "id", json!(bad)));
         assert!(
-            message.starts_with("questions[0].id: character ") && message.ends_with("not allowed (only A-Za-z0-9_-)"),
+            message.starts_with("questions[0].id: character ")
+                && message.ends_with("not allowed (only A-Za-z0-9_-)"),
             "{bad:?}: {message}"
         );
     }
@@ -189,9 +208,15 @@ fn legacy_question_id_is_its_text() {
 fn thousand_character_question_passes_thousand_and_one_fails() {
     for config in both() {
         for c in ['q', 'é'] {
-            accept(&config, &with_field(config.mode, "question", json!(chars(c, 1000))));
+            accept(
+                &config,
+                &with_field(config.mode, "question", json!(chars(c, 1000))),
+            );
             assert_eq!(
-                refuse(&config, &with_field(config.mode, "question", json!(chars(c, 1001)))),
+                refuse(
+                    &config,
+                    &with_field(config.mode, "question", json!(chars(c, 1001)))
+                ),
                 "questions[0].question: expected at most 1000 characters, got 1001"
             );
         }
@@ -212,10 +237,16 @@ fn empty_question_is_refused() {
 fn label_of_120_characters_passes_121_fails() {
     for config in both() {
         for c in ['l', '😀'] {
-            let ask = accept(&config, &with_option_field(config.mode, "label", json!(chars(c, 120))));
+            let ask = accept(
+                &config,
+                &with_option_field(config.mode, "label", json!(chars(c, 120))),
+            );
             assert_eq!(ask.questions[0].options[0].label, chars(c, 120));
             assert_eq!(
-                refuse(&config, &with_option_field(config.mode, "label", json!(chars(c, 121)))),
+                refuse(
+                    &config,
+                    &with_option_field(config.mode, "label", json!(chars(c, 121)))
+                ),
                 "questions[0].options[0].label: expected at most 120 characters, got 121"
             );
         }
@@ -236,9 +267,15 @@ fn empty_label_is_refused() {
 fn description_of_500_characters_passes_501_fails() {
     for config in both() {
         for c in ['d', 'é'] {
-            accept(&config, &with_option_field(config.mode, "description", json!(chars(c, 500))));
+            accept(
+                &config,
+                &with_option_field(config.mode, "description", json!(chars(c, 500))),
+            );
             assert_eq!(
-                refuse(&config, &with_option_field(config.mode, "description", json!(chars(c, 501)))),
+                refuse(
+                    &config,
+                    &with_option_field(config.mode, "description", json!(chars(c, 501)))
+                ),
                 "questions[0].options[0].description: expected at most 500 characters, got 501"
             );
         }
@@ -283,7 +320,11 @@ fn questions_and_options_keep_the_models_order() {
         let ask = accept(&config, &args(qs));
         let texts: Vec<&str> = ask.questions.iter().map(|q| q.question.as_str()).collect();
         assert_eq!(texts, ["Question 0?", "Question 1?", "Question 2?"]);
-        let labels: Vec<&str> = ask.questions[1].options.iter().map(|o| o.label.as_str()).collect();
+        let labels: Vec<&str> = ask.questions[1]
+            .options
+            .iter()
+            .map(|o| o.label.as_str())
+            .collect();
         assert_eq!(labels, ["C", "A", "B"]);
         assert_eq!(ask.questions[1].options[0].description, "Means C.");
     }
@@ -339,7 +380,10 @@ fn fractional_timeout_passes() {
 fn timeout_of_the_wrong_type_is_refused() {
     for bad in [json!("30"), json!(null), json!(true), json!({})] {
         let message = refuse(&timed(), &with_timeout(bad.clone()));
-        assert!(message.starts_with("timeout: expected a positive number"), "{bad}: {message}");
+        assert!(
+            message.starts_with("timeout: expected a positive number"),
+            "{bad}: {message}"
+        );
     }
 }
 
@@ -432,14 +476,38 @@ fn wrong_types_are_refused_with_their_path() {
     for config in both() {
         let mode = config.mode;
         let cases: Vec<(String, &str)> = vec![
-            (json!({"questions": {}}).to_string(), "questions: expected an array, got an object"),
-            (json!({"questions": ["Go?"]}).to_string(), "questions[0]: expected an object, got a string"),
-            (with_field(mode, "question", json!(1)), "questions[0].question: expected a string, got a number"),
-            (with_field(mode, "header", json!(null)), "questions[0].header: expected a string, got null"),
-            (with_field(mode, "options", json!("A, B")), "questions[0].options: expected an array, got a string"),
-            (with_field(mode, "multiSelect", json!("true")), "questions[0].multiSelect: expected a boolean, got a string"),
-            (with_option_field(mode, "label", json!(["A"])), "questions[0].options[0].label: expected a string, got an array"),
-            (with_option_field(mode, "description", json!(false)), "questions[0].options[0].description: expected a string, got a boolean"),
+            (
+                json!({"questions": {}}).to_string(),
+                "questions: expected an array, got an object",
+            ),
+            (
+                json!({"questions": ["Go?"]}).to_string(),
+                "questions[0]: expected an object, got a string",
+            ),
+            (
+                with_field(mode, "question", json!(1)),
+                "questions[0].question: expected a string, got a number",
+            ),
+            (
+                with_field(mode, "header", json!(null)),
+                "questions[0].header: expected a string, got null",
+            ),
+            (
+                with_field(mode, "options", json!("A, B")),
+                "questions[0].options: expected an array, got a string",
+            ),
+            (
+                with_field(mode, "multiSelect", json!("true")),
+                "questions[0].multiSelect: expected a boolean, got a string",
+            ),
+            (
+                with_option_field(mode, "label", json!(["A"])),
+                "questions[0].options[0].label: expected a string, got an array",
+            ),
+            (
+                with_option_field(mode, "description", json!(false)),
+                "questions[0].options[0].description: expected a string, got a boolean",
+            ),
         ];
         for (arguments, expected) in cases {
             assert_eq!(refuse(&config, &arguments), expected, "{arguments}");
@@ -460,9 +528,15 @@ fn wrong_types_are_refused_with_their_path() {
 #[test]
 fn arguments_that_are_not_an_object_are_refused() {
     for config in both() {
-        assert_eq!(refuse(&config, "[]"), "arguments: expected an object, got an array");
+        assert_eq!(
+            refuse(&config, "[]"),
+            "arguments: expected an object, got an array"
+        );
         assert_eq!(refuse(&config, "null"), "arguments: expected an object, got null");
-        assert_eq!(refuse(&config, r#""{}""#), "arguments: expected an object, got a string");
+        assert_eq!(
+            refuse(&config, r#""{}""#),
+            "arguments: expected an object, got a string"
+        );
     }
 }
 
@@ -472,7 +546,10 @@ fn arguments_that_are_not_json_are_refused() {
         for text in ["", "{", "{\"questions\":[}", "questions", "{} {}"] {
             let error = config.prepare(text).unwrap_err();
             assert_eq!(error.path, "arguments", "{text:?}");
-            assert!(error.to_string().starts_with("arguments: not valid JSON: "), "{error}");
+            assert!(
+                error.to_string().starts_with("arguments: not valid JSON: "),
+                "{error}"
+            );
         }
     }
 }
@@ -533,7 +610,8 @@ fn questions_raw_is_the_argument_exactly_as_sent() {
     assert_eq!(&*ask.questions_raw, questions);
     assert_eq!(ask.questions[0].options[1].description, "café");
 
-    let legacy_questions = "[{\"header\":\"H\",\"question\":\"Q?\",\"options\":[{\"label\":\"\\u0041\"},{\"label\":\"B\"}]}]";
+    let legacy_questions =
+        "[{\"header\":\"H\",\"question\":\"Q?\",\"options\":[{\"label\":\"\\u0041\"},{\"label\":\"B\"}]}]";
     let ask = accept(&legacy(), &format!("{{\"questions\" :  {legacy_questions}}}"));
     assert_eq!(&*ask.questions_raw, legacy_questions);
     assert_eq!(ask.questions[0].options[0].label, "A");

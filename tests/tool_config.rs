@@ -92,7 +92,10 @@ fn timeout_above_one_day_is_a_config_error() {
 fn timeout_of_the_wrong_type_is_a_config_error() {
     for bad in [json!("30"), json!(null), json!(true), json!([30])] {
         let message = config_error(json!({"mode": "timed", "timeout": bad}));
-        assert!(message.starts_with("tool.timeout: expected a positive number"), "{message}");
+        assert!(
+            message.starts_with("tool.timeout: expected a positive number"),
+            "{message}"
+        );
     }
 }
 
@@ -129,7 +132,10 @@ fn unknown_key_is_a_config_error() {
 fn a_row_that_is_not_an_object_is_a_config_error() {
     for bad in [json!("timed"), json!([]), json!(120), json!(true)] {
         let message = config_error(bad);
-        assert!(message.starts_with("tool.config: expected an object"), "{message}");
+        assert!(
+            message.starts_with("tool.config: expected an object"),
+            "{message}"
+        );
     }
 }
 
@@ -155,17 +161,28 @@ fn exactly_one_definition_is_registered() {
     // The legacy definition knows nothing of the timed tool, and vice versa.
     let legacy_schema: Value = serde_json::from_str(legacy::DEFINITION).unwrap();
     let timed_schema: Value = serde_json::from_str(timed::DEFINITION).unwrap();
-    assert!(legacy_schema["input_schema"]["properties"].get("timeout").is_none());
-    assert!(legacy_schema["input_schema"]["properties"]["questions"]["items"]["properties"]
-        .get("id")
-        .is_none());
-    assert!(timed_schema["input_schema"]["properties"].get("timeout").is_some());
+    assert!(
+        legacy_schema["input_schema"]["properties"]
+            .get("timeout")
+            .is_none()
+    );
+    assert!(
+        legacy_schema["input_schema"]["properties"]["questions"]["items"]["properties"]
+            .get("id")
+            .is_none()
+    );
+    assert!(
+        timed_schema["input_schema"]["properties"]
+            .get("timeout")
+            .is_some()
+    );
 }
 
 #[test]
 fn the_configured_mode_decides_which_arguments_are_accepted() {
     let timed_args = r#"{"questions":[{"id":"q","question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#;
-    let legacy_args = r#"{"questions":[{"question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#;
+    let legacy_args =
+        r#"{"questions":[{"question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#;
     let legacy_config = ToolConfig::default();
     let timed_config = config(json!({"mode": "timed"})).unwrap();
     assert_eq!(timed_config.prepare(timed_args).unwrap().schema, Schema::Timed);

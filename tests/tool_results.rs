@@ -179,7 +179,11 @@ fn late_answer_message_embeds_questions_exactly_as_sent() {
     let questions = "[ {\"options\" : [{\"label\":\"B\"} ,\n {\"label\":\"A\",\"description\":\"caf\\u00e9\"}],\t\"header\":\"H\", \"question\":\"Q?\",\"id\":\"q\",\"multiSelect\":true } ]";
     let arguments = format!("{{ \"timeout\" : 30 ,  \"questions\":{questions}  }}");
     let ask = accept(&timed(), &arguments);
-    let items = validate_batch(&ask.questions, &json!([{"id": "q", "selected": ["A"], "custom": "both"}])).unwrap();
+    let items = validate_batch(
+        &ask.questions,
+        &json!([{"id": "q", "selected": ["A"], "custom": "both"}]),
+    )
+    .unwrap();
     let message = late_answer_message("root/1", &ask.questions_raw, &items);
     assert_eq!(
         message,
@@ -258,7 +262,10 @@ fn legacy_maps_multi_select_labels_joined_with_custom_appended() {
         LEGACY,
         json!([{"id": "Which one?", "selected": ["A"]}, {"id": "Which ones?", "selected": ["A", "C"], "custom": "and D"}]),
     );
-    assert_eq!(text, r#"{"answers":{"Which one?":"A","Which ones?":"A, C, and D"}}"#);
+    assert_eq!(
+        text,
+        r#"{"answers":{"Which one?":"A","Which ones?":"A, C, and D"}}"#
+    );
     // Custom alone on a multi-select is just the custom text.
     let text = legacy_answers(
         LEGACY,

@@ -62,10 +62,7 @@ pub fn with_field(mode: Mode, key: &str, value: Value) -> String {
 /// Arguments with one valid question whose first option's field `key` is `value`.
 pub fn with_option_field(mode: Mode, key: &str, value: Value) -> String {
     let mut q = question(mode, 0);
-    q["options"][0]
-        .as_object_mut()
-        .unwrap()
-        .insert(key.into(), value);
+    q["options"][0].as_object_mut().unwrap().insert(key.into(), value);
     args(vec![q])
 }
 
