@@ -5,7 +5,9 @@
 mod common;
 
 use asksim::tool::limits::*;
-use asksim::tool::{Ask, Mode, Timeout, ToolConfig, Wait, legacy, timed, validate_batch};
+use asksim::tool::{
+    Ask, Mode, Question, QuestionOption, Timeout, ToolConfig, Wait, legacy, timed, validate_batch,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -302,6 +304,144 @@ proptest! {
             };
             let parsed: Value = serde_json::from_str(&rendered).unwrap();
             prop_assert!(parsed.get("answers").is_some());
+        }
+    }
+}
+
+/// Questions built directly (not through `prepare`), from small pools of ids and
+/// labels, so that arbitrary batches name them often.
+fn pooled_questions() -> impl Strategy<Value = Vec<Question>> {
+    let option = prop::sample::select(vec!["A", "B", "C", "D"]).prop_map(|label| QuestionOption {
+        label: label.into(),
+        description: String::new(),
+    });
+    let id = prop_oneof![
+        6 => Just(None),
+        1 => prop::sample::select(vec!["q0", "q1", "q2", "q3"]).prop_map(Some),
+    ];
+    let question =
+        (id, prop::collection::vec(option, 0..5), any::<bool>()).prop_map(|(id, options, multi_select)| {
+            Question {
+                id: id.unwrap_or_default().into(),
+                question: String::new(),
+                header: String::new(),
+                options,
+                multi_select,
+            }
+        });
+    // Mostly ids q0, q1, … in order; sometimes a pooled id, maybe a duplicate.
+    prop::collection::vec(question, 0..5).prop_map(|mut questions| {
+        for (i, q) in questions.iter_mut().enumerate() {
+            if q.id.is_empty() {
+                q.id = format!("q{i}");
+            }
+        }
+        questions
+    })
+}
+
+/// A batch aimed at `questions`: one item per question (labels picked from its
+/// options), then shuffled, and now and then broken (a label too many, a foreign
+/// label, an item dropped or repeated).
+fn aimed_batch(questions: Vec<Question>) -> impl Strategy<Value = (Vec<Question>, Value)> {
+    let n = questions.len();
+    let item = (
+        prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+        prop_oneof![Just(None), Just(Some("")), Just(Some("own"))],
+        prop_oneof![12 => Just(None), 1 => Just(Some("Z"))],
+    );
+    (
+        prop::collection::vec(item, n),
+        Just(questions),
+        any::<prop::sample::Index>(),
+        prop_oneof![10 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(picks, questions, rotation, damage, victim)| {
+            let mut items: Vec<Value> = questions
+                .iter()
+                .zip(&picks)
+                .map(|(q, (labels, custom, foreign))| {
+                    let mut selected: Vec<&str> = Vec::new();
+                    if !q.options.is_empty() {
+                        for pick in labels {
+                            let label = pick.get(&q.options).label.as_str();
+                            if !selected.contains(&label) {
+                                selected.push(label);
+                            }
+                        }
+                    }
+                    selected.extend(foreign.iter());
+                    object(&[
+                        ("id", Some(json!(q.id))),
+                        ("selected", Some(json!(selected))),
+                        ("custom", custom.map(Value::from)),
+                    ])
+                })
+                .collect();
+            if !items.is_empty() {
+                let k = rotation.index(items.len());
+                items.rotate_left(k);
+                let v = victim.index(items.len());
+                match damage {
+                    1 => drop(items.remove(v)),
+                    2 => items.push(items[v].clone()),
+                    _ => {}
+                }
+            }
+            (questions, Value::Array(items))
+        })
+}
+
+/// Batches that name the pooled ids and labels, with now and then a wrong type.
+fn pooled_batch() -> impl Strategy<Value = Value> {
+    let id = prop_oneof![
+        8 => prop::sample::select(vec!["q0", "q1", "q2", "q3", "q9"]).prop_map(Value::from),
+        1 => leaf(),
+    ];
+    let label = prop_oneof![
+        8 => prop::sample::select(vec!["A", "B", "C", "D", "Z"]).prop_map(Value::from),
+        1 => leaf(),
+    ];
+    let selected = prop_oneof![
+        8 => prop::collection::vec(label, 0..4).prop_map(Value::Array),
+        1 => leaf(),
+    ];
+    let custom = prop_oneof![leaf(), "[a-z]{0,3}".prop_map(Value::from)];
+    let item = (
+        field(id.boxed()),
+        field(selected.boxed()),
+        prop::option::of(custom),
+    )
+        .prop_map(|(id, selected, custom)| object(&[("id", id), ("selected", selected), ("custom", custom)]));
+    prop_oneof![
+        8 => prop::collection::vec(item, 0..6).prop_map(Value::Array),
+        1 => json_value(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn validate_batch_never_panics_and_accepts_only_what_section_3_6_allows(
+        (questions, batch) in prop_oneof![
+            3 => pooled_questions().prop_flat_map(aimed_batch),
+            1 => (pooled_questions(), pooled_batch()),
+        ],
+    ) {
+        if let Ok(items) = validate_batch(&questions, &batch) {
+            prop_assert_eq!(items.len(), questions.len());
+            for (item, q) in items.iter().zip(&questions) {
+                prop_assert_eq!(&item.id, &q.id);
+                prop_assert!(item.selected.iter().all(|l| q.options.iter().any(|o| &o.label == l)));
+                prop_assert!(q.multi_select || item.selected.len() <= 1);
+                if item.custom.is_some() && !q.multi_select {
+                    prop_assert!(item.selected.is_empty());
+                }
+            }
+            // Every batch item was used exactly once.
+            prop_assert_eq!(batch.as_array().map(Vec::len), Some(questions.len()));
         }
     }
 }
