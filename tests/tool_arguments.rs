@@ -616,3 +616,16 @@ fn questions_raw_is_the_argument_exactly_as_sent() {
     assert_eq!(&*ask.questions_raw, legacy_questions);
     assert_eq!(ask.questions[0].options[0].label, "A");
 }
+
+#[test]
+fn a_repeated_questions_key_is_refused() {
+    // serde_json keeps the last of repeated keys; `questions_raw` could not say which
+    // text the model meant, so the call is refused rather than guessed.
+    for config in both() {
+        let one = serde_json::to_string(&questions(config.mode, 1)).unwrap();
+        let arguments = format!(r#"{{"questions":{one},"questions":{one}}}"#);
+        let error = config.prepare(&arguments).unwrap_err();
+        assert_eq!(error.path, "questions", "{error}");
+        assert!(error.to_string().contains("duplicate field"), "{error}");
+    }
+}
