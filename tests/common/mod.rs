@@ -1,0 +1,88 @@
+//! Builders shared by the tool's contract tests: valid arguments for either tool,
+//! which each test then breaks in exactly one place.
+
+#![allow(dead_code)] // each test crate uses its own subset
+
+use asksim::tool::{Ask, Mode, Timeout, ToolConfig};
+use serde_json::{Value, json};
+
+/// The timed tool with a 30 s default window.
+pub fn timed() -> ToolConfig {
+    ToolConfig::timed(Timeout::Window(30.0))
+}
+
+/// The legacy tool.
+pub fn legacy() -> ToolConfig {
+    ToolConfig::default()
+}
+
+/// Both tools, for the limits the contract states once for both.
+pub fn both() -> [ToolConfig; 2] {
+    [legacy(), timed()]
+}
+
+/// An option with a label and a description.
+pub fn opt(label: &str) -> Value {
+    json!({"label": label, "description": format!("Means {label}.")})
+}
+
+/// A valid question number `i` for the tool of `mode`: two options, single-select.
+pub fn question(mode: Mode, i: usize) -> Value {
+    let mut q = json!({
+        "question": format!("Question {i}?"),
+        "header": format!("Head {i}"),
+        "options": [opt("Yes (Recommended)"), opt("No")],
+        "multiSelect": false,
+    });
+    if mode == Mode::Timed {
+        q.as_object_mut()
+            .unwrap()
+            .insert("id".into(), json!(format!("q{i}")));
+    }
+    q
+}
+
+/// `n` valid questions for the tool of `mode`.
+pub fn questions(mode: Mode, n: usize) -> Vec<Value> {
+    (0..n).map(|i| question(mode, i)).collect()
+}
+
+/// `{"questions": questions}` as compact text.
+pub fn args(questions: Vec<Value>) -> String {
+    json!({ "questions": questions }).to_string()
+}
+
+/// Arguments with one valid question whose field `key` is set to `value`.
+pub fn with_field(mode: Mode, key: &str, value: Value) -> String {
+    let mut q = question(mode, 0);
+    q.as_object_mut().unwrap().insert(key.into(), value);
+    args(vec![q])
+}
+
+/// Arguments with one valid question whose first option's field `key` is `value`.
+pub fn with_option_field(mode: Mode, key: &str, value: Value) -> String {
+    let mut q = question(mode, 0);
+    q["options"][0].as_object_mut().unwrap().insert(key.into(), value);
+    args(vec![q])
+}
+
+/// Prepares `arguments`, failing the test with the error if they are refused.
+pub fn accept(config: &ToolConfig, arguments: &str) -> Ask {
+    match config.prepare(arguments) {
+        Ok(ask) => ask,
+        Err(e) => panic!("{:?} refused {arguments}: {e}", config.mode),
+    }
+}
+
+/// The message of the refusal of `arguments`, failing the test if they pass.
+pub fn refuse(config: &ToolConfig, arguments: &str) -> String {
+    match config.prepare(arguments) {
+        Ok(_) => panic!("{:?} accepted {arguments}", config.mode),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `n` copies of `c` (a multi-byte character proves counts are in `chars()`).
+pub fn chars(c: char, n: usize) -> String {
+    std::iter::repeat_n(c, n).collect()
+}
