@@ -426,8 +426,8 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Parses and checks the text of a scenario file; `file_label` names it in errors.
 pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let raw: raw::RawScenario =
-        serde_json::from_str(text).map_err(|err| position::serde_error(file_label, text, &err))?;
+    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
+        .map_err(|err| position::serde_error(file_label, text, &err))?;
     build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
 }
 
