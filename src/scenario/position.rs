@@ -27,7 +27,7 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
     }
     let mut offset = byte_offset(text, err.line(), err.column());
     let message = match err.classify() {
-        serde_json::error::Category::Syntax if is_json(text) => {
+        serde_json::error::Category::Syntax if bare == "expected value" && is_json(text) => {
             // Valid JSON that serde_json calls a syntax error: an externally tagged
             // shape (a step, a latency, …) given a second key after its first.
             let index = PathIndex::build(text);
@@ -99,7 +99,7 @@ pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> Scenar
 
 /// Whether `text` is one valid JSON value.
 fn is_json(text: &str) -> bool {
-    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 
 /// The first non-whitespace byte after the one at `offset`, or `offset`.
