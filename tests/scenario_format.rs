@@ -249,6 +249,18 @@ fn count_fans_out_rows_with_i_substituted_in_names_and_references() {
     let answerers: Vec<&str> = scenario.answerers.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(answerers, ["bot-0", "bot-1", "bot-2", "human"]);
     assert_eq!(names(&scenario.agents), ["root-0", "root-1"]);
+    let all: Vec<&str> = scenario.all_agents().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        all,
+        [
+            "root-0",
+            "child-0",
+            "grandchild-0",
+            "root-1",
+            "child-1",
+            "grandchild-1"
+        ]
+    );
     let second = &scenario.agents[1];
     assert_eq!(second.lineage_parent.as_deref(), Some("session-1"));
     let Step::Spawn(child) = &second.script[0] else {
@@ -476,6 +488,10 @@ fn the_tool_row_is_checked_by_the_tool_config() {
     refused(
         json!({ "name": "x", "tool": { "window": 3 } }),
         "tool.window: unknown key",
+    );
+    refused(
+        json!({ "name": "x", "tool": "timed" }),
+        "tool: expected an object",
     );
 }
 

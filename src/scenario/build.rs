@@ -117,7 +117,11 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         return issue("name", "expected a non-empty name");
     }
     let tool = ToolConfig::from_json(raw.tool.as_ref()).map_err(|err| Issue {
-        path: format!("tool.{}", err.key),
+        // `config` is the row itself (not an object); any other key is in it.
+        path: match err.key.as_str() {
+            "config" => "tool".to_owned(),
+            key => format!("tool.{key}"),
+        },
         message: err.reason,
     })?;
     let broker = match raw.broker.and_then(|b| b.0.offer_timeout) {

@@ -57,6 +57,10 @@
 //!   `user_messages` and `final_results` keys must be agents of the run. Duplicate
 //!   keys inside those maps follow serde_json (the last wins).
 //! - Events with the same `at` keep their file order.
+//! - Wherever the format shows an object, only an object is read: serde's derived
+//!   structs would also take an array of their fields in order (`"broker": [1.0]`).
+//! - `seed`, `count`, `times`, `events_max` and `crash_after_accepts` are JSON
+//!   integers (`1.0` is a type error); times may be integers or decimals.
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
@@ -134,6 +138,18 @@ pub struct Scenario {
     pub limits: Limits,
     /// What the run must produce, if anything.
     pub expect: Option<Expect>,
+}
+
+impl Scenario {
+    /// Every agent of the run: each root followed by the children it spawns
+    /// (depth-first, `script` before `on_resume`), in file order.
+    pub fn all_agents(&self) -> Vec<&AgentSpec> {
+        let mut out = Vec::new();
+        for agent in &self.agents {
+            agent.collect(&mut out);
+        }
+        out
+    }
 }
 
 /// The run's clock.
@@ -307,6 +323,27 @@ pub struct AgentSpec {
     pub script: Vec<Step>,
     /// The script it runs after a restart, `repeat` unrolled.
     pub on_resume: Vec<Step>,
+}
+
+impl AgentSpec {
+    /// The children this agent spawns directly, in script order (`script`, then
+    /// `on_resume`).
+    pub fn children(&self) -> impl Iterator<Item = &AgentSpec> {
+        self.script
+            .iter()
+            .chain(&self.on_resume)
+            .filter_map(|step| match step {
+                Step::Spawn(child) => Some(child),
+                _ => None,
+            })
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a AgentSpec>) {
+        out.push(self);
+        for child in self.children() {
+            child.collect(out);
+        }
+    }
 }
 
 /// One script step. `repeat` is unrolled at load, so it has no variant.
