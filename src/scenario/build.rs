@@ -220,7 +220,7 @@ fn latency(path: &str, latency: Latency) -> Checked<Latency> {
     }
 }
 
-/// `s` with every `{key}` replaced by `value`; borrowed work only when needed.
+/// Replaces every `key` in `s` by `value`; allocates only when `key` occurs.
 fn substitute(s: &mut String, key: &str, value: &str) {
     if s.contains(key) {
         *s = s.replace(key, value);
@@ -393,74 +393,82 @@ impl Builder {
         let mut size = Size::default();
         for (k, step) in raw.into_iter().enumerate() {
             let path = format!("{path}[{k}]");
-            let (kind, key) = match step {
+            match step {
                 RawStep::Repeat(Obj(repeat)) => {
                     let times_path = format!("{path}.repeat.times");
                     if repeat.times > REPEAT_TIMES_MAX {
-                        return issue(
-                            times_path,
-                            format!("expected at most {REPEAT_TIMES_MAX}, got {}", repeat.times),
-                        );
+                        let times = repeat.times;
+                        let message = format!("expected at most {REPEAT_TIMES_MAX}, got {times}");
+                        return issue(times_path, message);
                     }
-                    let body = self.script(repeat.script, &format!("{path}.repeat.script"), depth + 1)?;
+                    let body_path = format!("{path}.repeat.script");
+                    let body = self.script(repeat.script, &body_path, depth + 1)?;
                     if body.is_empty() {
                         continue;
                     }
-                    size = size.grow(repeat.times, Size::of_steps(&body), &times_path, "this repeat")?;
+                    // Checked before copying: an absurd product allocates nothing.
+                    let each = Size::of_steps(&body);
+                    size = size.grow(repeat.times, each, &times_path, "this repeat")?;
                     for r in 0..repeat.times {
                         let mut copy = body.clone();
                         substitute_steps(&mut copy, "{r}", &r.to_string());
                         out.extend(copy);
                     }
-                    continue;
                 }
-                RawStep::Ask(value) => (
-                    Step::Ask {
-                        arguments: compact(&value),
-                    }
-                    .into(),
-                    "ask",
-                ),
-                RawStep::AskRaw(value) => (
-                    Step::AskRaw {
-                        arguments: compact(&value),
-                    }
-                    .into(),
-                    "ask_raw",
-                ),
-                RawStep::AskUnresolved(Obj(ask)) => {
-                    let timeout = match ask.timeout {
-                        Some(t) => Some(unresolved_timeout(&path, t)?),
-                        None => None,
-                    };
-                    (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
+                step => {
+                    let step = self.step(step, &path, depth)?;
+                    let each = Size::of_steps(std::slice::from_ref(&step));
+                    size = size.grow(1, each, &path, "this step")?;
+                    out.push(step);
                 }
-                RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
-                RawStep::Join(name) => (XKind::Join(name), "join"),
-                RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
-                RawStep::Spawn(Obj(spawn)) => {
-                    let child = XAgent {
-                        name: spawn.name,
-                        name_src: self.src(format!("{path}.spawn.name")),
-                        lineage_parent: None,
-                        script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
-                        on_resume: self.script(
-                            spawn.on_resume,
-                            &format!("{path}.spawn.on_resume"),
-                            depth + 1,
-                        )?,
-                    };
-                    (XKind::Spawn(child), "spawn")
-                }
-            };
-            let step = XStep {
-                src: self.src(format!("{path}.{key}")),
-                kind,
-            };
-            size = size.grow(1, Size::of_steps(std::slice::from_ref(&step)), &path, "this step")?;
-            out.push(step);
+            }
         }
         Ok(out)
+    }
+
+    /// Converts one step other than `repeat`.
+    fn step(&mut self, step: RawStep, path: &str, depth: usize) -> Checked<XStep> {
+        let (kind, key) = match step {
+            RawStep::Ask(value) => (
+                Step::Ask {
+                    arguments: compact(&value),
+                }
+                .into(),
+                "ask",
+            ),
+            RawStep::AskRaw(value) => (
+                Step::AskRaw {
+                    arguments: compact(&value),
+                }
+                .into(),
+                "ask_raw",
+            ),
+            RawStep::AskUnresolved(Obj(ask)) => {
+                let timeout = match ask.timeout {
+                    Some(t) => Some(unresolved_timeout(path, t)?),
+                    None => None,
+                };
+                (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
+            }
+            RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
+            RawStep::Join(name) => (XKind::Join(name), "join"),
+            RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
+            RawStep::Spawn(Obj(spawn)) => {
+                let child = XAgent {
+                    name: spawn.name,
+                    name_src: self.src(format!("{path}.spawn.name")),
+                    lineage_parent: None,
+                    script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
+                    on_resume: self.script(spawn.on_resume, &format!("{path}.spawn.on_resume"), depth + 1)?,
+                };
+                (XKind::Spawn(child), "spawn")
+            }
+            RawStep::Repeat(_) => unreachable!("script() unrolls repeat before calling step()"),
+        };
+        Ok(XStep {
+            src: self.src(format!("{path}.{key}")),
+            kind,
+        })
     }
 }
 
