@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::raw::{RawAgent, RawAnswerer, RawEvent, RawExpect, RawScenario, RawStep};
+use super::raw::{Obj, RawAgent, RawAnswerer, RawEvent, RawExpect, RawScenario, RawStep};
 use super::{
     AGENTS_MAX, ANSWERERS_MAX, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventKind, EventSpec,
     Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
@@ -117,20 +117,24 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         return issue("name", "expected a non-empty name");
     }
     let tool = ToolConfig::from_json(raw.tool.as_ref()).map_err(|err| Issue {
-        path: format!("tool.{}", err.key),
+        // `config` is the row itself (not an object); any other key is in it.
+        path: match err.key.as_str() {
+            "config" => "tool".to_owned(),
+            key => format!("tool.{key}"),
+        },
         message: err.reason,
     })?;
-    let broker = match raw.broker.and_then(|b| b.offer_timeout) {
+    let broker = match raw.broker.and_then(|b| b.0.offer_timeout) {
         Some(s) => BrokerSpec {
             offer_timeout_s: positive("broker.offer_timeout", s)?,
         },
         None => BrokerSpec::default(),
     };
     let jitter_max_s = match raw.jitter {
-        Some(jitter) => Some(seconds("jitter.max", jitter.max)?),
+        Some(jitter) => Some(seconds("jitter.max", jitter.0.max)?),
         None => None,
     };
-    let limits = limits(raw.limits)?;
+    let limits = limits(raw.limits.map(|l| l.0))?;
 
     let answerers = builder.answerers(raw.answerers)?;
     let agents = builder.agents(raw.agents)?;
@@ -143,7 +147,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
     let names = &builder.names;
     let events = events(raw.events, names)?;
     let expect = match raw.expect {
-        Some(expect) => Some(expect_block(expect, names)?),
+        Some(expect) => Some(expect_block(expect.0, names)?),
         None => None,
     };
     Ok(Scenario {
@@ -216,7 +220,7 @@ fn latency(path: &str, latency: Latency) -> Checked<Latency> {
     }
 }
 
-/// `s` with every `{key}` replaced by `value`; borrowed work only when needed.
+/// Replaces every `key` in `s` by `value`; allocates only when `key` occurs.
 fn substitute(s: &mut String, key: &str, value: &str) {
     if s.contains(key) {
         *s = s.replace(key, value);
@@ -282,9 +286,9 @@ impl Builder {
         self.paths.get(src as usize).map_or("", String::as_str)
     }
 
-    fn answerers(&mut self, rows: Vec<RawAnswerer>) -> Checked<Vec<AnswererSpec>> {
+    fn answerers(&mut self, rows: Vec<Obj<RawAnswerer>>) -> Checked<Vec<AnswererSpec>> {
         let mut out: Vec<AnswererSpec> = Vec::new();
-        for (k, row) in rows.into_iter().enumerate() {
+        for (k, Obj(row)) in rows.into_iter().enumerate() {
             let path = format!("answerers[{k}]");
             let copies = count(&format!("{path}.count"), row.count, ANSWERERS_MAX, &row.name)?;
             let template = self.answerer(&path, row)?;
@@ -312,11 +316,11 @@ impl Builder {
             None => Latency::Fixed(0.0),
         };
         let hold_after_s = match row.hold {
-            Some(hold) => Some(seconds(&format!("{path}.hold.after"), hold.after)?),
+            Some(Obj(hold)) => Some(seconds(&format!("{path}.hold.after"), hold.after)?),
             None => None,
         };
         let (mut crash_at_s, mut crash_after_accepts) = (None, None);
-        if let Some(faults) = row.faults {
+        if let Some(Obj(faults)) = row.faults {
             if let Some(t) = faults.crash_at {
                 crash_at_s = Some(seconds(&format!("{path}.faults.crash_at"), t)?);
             }
@@ -342,16 +346,16 @@ impl Builder {
         })
     }
 
-    fn agents(&mut self, rows: Vec<RawAgent>) -> Checked<Vec<XAgent>> {
+    fn agents(&mut self, rows: Vec<Obj<RawAgent>>) -> Checked<Vec<XAgent>> {
         let mut out = Vec::new();
         let mut total = Size::default();
-        for (k, row) in rows.into_iter().enumerate() {
+        for (k, Obj(row)) in rows.into_iter().enumerate() {
             let path = format!("agents[{k}]");
             let copies = count(&format!("{path}.count"), row.count, AGENTS_MAX, &row.name)?;
             let template = XAgent {
                 name: row.name,
                 name_src: self.src(format!("{path}.name")),
-                lineage_parent: row.lineage.map(|l| l.parent),
+                lineage_parent: row.lineage.map(|l| l.0.parent),
                 script: self.script(row.script, &format!("{path}.script"), 1)?,
                 on_resume: self.script(row.on_resume, &format!("{path}.on_resume"), 1)?,
             };
@@ -389,74 +393,82 @@ impl Builder {
         let mut size = Size::default();
         for (k, step) in raw.into_iter().enumerate() {
             let path = format!("{path}[{k}]");
-            let (kind, key) = match step {
-                RawStep::Repeat(repeat) => {
+            match step {
+                RawStep::Repeat(Obj(repeat)) => {
                     let times_path = format!("{path}.repeat.times");
                     if repeat.times > REPEAT_TIMES_MAX {
-                        return issue(
-                            times_path,
-                            format!("expected at most {REPEAT_TIMES_MAX}, got {}", repeat.times),
-                        );
+                        let times = repeat.times;
+                        let message = format!("expected at most {REPEAT_TIMES_MAX}, got {times}");
+                        return issue(times_path, message);
                     }
-                    let body = self.script(repeat.script, &format!("{path}.repeat.script"), depth + 1)?;
+                    let body_path = format!("{path}.repeat.script");
+                    let body = self.script(repeat.script, &body_path, depth + 1)?;
                     if body.is_empty() {
                         continue;
                     }
-                    size = size.grow(repeat.times, Size::of_steps(&body), &times_path, "this repeat")?;
+                    // Checked before copying: an absurd product allocates nothing.
+                    let each = Size::of_steps(&body);
+                    size = size.grow(repeat.times, each, &times_path, "this repeat")?;
                     for r in 0..repeat.times {
                         let mut copy = body.clone();
                         substitute_steps(&mut copy, "{r}", &r.to_string());
                         out.extend(copy);
                     }
-                    continue;
                 }
-                RawStep::Ask(value) => (
-                    Step::Ask {
-                        arguments: compact(&value),
-                    }
-                    .into(),
-                    "ask",
-                ),
-                RawStep::AskRaw(value) => (
-                    Step::AskRaw {
-                        arguments: compact(&value),
-                    }
-                    .into(),
-                    "ask_raw",
-                ),
-                RawStep::AskUnresolved(ask) => {
-                    let timeout = match ask.timeout {
-                        Some(t) => Some(unresolved_timeout(&path, t)?),
-                        None => None,
-                    };
-                    (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
+                step => {
+                    let step = self.step(step, &path, depth)?;
+                    let each = Size::of_steps(std::slice::from_ref(&step));
+                    size = size.grow(1, each, &path, "this step")?;
+                    out.push(step);
                 }
-                RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
-                RawStep::Join(name) => (XKind::Join(name), "join"),
-                RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
-                RawStep::Spawn(spawn) => {
-                    let child = XAgent {
-                        name: spawn.name,
-                        name_src: self.src(format!("{path}.spawn.name")),
-                        lineage_parent: None,
-                        script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
-                        on_resume: self.script(
-                            spawn.on_resume,
-                            &format!("{path}.spawn.on_resume"),
-                            depth + 1,
-                        )?,
-                    };
-                    (XKind::Spawn(child), "spawn")
-                }
-            };
-            let step = XStep {
-                src: self.src(format!("{path}.{key}")),
-                kind,
-            };
-            size = size.grow(1, Size::of_steps(std::slice::from_ref(&step)), &path, "this step")?;
-            out.push(step);
+            }
         }
         Ok(out)
+    }
+
+    /// Converts one step other than `repeat`.
+    fn step(&mut self, step: RawStep, path: &str, depth: usize) -> Checked<XStep> {
+        let (kind, key) = match step {
+            RawStep::Ask(value) => (
+                Step::Ask {
+                    arguments: compact(&value),
+                }
+                .into(),
+                "ask",
+            ),
+            RawStep::AskRaw(value) => (
+                Step::AskRaw {
+                    arguments: compact(&value),
+                }
+                .into(),
+                "ask_raw",
+            ),
+            RawStep::AskUnresolved(Obj(ask)) => {
+                let timeout = match ask.timeout {
+                    Some(t) => Some(unresolved_timeout(path, t)?),
+                    None => None,
+                };
+                (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
+            }
+            RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
+            RawStep::Join(name) => (XKind::Join(name), "join"),
+            RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
+            RawStep::Spawn(Obj(spawn)) => {
+                let child = XAgent {
+                    name: spawn.name,
+                    name_src: self.src(format!("{path}.spawn.name")),
+                    lineage_parent: None,
+                    script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
+                    on_resume: self.script(spawn.on_resume, &format!("{path}.spawn.on_resume"), depth + 1)?,
+                };
+                (XKind::Spawn(child), "spawn")
+            }
+            RawStep::Repeat(_) => unreachable!("script() unrolls repeat before calling step()"),
+        };
+        Ok(XStep {
+            src: self.src(format!("{path}.{key}")),
+            kind,
+        })
     }
 }
 
@@ -618,12 +630,12 @@ fn known_agent(name: &str, names: &Names) -> Result<(), String> {
     }
 }
 
-fn events(raw: Vec<RawEvent>, names: &Names) -> Checked<Vec<EventSpec>> {
+fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
     if raw.len() as u64 > EVENTS_MAX {
         return issue("events", format!("more than {EVENTS_MAX} events"));
     }
     let mut out = Vec::with_capacity(raw.len());
-    for (k, event) in raw.into_iter().enumerate() {
+    for (k, Obj(event)) in raw.into_iter().enumerate() {
         let path = format!("events[{k}]");
         let at_s = seconds(&format!("{path}.at"), event.at)?;
         let mut kinds = Vec::new();
@@ -635,7 +647,7 @@ fn events(raw: Vec<RawEvent>, names: &Names) -> Checked<Vec<EventSpec>> {
             let checked = known_call(&call, names);
             kinds.push(("cancel_call", checked, EventKind::CancelCall(call)));
         }
-        if let Some(loss) = event.process_loss {
+        if let Some(Obj(loss)) = event.process_loss {
             let restart_after_s = seconds(&format!("{path}.process_loss.restart_after"), loss.restart_after)?;
             kinds.push(("process_loss", Ok(()), EventKind::ProcessLoss { restart_after_s }));
         }

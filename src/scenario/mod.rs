@@ -57,6 +57,10 @@
 //!   `user_messages` and `final_results` keys must be agents of the run. Duplicate
 //!   keys inside those maps follow serde_json (the last wins).
 //! - Events with the same `at` keep their file order.
+//! - Wherever the format shows an object, only an object is read: serde's derived
+//!   structs would also take an array of their fields in order (`"broker": [1.0]`).
+//! - `seed`, `count`, `times`, `events_max` and `crash_after_accepts` are JSON
+//!   integers (`1.0` is a type error); times may be integers or decimals.
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
@@ -134,6 +138,18 @@ pub struct Scenario {
     pub limits: Limits,
     /// What the run must produce, if anything.
     pub expect: Option<Expect>,
+}
+
+impl Scenario {
+    /// Every agent of the run: each root followed by the children it spawns
+    /// (depth-first, `script` before `on_resume`), in file order.
+    pub fn all_agents(&self) -> Vec<&AgentSpec> {
+        let mut out = Vec::new();
+        for agent in &self.agents {
+            agent.collect(&mut out);
+        }
+        out
+    }
 }
 
 /// The run's clock.
@@ -309,6 +325,27 @@ pub struct AgentSpec {
     pub on_resume: Vec<Step>,
 }
 
+impl AgentSpec {
+    /// The children this agent spawns directly, in script order (`script`, then
+    /// `on_resume`).
+    pub fn children(&self) -> impl Iterator<Item = &AgentSpec> {
+        self.script
+            .iter()
+            .chain(&self.on_resume)
+            .filter_map(|step| match step {
+                Step::Spawn(child) => Some(child),
+                _ => None,
+            })
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a AgentSpec>) {
+        out.push(self);
+        for child in self.children() {
+            child.collect(out);
+        }
+    }
+}
+
 /// One script step. `repeat` is unrolled at load, so it has no variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -426,8 +463,8 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Parses and checks the text of a scenario file; `file_label` names it in errors.
 pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let raw: raw::RawScenario =
-        serde_json::from_str(text).map_err(|err| position::serde_error(file_label, text, &err))?;
+    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
+        .map_err(|err| position::serde_error(file_label, text, &err))?;
     build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
 }
 

@@ -25,14 +25,34 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
     if err.line() == 0 {
         return ScenarioError::new(file, bare);
     }
-    let offset = byte_offset(text, err.line(), err.column());
+    let mut offset = byte_offset(text, err.line(), err.column());
     let message = match err.classify() {
+        serde_json::error::Category::Syntax if bare == "expected value" && is_json(text) => {
+            // Valid JSON that serde_json calls a syntax error: an externally tagged
+            // shape (a step, a latency, …) given a second key after its first.
+            let index = PathIndex::build(text);
+            let path = index.innermost(offset).map_or("", parent_path);
+            offset = next_token(text, offset);
+            format!("{path}: expected an object with exactly one key")
+        }
         serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
         serde_json::error::Category::Eof => format!("truncated JSON: {bare}"),
-        _ => match PathIndex::build(text).innermost(offset) {
-            Some(path) if !path.is_empty() => format!("{path}: {bare}"),
-            _ => bare,
-        },
+        _ => {
+            // serde_json's column is the last byte it consumed; a type error found
+            // by peeking at a value is reported on the separator before it.
+            if err.column() > 0
+                && matches!(
+                    text.as_bytes().get(offset),
+                    Some(b':' | b',' | b'[' | b' ' | b'\t' | b'\n' | b'\r')
+                )
+            {
+                offset = next_token(text, offset);
+            }
+            match PathIndex::build(text).innermost(offset) {
+                Some(path) if !path.is_empty() => format!("{path}: {bare}"),
+                _ => bare,
+            }
+        }
     };
     let (line, column) = line_column(text, offset);
     ScenarioError {
@@ -75,6 +95,18 @@ pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> Scenar
         column: Some(column),
         message: "the file is not UTF-8 text".into(),
     }
+}
+
+/// Whether `text` is one valid JSON value.
+fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+/// The first non-whitespace byte after the one at `offset`, or `offset`.
+fn next_token(text: &str, offset: usize) -> usize {
+    text.get(offset + 1..)
+        .and_then(|rest| rest.find(|c: char| !c.is_ascii_whitespace()))
+        .map_or(offset, |i| offset + 1 + i)
 }
 
 /// The byte offset of serde_json's (1-based line, 1-based byte column); column 0

@@ -5,11 +5,35 @@
 //! line and column (untagged and flattened shapes would lose them).
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
-use serde::Deserialize;
+use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{Accepts, AnswerPolicy, Clock, Latency};
+
+/// A struct read from a JSON object only. serde's derived structs also accept an
+/// array of their fields in order (`"broker": [1.0]`), which a scenario must refuse
+/// as a wrong type; this wrapper asks the deserializer for a map.
+pub(super) struct Obj<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjVisitor(PhantomData)).map(Obj)
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a scenario object")]
@@ -24,19 +48,19 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub tool: Option<Value>,
     #[serde(default)]
-    pub broker: Option<RawBroker>,
+    pub broker: Option<Obj<RawBroker>>,
     #[serde(default)]
-    pub answerers: Vec<RawAnswerer>,
+    pub answerers: Vec<Obj<RawAnswerer>>,
     #[serde(default)]
-    pub agents: Vec<RawAgent>,
+    pub agents: Vec<Obj<RawAgent>>,
     #[serde(default)]
-    pub events: Vec<RawEvent>,
+    pub events: Vec<Obj<RawEvent>>,
     #[serde(default)]
-    pub jitter: Option<RawJitter>,
+    pub jitter: Option<Obj<RawJitter>>,
     #[serde(default)]
-    pub limits: Option<RawLimits>,
+    pub limits: Option<Obj<RawLimits>>,
     #[serde(default)]
-    pub expect: Option<RawExpect>,
+    pub expect: Option<Obj<RawExpect>>,
 }
 
 #[derive(Deserialize)]
@@ -54,8 +78,8 @@ pub(super) struct RawAnswerer {
     pub offer_latency: Option<Latency>,
     pub latency: Latency,
     pub answer: AnswerPolicy,
-    pub hold: Option<RawHold>,
-    pub faults: Option<RawFaults>,
+    pub hold: Option<Obj<RawHold>>,
+    pub faults: Option<Obj<RawFaults>>,
 }
 
 #[derive(Deserialize)]
@@ -79,7 +103,7 @@ pub(super) struct RawFaults {
 pub(super) struct RawAgent {
     pub name: String,
     pub count: Option<u64>,
-    pub lineage: Option<RawLineage>,
+    pub lineage: Option<Obj<RawLineage>>,
     #[serde(default)]
     pub script: Vec<RawStep>,
     #[serde(default)]
@@ -97,12 +121,12 @@ pub(super) struct RawLineage {
 pub(super) enum RawStep {
     Ask(Value),
     AskRaw(Value),
-    AskUnresolved(RawAskUnresolved),
+    AskUnresolved(Obj<RawAskUnresolved>),
     Work(f64),
-    Spawn(RawSpawn),
+    Spawn(Obj<RawSpawn>),
     Join(String),
     AwaitAnswer(String),
-    Repeat(RawRepeat),
+    Repeat(Obj<RawRepeat>),
 }
 
 #[derive(Deserialize)]
@@ -134,7 +158,7 @@ pub(super) struct RawEvent {
     pub at: f64,
     pub cancel_turn: Option<String>,
     pub cancel_call: Option<String>,
-    pub process_loss: Option<RawProcessLoss>,
+    pub process_loss: Option<Obj<RawProcessLoss>>,
     pub stop_agent: Option<String>,
     pub crash_answerer: Option<String>,
 }

@@ -1,0 +1,1011 @@
+//! The scenario file format, SPEC §5: what a file means once loaded, and every
+//! class of bad file refused with its name and, where one exists, its position.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use asksim::scenario::{
+    self, Accepts, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventKind, EventSpec, Latency,
+    Limits, Scenario, ScenarioError, Step,
+};
+use asksim::tool::{Mode, Timeout, ToolConfig};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// The example of SPEC §5, verbatim.
+const SPEC_EXAMPLE: &str = r#"{
+  "name": "cleanup-confirm",
+  "about": "A root asks to confirm a cleanup; the web client picks the recommended option after 2 s.",
+  "seed": 1,
+  "clock": "virtual",
+  "tool": { "mode": "timed", "timeout": 30 },
+  "broker": { "offer_timeout": 1.0 },
+  "answerers": [
+    { "name": "web", "accepts": "keyed", "latency": { "fixed": 2.0 }, "answer": "recommended" },
+    { "name": "terminal", "accepts": "all", "latency": { "uniform": [1.0, 5.0] }, "answer": { "option": 1 } }
+  ],
+  "agents": [
+    { "name": "root", "script": [
+        { "ask": { "questions": [ { "id": "cleanup", "question": "Proceed with the destructive cleanup?",
+                                     "header": "Confirm", "options": [ { "label": "Yes, delete them (Recommended)", "description": "Removes the three stale files." },
+                                                                       { "label": "No, keep them", "description": "Aborts the cleanup." } ] } ],
+                   "timeout": 5 } },
+        { "work": 1.0 }
+    ] }
+  ],
+  "events": [ { "at": 30.0, "cancel_turn": "root" } ],
+  "expect": {
+    "results": { "root/1": { "answers": [ { "id": "cleanup", "selected": [ "Yes, delete them (Recommended)" ] } ] } },
+    "counts": { "answered": 1 }
+  }
+}"#;
+
+fn parse(value: Value) -> Result<Scenario, ScenarioError> {
+    scenario::parse("test.json", &serde_json::to_string_pretty(&value).unwrap())
+}
+
+fn parsed(value: Value) -> Scenario {
+    parse(value).unwrap_or_else(|err| panic!("expected a valid scenario: {err}"))
+}
+
+/// The error for `value`, which must be refused, and whose message must hold
+/// `needle`.
+fn refused(value: Value, needle: &str) -> ScenarioError {
+    let err = parse(value).expect_err("expected the scenario to be refused");
+    assert_eq!(err.file, "test.json");
+    assert!(
+        err.message.contains(needle),
+        "expected {needle:?} in the error, got: {err}"
+    );
+    err
+}
+
+fn answerer(name: &str) -> Value {
+    json!({ "name": name, "accepts": "all", "latency": { "fixed": 1.0 }, "answer": "recommended" })
+}
+
+fn with_agents(agents: Value) -> Value {
+    json!({ "name": "t", "agents": agents })
+}
+
+fn root(script: Value) -> Value {
+    with_agents(json!([{ "name": "root", "script": script }]))
+}
+
+fn names(agents: &[AgentSpec]) -> Vec<&str> {
+    agents.iter().map(|a| a.name.as_str()).collect()
+}
+
+// ---------------------------------------------------------------------------------
+// What a good file means.
+
+#[test]
+fn spec_example_parses_into_the_expected_structure() {
+    let scenario = scenario::parse("cleanup-confirm.json", SPEC_EXAMPLE).unwrap();
+    let arguments = concat!(
+        r#"{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","#,
+        r#""header":"Confirm","options":[{"label":"Yes, delete them (Recommended)","description":"Removes the three stale files."},"#,
+        r#"{"label":"No, keep them","description":"Aborts the cleanup."}]}],"timeout":5}"#
+    );
+    let expected = Scenario {
+        name: "cleanup-confirm".into(),
+        about: "A root asks to confirm a cleanup; the web client picks the recommended option after 2 s."
+            .into(),
+        seed: 1,
+        clock: Clock::Virtual,
+        tool: ToolConfig::timed(Timeout::Window(30.0)),
+        broker: BrokerSpec { offer_timeout_s: 1.0 },
+        answerers: vec![
+            AnswererSpec {
+                name: "web".into(),
+                accepts: Accepts::Keyed,
+                offer_latency: Latency::Fixed(0.0),
+                latency: Latency::Fixed(2.0),
+                answer: AnswerPolicy::Recommended,
+                hold_after_s: None,
+                crash_at_s: None,
+                crash_after_accepts: None,
+            },
+            AnswererSpec {
+                name: "terminal".into(),
+                accepts: Accepts::All,
+                offer_latency: Latency::Fixed(0.0),
+                latency: Latency::Uniform(1.0, 5.0),
+                answer: AnswerPolicy::Option(1),
+                hold_after_s: None,
+                crash_at_s: None,
+                crash_after_accepts: None,
+            },
+        ],
+        agents: vec![AgentSpec {
+            name: "root".into(),
+            lineage_parent: None,
+            script: vec![
+                Step::Ask {
+                    arguments: arguments.into(),
+                },
+                Step::Work(1.0),
+            ],
+            on_resume: vec![],
+        }],
+        events: vec![EventSpec {
+            at_s: 30.0,
+            kind: EventKind::CancelTurn("root".into()),
+        }],
+        jitter_max_s: None,
+        limits: Limits {
+            virtual_s_max: 86_400.0,
+            events_max: 10_000_000,
+        },
+        expect: Some(scenario::Expect {
+            results: BTreeMap::from([(
+                "root/1".to_owned(),
+                json!({ "answers": [ { "id": "cleanup", "selected": [ "Yes, delete them (Recommended)" ] } ] }),
+            )]),
+            user_messages: BTreeMap::new(),
+            counts: BTreeMap::from([("answered".to_owned(), 1)]),
+            final_results: BTreeMap::new(),
+        }),
+    };
+    assert_eq!(scenario, expected);
+}
+
+#[test]
+fn omitted_keys_take_their_defaults() {
+    let scenario = parsed(json!({ "name": "minimal" }));
+    assert_eq!(scenario.about, "");
+    assert_eq!(scenario.seed, 0);
+    assert_eq!(scenario.clock, Clock::Virtual);
+    assert_eq!(scenario.tool, ToolConfig::default());
+    assert_eq!(scenario.tool.mode, Mode::Legacy);
+    assert_eq!(scenario.broker.offer_timeout_s, 1.0);
+    assert_eq!(scenario.limits, Limits::default());
+    assert_eq!(scenario.jitter_max_s, None);
+    assert!(scenario.answerers.is_empty() && scenario.agents.is_empty());
+    assert!(scenario.events.is_empty() && scenario.expect.is_none());
+}
+
+#[test]
+fn every_optional_key_is_read() {
+    let scenario = parsed(json!({
+        "name": "all", "clock": "real", "jitter": { "max": 0.01 },
+        "limits": { "virtual_s_max": 100.0, "events_max": 5000 },
+        "answerers": [{ "name": "bot", "accepts": { "agents": ["worker-*"] },
+            "offer_latency": { "exp": 0.5 }, "latency": "never", "answer": { "batch": [{ "id": "q" }] },
+            "hold": { "after": 0.5 }, "faults": { "crash_at": 7.0, "crash_after_accepts": 3 } }],
+        "agents": [{ "name": "root", "lineage": { "parent": "ghost" },
+            "script": [{ "ask_raw": [1, "x"] }, { "ask_unresolved": { "timeout": -1 } }, { "await_answer": "root/1" }],
+            "on_resume": [{ "ask_unresolved": {} }] }],
+        "events": [{ "at": 3.0, "process_loss": { "restart_after": 2.0 } }]
+    }));
+    assert_eq!(scenario.clock, Clock::Real);
+    assert_eq!(scenario.jitter_max_s, Some(0.01));
+    assert_eq!(
+        scenario.limits,
+        Limits {
+            virtual_s_max: 100.0,
+            events_max: 5000
+        }
+    );
+    let bot = &scenario.answerers[0];
+    assert_eq!(bot.accepts, Accepts::Agents(vec!["worker-*".into()]));
+    assert_eq!(bot.offer_latency, Latency::Exp(0.5));
+    assert_eq!(bot.latency, Latency::Never);
+    assert_eq!(bot.answer, AnswerPolicy::Batch(json!([{ "id": "q" }])));
+    assert_eq!(
+        (bot.hold_after_s, bot.crash_at_s, bot.crash_after_accepts),
+        (Some(0.5), Some(7.0), Some(3))
+    );
+    let root = &scenario.agents[0];
+    assert_eq!(root.lineage_parent.as_deref(), Some("ghost"));
+    assert_eq!(
+        root.script,
+        vec![
+            Step::AskRaw {
+                arguments: r#"[1,"x"]"#.into()
+            },
+            Step::AskUnresolved { timeout: Some(-1.0) },
+            Step::AwaitAnswer("root/1".into()),
+        ]
+    );
+    assert_eq!(root.on_resume, vec![Step::AskUnresolved { timeout: None }]);
+    assert_eq!(
+        scenario.events[0].kind,
+        EventKind::ProcessLoss { restart_after_s: 2.0 }
+    );
+}
+
+#[test]
+fn ask_arguments_keep_the_authors_key_order_and_are_not_validated() {
+    let scenario = parsed(root(
+        json!([{ "ask": { "zeta": 1, "alpha": { "b": 2, "a": [] } } }]),
+    ));
+    assert_eq!(
+        scenario.agents[0].script,
+        vec![Step::Ask {
+            arguments: r#"{"zeta":1,"alpha":{"b":2,"a":[]}}"#.into()
+        }]
+    );
+}
+
+#[test]
+fn count_fans_out_rows_with_i_substituted_in_names_and_references() {
+    let scenario = parsed(json!({
+        "name": "fan",
+        "answerers": [
+            { "name": "bot-{i}", "count": 3, "accepts": "keyed", "latency": { "fixed": 1.0 }, "answer": "skip" },
+            answerer("human")
+        ],
+        "agents": [{ "name": "root-{i}", "count": 2, "lineage": { "parent": "session-{i}" }, "script": [
+            { "spawn": { "name": "child-{i}", "script": [
+                { "spawn": { "name": "grandchild-{i}" } }, { "join": "grandchild-{i}" } ] } },
+            { "join": "child-{i}" },
+            { "await_answer": "root-{i}/1" },
+            { "ask": { "note": "{i} stays verbatim in arguments" } }
+        ] }],
+        "events": [{ "at": 1.0, "stop_agent": "grandchild-1" }, { "at": 1.0, "crash_answerer": "bot-2" }]
+    }));
+    let answerers: Vec<&str> = scenario.answerers.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(answerers, ["bot-0", "bot-1", "bot-2", "human"]);
+    assert_eq!(names(&scenario.agents), ["root-0", "root-1"]);
+    let all: Vec<&str> = scenario.all_agents().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        all,
+        [
+            "root-0",
+            "child-0",
+            "grandchild-0",
+            "root-1",
+            "child-1",
+            "grandchild-1"
+        ]
+    );
+    let second = &scenario.agents[1];
+    assert_eq!(second.lineage_parent.as_deref(), Some("session-1"));
+    let Step::Spawn(child) = &second.script[0] else {
+        panic!("expected a spawn")
+    };
+    assert_eq!(child.name, "child-1");
+    assert_eq!(child.lineage_parent.as_deref(), Some("root-1"));
+    assert_eq!(child.script[1], Step::Join("grandchild-1".into()));
+    assert_eq!(second.script[1], Step::Join("child-1".into()));
+    assert_eq!(second.script[2], Step::AwaitAnswer("root-1/1".into()));
+    assert_eq!(
+        second.script[3],
+        Step::Ask {
+            arguments: r#"{"note":"{i} stays verbatim in arguments"}"#.into()
+        }
+    );
+}
+
+#[test]
+fn repeat_is_unrolled_with_r_substituted_in_spawns_and_references() {
+    let scenario = parsed(root(json!([
+        { "repeat": { "times": 3, "script": [
+            { "spawn": { "name": "worker-{r}", "script": [
+                { "spawn": { "name": "helper-{r}" } }, { "join": "helper-{r}" } ] } },
+            { "join": "worker-{r}" },
+            { "work": 0.5 }
+        ] } },
+        { "repeat": { "times": 0, "script": [{ "work": 9.0 }] } },
+        { "join": "worker-0" }
+    ])));
+    let script = &scenario.agents[0].script;
+    assert_eq!(script.len(), 10);
+    for r in 0..3 {
+        let Step::Spawn(worker) = &script[3 * r] else {
+            panic!("expected a spawn")
+        };
+        assert_eq!(worker.name, format!("worker-{r}"));
+        assert_eq!(worker.script[1], Step::Join(format!("helper-{r}")));
+        assert_eq!(script[3 * r + 1], Step::Join(format!("worker-{r}")));
+        assert_eq!(script[3 * r + 2], Step::Work(0.5));
+    }
+    assert_eq!(script[9], Step::Join("worker-0".into()));
+}
+
+#[test]
+fn nested_repeats_bind_r_to_the_innermost_repetition() {
+    let scenario = parsed(root(json!([
+        { "repeat": { "times": 2, "script": [
+            { "repeat": { "times": 2, "script": [{ "await_answer": "root/1{r}" }] } } ] } }
+    ])));
+    let call = |c: &str| Step::AwaitAnswer(c.into());
+    assert_eq!(
+        scenario.agents[0].script,
+        [call("root/10"), call("root/11"), call("root/10"), call("root/11")]
+    );
+}
+
+#[test]
+fn events_are_stable_sorted_by_time() {
+    let scenario = parsed(json!({
+        "name": "order", "answerers": [answerer("a"), answerer("b")],
+        "agents": [{ "name": "root" }],
+        "events": [
+            { "at": 5.0, "crash_answerer": "a" },
+            { "at": 1.0, "cancel_call": "root/2" },
+            { "at": 5.0, "crash_answerer": "b" },
+            { "at": 0.0, "cancel_turn": "root" }
+        ]
+    }));
+    let kinds: Vec<&EventKind> = scenario.events.iter().map(|e| &e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            &EventKind::CancelTurn("root".into()),
+            &EventKind::CancelCall("root/2".into()),
+            &EventKind::CrashAnswerer("a".into()),
+            &EventKind::CrashAnswerer("b".into()),
+        ]
+    );
+}
+
+#[test]
+fn accepts_matches_by_key_kind_and_by_agent_glob() {
+    assert!(Accepts::All.matches("x", true) && Accepts::All.matches("x", false));
+    assert!(Accepts::Keyed.matches("x", true) && !Accepts::Keyed.matches("x", false));
+    assert!(!Accepts::Legacy.matches("x", true) && Accepts::Legacy.matches("x", false));
+    assert!(!Accepts::None.matches("x", true) && !Accepts::None.matches("x", false));
+    let globs = Accepts::Agents(vec!["worker-*".into(), "*-lead".into(), "a*b*c".into()]);
+    for yes in [
+        "worker-",
+        "worker-7",
+        "team-lead",
+        "-lead",
+        "abc",
+        "a-b-c",
+        "aXbYbZc",
+    ] {
+        assert!(globs.matches(yes, true), "{yes} should match");
+    }
+    for no in ["worker", "lead", "team-leader", "ab", "acb", "Worker-1"] {
+        assert!(!globs.matches(no, false), "{no} should not match");
+    }
+    assert!(Accepts::Agents(vec!["*".into()]).matches("", true));
+    assert!(!Accepts::Agents(vec![]).matches("root", true));
+}
+
+// ---------------------------------------------------------------------------------
+// Syntax and type errors: serde's position, in characters.
+
+#[test]
+fn a_syntax_error_names_the_file_line_and_column() {
+    let text = "{\n  \"name\": \"x\",\n  \"seed\": 1,,\n}";
+    let err = scenario::parse("bad.json", text).unwrap_err();
+    assert_eq!((err.line, err.column), (Some(3), Some(13)));
+    assert!(
+        err.to_string().starts_with("bad.json:3:13: invalid JSON: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let text = "{\"about\": \"ééé\", \"seed\": x}";
+    let err = scenario::parse("bad.json", text).unwrap_err();
+    // `x` is the 26th character (and the 29th byte).
+    assert_eq!((err.line, err.column), (Some(1), Some(26)), "{err}");
+}
+
+#[test]
+fn a_truncated_or_empty_file_is_refused_with_a_position() {
+    let err = scenario::parse("cut.json", &SPEC_EXAMPLE[..200]).unwrap_err();
+    assert!(err.message.starts_with("truncated JSON"), "{err}");
+    assert!(err.line.is_some());
+    let err = scenario::parse("empty.json", "").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "empty.json:1:1: truncated JSON: EOF while parsing a value"
+    );
+    let err = scenario::parse("nothing.json", "hello").unwrap_err();
+    assert!(err.message.starts_with("invalid JSON"), "{err}");
+}
+
+#[test]
+fn an_unknown_key_is_refused_at_every_level() {
+    let text = "{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"root\", \"scirpt\": [] } ]\n}";
+    let err = scenario::parse("typo.json", text).unwrap_err();
+    assert_eq!(err.line, Some(3));
+    assert!(
+        err.message.starts_with("agents[0]: unknown field `scirpt`"),
+        "{err}"
+    );
+    refused(json!({ "name": "x", "colour": "red" }), "unknown field `colour`");
+    refused(
+        json!({ "name": "x", "broker": { "offer_timeout": 1, "x": 1 } }),
+        "unknown field `x`",
+    );
+    refused(
+        root(json!([{ "wrk": 1.0 }])),
+        "agents[0].script[0]: unknown variant `wrk`",
+    );
+    refused(
+        root(json!([{ "work": 1.0, "join": "c" }])),
+        "agents[0].script[0]: expected an object with exactly one key",
+    );
+    refused(
+        root(json!([{ "spawn": { "name": "c", "count": 2 } }])),
+        "unknown field `count`",
+    );
+    refused(
+        json!({ "name": "x", "events": [{ "at": 1, "cancel_turn": "r", "why": 1 }] }),
+        "unknown field `why`",
+    );
+    refused(
+        json!({ "name": "x", "expect": { "result": {} } }),
+        "unknown field `result`",
+    );
+}
+
+#[test]
+fn a_wrong_type_is_refused_with_its_path() {
+    refused(
+        json!({ "name": "x", "seed": -1 }),
+        "seed: invalid value: integer `-1`",
+    );
+    refused(json!({ "name": "x", "seed": "1" }), "seed: invalid type");
+    refused(
+        json!({ "name": "x", "clock": "wall" }),
+        "clock: unknown variant `wall`",
+    );
+    refused(
+        json!({ "name": "x", "broker": [1.0] }),
+        "broker: invalid type: sequence, expected an object",
+    );
+    refused(
+        json!([{ "name": "x" }]),
+        "invalid type: sequence, expected an object",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "some", "latency": "never", "answer": "skip" }] }),
+        "answerers[0].accepts: unknown variant `some`",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "all", "latency": { "uniform": [1] }, "answer": "skip" }] }),
+        "answerers[0].latency.uniform",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "all", "latency": "never", "answer": { "option": -1 } }] }),
+        "answerers[0].answer.option: invalid value",
+    );
+    refused(
+        json!({ "name": "x" , "agents": [{ "script": [] }] }),
+        "agents[0]: missing field `name`",
+    );
+    refused(json!({ "about": "no name" }), "missing field `name`");
+}
+
+#[test]
+fn the_tool_row_is_checked_by_the_tool_config() {
+    let err = refused(
+        json!({ "name": "x", "tool": { "mode": "timed", "timeout": 0 } }),
+        "tool.timeout: expected a positive number",
+    );
+    assert!(err.line.is_some());
+    refused(json!({ "name": "x", "tool": { "mode": "fast" } }), "tool.mode:");
+    refused(
+        json!({ "name": "x", "tool": { "window": 3 } }),
+        "tool.window: unknown key",
+    );
+    refused(
+        json!({ "name": "x", "tool": "timed" }),
+        "tool: expected an object",
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Errors found after parsing: the JSON path, and a position that is right.
+
+#[test]
+fn a_semantic_error_points_at_the_offending_value() {
+    let text = include_str!("scenarios_bad/join_unknown_child.json");
+    let err = scenario::parse("join.json", text).unwrap_err();
+    let (line, column) = (err.line.unwrap(), err.column.unwrap());
+    let at: String = text
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .chars()
+        .skip(column - 1)
+        .collect();
+    assert!(
+        at.starts_with("\"helpr\""),
+        "position {line}:{column} points at {at:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "join.json:{line}:{column}: agents[0].script[1].join: no child \"helpr\" spawned earlier in this script of \"root\""
+        )
+    );
+}
+
+#[test]
+fn duplicate_names_are_refused_across_roots_children_and_answerers() {
+    refused(
+        with_agents(json!([{ "name": "a" }, { "name": "a" }])),
+        "duplicate name \"a\"",
+    );
+    refused(
+        with_agents(json!([{ "name": "a" }, { "name": "b", "script": [{ "spawn": { "name": "a" } }] }])),
+        "agents[1].script[0].spawn.name: duplicate name \"a\"",
+    );
+    refused(
+        root(json!([{ "repeat": { "times": 2, "script": [{ "spawn": { "name": "same" } }] } }])),
+        "duplicate name \"same\"",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [answerer("w"), answerer("w")] }),
+        "answerers[1].name: duplicate name \"w\"",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [answerer("root")], "agents": [{ "name": "root" }] }),
+        "duplicate name \"root\"",
+    );
+}
+
+#[test]
+fn names_are_non_empty_without_a_slash_and_fully_substituted() {
+    refused(
+        with_agents(json!([{ "name": "a/b" }])),
+        "agents[0].name: name \"a/b\" contains `/`",
+    );
+    refused(
+        json!({ "name": "x", "answerers": [answerer("")] }),
+        "expected a non-empty name",
+    );
+    refused(
+        with_agents(json!([{ "name": "w-{i}" }])),
+        "only a row with `count` substitutes",
+    );
+    refused(
+        root(json!([{ "spawn": { "name": "c-{r}" } }])),
+        "only substituted inside `repeat`",
+    );
+    refused(json!({ "name": "" }), "name: expected a non-empty name");
+}
+
+#[test]
+fn a_count_needs_i_and_a_sane_size() {
+    refused(
+        with_agents(json!([{ "name": "same", "count": 2 }])),
+        "agents[0].count: count 2 needs `{i}`",
+    );
+    refused(
+        with_agents(json!([{ "name": "a{i}", "count": 0 }])),
+        "expected a count from 1 to 100000",
+    );
+    let one = parsed(with_agents(json!([{ "name": "solo", "count": 1 }])));
+    assert_eq!(names(&one.agents), ["solo"]);
+}
+
+#[test]
+fn join_must_name_a_child_spawned_earlier_in_the_same_script() {
+    refused(
+        root(json!([{ "join": "ghost" }])),
+        "agents[0].script[0].join: no child \"ghost\"",
+    );
+    refused(
+        root(json!([{ "join": "late" }, { "spawn": { "name": "late" } }])),
+        "no child \"late\"",
+    );
+    refused(
+        with_agents(
+            json!([{ "name": "root", "script": [{ "spawn": { "name": "c" } }], "on_resume": [{ "join": "c" }] }]),
+        ),
+        "agents[0].on_resume[0].join",
+    );
+    refused(
+        root(json!([{ "spawn": { "name": "c", "script": [{ "join": "c" }] } }])),
+        "agents[0].script[0].spawn.script[0].join",
+    );
+}
+
+#[test]
+fn await_answer_must_name_a_call_of_this_agent() {
+    parsed(root(json!([{ "await_answer": "root/12" }])));
+    for bad in [
+        "other/1",
+        "root/0",
+        "root/01",
+        "root/",
+        "root",
+        "root/x",
+        "/1",
+        "root/99999999999999999999999",
+    ] {
+        refused(
+            root(json!([{ "await_answer": bad }])),
+            "agents[0].script[0].await_answer: expected a call of this agent",
+        );
+    }
+}
+
+#[test]
+fn events_must_name_what_exists() {
+    let base = |events: Value| {
+        json!({ "name": "x", "answerers": [answerer("web")],
+            "agents": [{ "name": "root", "script": [{ "spawn": { "name": "kid" } }] }], "events": events })
+    };
+    parsed(base(
+        json!([{ "at": 1, "cancel_turn": "kid" }, { "at": 1, "stop_agent": "kid" }, { "at": 1, "cancel_call": "kid/3" }]),
+    ));
+    refused(
+        base(json!([{ "at": 1, "cancel_turn": "nobody" }])),
+        "events[0].cancel_turn: no agent \"nobody\"",
+    );
+    refused(
+        base(json!([{ "at": 1, "stop_agent": "web" }])),
+        "events[0].stop_agent: no agent \"web\"",
+    );
+    refused(
+        base(json!([{ "at": 1, "crash_answerer": "root" }])),
+        "events[0].crash_answerer: no answerer \"root\"",
+    );
+    refused(
+        base(json!([{ "at": 1, "cancel_call": "root" }])),
+        "events[0].cancel_call: expected a callId",
+    );
+    refused(
+        base(json!([{ "at": 1, "cancel_call": "ghost/1" }])),
+        "names no agent",
+    );
+    refused(base(json!([{ "at": 1 }])), "events[0]: expected exactly one of");
+    refused(
+        base(json!([{ "at": 1, "cancel_turn": "root", "stop_agent": "root" }])),
+        "expected exactly one of",
+    );
+    refused(
+        base(json!([{ "at": -1, "cancel_turn": "root" }])),
+        "events[0].at: expected a non-negative",
+    );
+    refused(
+        base(json!([{ "at": 1, "process_loss": { "restart_after": -0.5 } }])),
+        "events[0].process_loss.restart_after",
+    );
+}
+
+#[test]
+fn times_and_distributions_must_make_sense() {
+    let with_answerer = |fields: Value| {
+        let mut row = answerer("a");
+        row.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        json!({ "name": "x", "answerers": [row] })
+    };
+    refused(
+        with_answerer(json!({ "latency": { "fixed": -1.0 } })),
+        "answerers[0].latency.fixed: expected a non-negative",
+    );
+    refused(
+        with_answerer(json!({ "latency": { "uniform": [5, 1] } })),
+        "answerers[0].latency.uniform: min 5 is greater than max 1",
+    );
+    refused(
+        with_answerer(json!({ "latency": { "uniform": [-1, 1] } })),
+        "answerers[0].latency.uniform[0]",
+    );
+    refused(
+        with_answerer(json!({ "offer_latency": { "exp": 0 } })),
+        "answerers[0].offer_latency.exp: expected a positive",
+    );
+    refused(
+        with_answerer(json!({ "hold": { "after": -2 } })),
+        "answerers[0].hold.after",
+    );
+    refused(
+        with_answerer(json!({ "faults": { "crash_at": -2 } })),
+        "answerers[0].faults.crash_at",
+    );
+    refused(
+        with_answerer(json!({ "faults": { "crash_after_accepts": 0 } })),
+        "answerers[0].faults.crash_after_accepts: expected at least 1",
+    );
+    refused(root(json!([{ "work": -0.1 }])), "agents[0].script[0].work");
+    refused(
+        root(json!([{ "ask_unresolved": { "timeout": 0 } }])),
+        "agents[0].script[0].ask_unresolved.timeout",
+    );
+    refused(json!({ "name": "x", "jitter": { "max": -1 } }), "jitter.max");
+    refused(
+        json!({ "name": "x", "broker": { "offer_timeout": 0 } }),
+        "broker.offer_timeout: expected a positive",
+    );
+    refused(
+        json!({ "name": "x", "limits": { "virtual_s_max": 0 } }),
+        "limits.virtual_s_max",
+    );
+    refused(
+        json!({ "name": "x", "limits": { "events_max": 0 } }),
+        "limits.events_max",
+    );
+    // JSON has no infinity: an overflowing number is a parse error, not an infinite time.
+    let err = scenario::parse("big.json", r#"{"name":"x","jitter":{"max":1e400}}"#).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "big.json:1:33: invalid JSON: number out of range"
+    );
+}
+
+#[test]
+fn expect_names_outcomes_error_codes_calls_and_agents() {
+    let ok = parsed(json!({ "name": "x", "agents": [{ "name": "root" }], "expect": {
+        "counts": { "answered": 1, "pending": 0, "late_answered": 0, "withdrawn": 0, "pending_open": 0,
+                    "lost_on_restart": 0, "open": 0, "NO_ANSWERER": 2, "DELEGATED_CALLER": 0 },
+        "results": { "root/1": { "error": { "code": "ABORTED" } } },
+        "user_messages": { "root": [{ "kind": "answer_to_pending_question" }] },
+        "final_results": { "root": { "agent": "root" } } } }));
+    assert_eq!(ok.expect.unwrap().counts["NO_ANSWERER"], 2);
+    refused(
+        json!({ "name": "x", "expect": { "counts": { "answerd": 1 } } }),
+        "expect.counts.answerd: \"answerd\" is not an outcome",
+    );
+    refused(
+        json!({ "name": "x", "expect": { "counts": { "aborted": 1 } } }),
+        "is not an outcome",
+    );
+    refused(
+        json!({ "name": "x", "expect": { "results": { "root/1": {} } } }),
+        "expect.results.root/1: callId \"root/1\" names no agent",
+    );
+    refused(
+        json!({ "name": "x", "expect": { "user_messages": { "root": [] } } }),
+        "expect.user_messages.root: no agent",
+    );
+    refused(
+        json!({ "name": "x", "expect": { "final_results": { "root": {} } } }),
+        "expect.final_results.root: no agent",
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Limits: absurd sizes are refused before anything is allocated.
+
+fn quickly<T>(f: impl FnOnce() -> T) -> T {
+    // A generous bound: the point is "not an allocation of 10^12 things".
+    let start = Instant::now();
+    let out = f();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    out
+}
+
+#[test]
+fn absurd_counts_and_repeats_are_refused_quickly() {
+    quickly(|| {
+        refused(
+            with_agents(json!([{ "name": "a{i}", "count": 1_000_000_000_000u64 }])),
+            "agents[0].count",
+        )
+    });
+    quickly(|| {
+        refused(
+            json!({ "name": "x", "answerers": [{ "name": "w{i}", "count": 1_000_000_000_000u64, "accepts": "all",
+                "latency": { "fixed": -1 }, "answer": "skip" }] }),
+            "answerers[0].count",
+        )
+    });
+    quickly(|| {
+        refused(
+            root(json!([{ "repeat": { "times": 1_000_000_000_000u64, "script": [{ "work": 1 }] } }])),
+            "repeat.times",
+        )
+    });
+    // Each level is within REPEAT_TIMES_MAX, their product is not.
+    quickly(|| {
+        refused(
+            root(json!([{ "repeat": { "times": 1_000_000, "script": [
+                { "repeat": { "times": 1_000_000, "script": [{ "work": 1 }] } } ] } }])),
+            "makes more than 1000000 script steps",
+        )
+    });
+    // Nested repeats of nothing cost nothing.
+    quickly(|| {
+        parsed(root(json!([{ "repeat": { "times": 1_000_000, "script": [
+            { "repeat": { "times": 1_000_000, "script": [] } } ] } }])))
+    });
+    // Many agents, each small: the run's agent bound.
+    quickly(|| {
+        refused(
+            with_agents(
+                json!([{ "name": "a{i}", "count": 100_000, "script": [{ "spawn": { "name": "c{i}" } }] }]),
+            ),
+            "makes more than 100000 agents",
+        )
+    });
+    quickly(|| {
+        refused(
+            with_agents(json!([{ "name": "a{i}", "count": 60_000 }, { "name": "b{i}", "count": 60_000 }])),
+            "agents[1]: this count makes more than 100000 agents",
+        )
+    });
+}
+
+#[test]
+fn deep_nesting_is_refused() {
+    let mut script = json!([{ "work": 1 }]);
+    for _ in 0..40 {
+        script = json!([{ "repeat": { "times": 1, "script": script } }]);
+    }
+    let err = parse(root(script)).unwrap_err();
+    assert!(
+        err.message.contains("nest deeper") || err.message.contains("recursion"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pathologically_deep_text_is_refused_without_overflowing_the_stack() {
+    let depth = 100_000;
+    let steps = format!(
+        "{{\"name\":\"x\",\"agents\":[{{\"name\":\"r\",\"script\":{}{}}}]}}",
+        "[{\"repeat\":{\"times\":1,\"script\":".repeat(depth),
+        "[]}}]".repeat(depth)
+    );
+    assert!(scenario::parse("deep.json", &steps).is_err());
+    let arguments = format!(
+        "{{\"name\":\"x\",\"agents\":[{{\"name\":\"r\",\"script\":[{{\"ask\":{}{}}}]}}]}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let err = scenario::parse("deep.json", &arguments).unwrap_err();
+    assert!(err.message.contains("recursion limit"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// Reading files.
+
+fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("scenario_format-{name}"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn unreadable_files_are_errors_naming_the_file() {
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-scenario.json");
+    let err = scenario::load(&missing).unwrap_err();
+    assert_eq!(err.file, missing.display().to_string());
+    assert!(err.message.starts_with("cannot read"), "{err}");
+
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let err = scenario::load(dir).unwrap_err();
+    assert!(err.message.starts_with("cannot read"), "{err}");
+
+    let latin1 = scratch("latin1.json", b"{\"name\": \"caf\xe9\"}");
+    let err = scenario::load(&latin1).unwrap_err();
+    assert_eq!((err.line, err.column), (Some(1), Some(14)));
+    assert!(err.message.contains("not UTF-8"), "{err}");
+}
+
+#[test]
+fn the_sample_bad_files_are_all_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios_bad");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 3);
+    let errors = scenario::validate_files(&paths);
+    assert_eq!(errors.len(), paths.len(), "{errors:?}");
+    for (err, path) in errors.iter().zip(&paths) {
+        assert_eq!(err.file, path.display().to_string());
+        assert!(err.line.is_some() && err.column.is_some(), "{err}");
+    }
+    let good = scratch("good.json", SPEC_EXAMPLE.as_bytes());
+    assert!(scenario::validate_files(&[good]).is_empty());
+}
+
+#[test]
+fn display_omits_a_missing_position() {
+    let err = ScenarioError::new("f.json", "boom");
+    assert_eq!(err.to_string(), "f.json: boom");
+    let err = ScenarioError {
+        line: Some(2),
+        column: Some(5),
+        ..err
+    };
+    assert_eq!(err.to_string(), "f.json:2:5: boom");
+}
+
+// ---------------------------------------------------------------------------------
+// Never a panic, whatever the input.
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        "[a-z{}/*0-9 ]{0,8}".prop_map(Value::from),
+        prop::sample::select(vec![
+            "name",
+            "agents",
+            "script",
+            "spawn",
+            "join",
+            "repeat",
+            "times",
+            "count",
+            "work",
+            "ask",
+            "root",
+            "root/1",
+            "c{i}",
+            "c{r}",
+            "all",
+            "fixed",
+            "never",
+            "at",
+            "cancel_turn",
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(6, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec![
+                        "name",
+                        "agents",
+                        "answerers",
+                        "script",
+                        "spawn",
+                        "join",
+                        "repeat",
+                        "times",
+                        "count",
+                        "work",
+                        "at",
+                        "events",
+                        "await_answer",
+                        "expect",
+                        "counts",
+                        "x",
+                    ]),
+                    inner
+                ),
+                0..5
+            )
+            .prop_map(|pairs| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parse_never_panics_on_any_text(text in ".{0,200}") {
+        let _ = scenario::parse("p.json", &text);
+    }
+
+    #[test]
+    fn parse_never_panics_on_any_json(value in json_value()) {
+        let text = serde_json::to_string(&value).unwrap();
+        if let Err(err) = scenario::parse("p.json", &text) {
+            prop_assert_eq!(err.file, "p.json");
+            prop_assert_eq!(err.line.is_some(), err.column.is_some());
+        }
+    }
+
+    #[test]
+    fn parse_never_panics_on_a_cut_or_damaged_example(cut in 0..SPEC_EXAMPLE.len(), byte in any::<u8>()) {
+        let mut bytes = SPEC_EXAMPLE.as_bytes().to_vec();
+        bytes[cut] = byte;
+        if let Ok(text) = String::from_utf8(bytes) {
+            let _ = scenario::parse("p.json", &text);
+        }
+        if let Some(prefix) = SPEC_EXAMPLE.get(..cut) {
+            prop_assert!(scenario::parse("p.json", prefix).is_err());
+        }
+    }
+}
