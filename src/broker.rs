@@ -168,6 +168,16 @@ pub enum BrokerMsg {
         /// The call.
         call_id: String,
     },
+    /// After a restart: a timed question the log shows open, pending from now on,
+    /// offered through the waterfall from the top (SPEC §3.9).
+    Restore {
+        /// The resumed agent that asked it.
+        agent: AgentId,
+        /// The call.
+        call_id: String,
+        /// The question, rebuilt from the log.
+        ask: Ask,
+    },
     /// The runtime is shutting down: answerers that stop from now on did not crash.
     ShutDown(RpcReplyPort<()>),
     /// Fault injection: kill the named answerer (its supervision fails its
@@ -353,6 +363,7 @@ impl Actor for BrokerActor {
             BrokerMsg::WindowExpired { ticket } => state.window_expired(ticket),
             BrokerMsg::TurnCancelled => state.turn_cancelled(),
             BrokerMsg::CancelCall { call_id } => state.cancel_call(&call_id),
+            BrokerMsg::Restore { agent, call_id, ask } => state.restore(agent, call_id, ask),
             BrokerMsg::ShutDown(reply) => {
                 state.shutting_down = true;
                 let _ = reply.send(());
@@ -587,6 +598,29 @@ impl BrokerState {
                 watch: Some(watch),
             },
         );
+        self.offer_next(ticket);
+    }
+
+    fn restore(&mut self, agent: AgentId, call_id: String, ask: Ask) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.by_call_id.insert(call_id.clone(), ticket);
+        let call = Call {
+            call_id,
+            agent,
+            ask,
+            phase: Phase::Pending,
+            turn: CancellationToken::new(),
+            next: 0,
+            offered: None,
+            attempt: 0,
+            owner: None,
+            held: false,
+            window: None,
+            offer_timer: None,
+            watch: None,
+        };
+        self.calls.insert(ticket, call);
         self.offer_next(ticket);
     }
 

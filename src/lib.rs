@@ -16,6 +16,8 @@
 //! - [`sched`]: timers, the account of what is due, and seeded message jitter.
 //! - [`event`]: the recorded event stream.
 //! - [`log`]: the durable log's lines (JSON Lines), its header and the trace hash.
+//! - [`projection`]: the `userQuestions` projection: the pure fold from log
+//!   events to every question's state, and its snapshot cache.
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation:
 //!   reading, parsing, `count` fan-out, `repeat` unrolling, name and reference
 //!   checks, and errors located as `file:line:column`.
@@ -31,6 +33,7 @@ pub mod broker;
 pub mod cli;
 pub mod event;
 pub mod log;
+pub mod projection;
 pub mod runtime;
 pub mod scenario;
 pub mod sched;

@@ -84,3 +84,66 @@ pub fn trace_hash(header: &LogHeader, events: &[Event]) -> String {
     write_lines(&mut hasher, header, events).expect("hashing never fails");
     hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A log that cannot be read: where and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct LogError {
+    /// The log file.
+    pub file: String,
+    /// The 1-based line at fault, if one is.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Reads a log: the header, then every event with a gapless `seq` from 1. A
+/// missing header, a line that is not an event (bad or truncated JSON, an unknown
+/// event) or a `seq` gap is an error naming the line.
+pub fn read_file(path: &Path) -> Result<(LogHeader, Vec<Event>), LogError> {
+    let file = path.display().to_string();
+    let error = |line: Option<usize>, message: String| LogError {
+        file: file.clone(),
+        line,
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|e| error(None, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| error(None, format!("not UTF-8: {e}")))?;
+    parse(&text).map_err(|(line, message)| error(Some(line), message))
+}
+
+/// Parses log text; errors carry the 1-based line.
+pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), (usize, String)> {
+    let mut lines = text.split('\n');
+    let first = lines.next().unwrap_or_default();
+    if first.trim().is_empty() {
+        return Err((
+            1,
+            "missing header: expected {\"format\":\"asksim-log\",…}".to_owned(),
+        ));
+    }
+    let header: LogHeader = serde_json::from_str(first).map_err(|e| (1, format!("bad header: {e}")))?;
+    if header.format != LOG_FORMAT || header.version != LOG_VERSION {
+        return Err((1, format!("not an {LOG_FORMAT} version {LOG_VERSION} log")));
+    }
+    let mut events = Vec::new();
+    for (index, line) in lines.enumerate() {
+        let number = index + 2;
+        if line.is_empty() {
+            continue;
+        }
+        let event: Event = serde_json::from_str(line).map_err(|e| (number, format!("bad event: {e}")))?;
+        let expected = events.len() as u64 + 1;
+        if event.seq != expected {
+            return Err((
+                number,
+                format!(
+                    "seq {} where {expected} was expected (a gap or a repeat)",
+                    event.seq
+                ),
+            ));
+        }
+        events.push(event);
+    }
+    Ok((header, events))
+}

@@ -26,8 +26,8 @@
 //! # }
 //! ```
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorRef};
 use tokio_util::sync::CancellationToken;
@@ -93,6 +93,8 @@ struct Inner {
     seed: u64,
     jitter_max_s: f64,
     agent_streams: AtomicU64,
+    /// Every agent actor started, so that shutdown stops them all.
+    agents: Mutex<Vec<ActorRef<AgentMsg>>>,
 }
 
 impl Runtime {
@@ -129,6 +131,7 @@ impl Runtime {
                 seed: config.seed,
                 jitter_max_s: config.jitter_max_s,
                 agent_streams: AtomicU64::new(0),
+                agents: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -204,6 +207,7 @@ impl Runtime {
             }
         };
         let _ = actor.send_message(AgentMsg::Registered(id));
+        inner.agents.lock().expect("runtime poisoned").push(actor.clone());
         Ok(AgentHandle {
             id,
             name: name.to_owned(),
@@ -218,6 +222,17 @@ impl Runtime {
         let _ = self.inner.broker.send_message(BrokerMsg::CancelCall {
             call_id: call_id.to_owned(),
         });
+    }
+
+    /// Re-opens a timed question the log shows open, after a restart: pending from
+    /// now on and offered through the waterfall from the top.
+    pub fn restore(&self, agent: &AgentHandle, call_id: &str, ask: crate::tool::Ask) {
+        let msg = BrokerMsg::Restore {
+            agent: agent.id,
+            call_id: call_id.to_owned(),
+            ask,
+        };
+        let _ = self.inner.broker.send_message(msg);
     }
 
     /// Kills the named answerer, as a crash would.
@@ -253,12 +268,17 @@ impl Runtime {
         &self.inner.broker
     }
 
-    /// Stops the broker and its answerers and cancels every timer. Agents' handles
-    /// go stale.
+    /// Stops the broker, its answerers and every agent, and cancels every timer:
+    /// everything in memory dies (the simulator's process loss uses it too).
+    /// Agents' handles go stale.
     pub async fn shutdown(&self) {
         self.inner.sched.epoch().cancel();
         let _ = self.inner.broker.call(BrokerMsg::ShutDown, None).await;
         let _ = self.inner.broker.stop_children_and_wait(None, None).await;
         let _ = self.inner.broker.stop_and_wait(None, None).await;
+        let agents = std::mem::take(&mut *self.inner.agents.lock().expect("runtime poisoned"));
+        for agent in agents {
+            let _ = agent.stop_and_wait(None, None).await;
+        }
     }
 }

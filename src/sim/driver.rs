@@ -9,7 +9,7 @@
 //! limit stopped the run. Real clock: a multi-thread runtime, and the driver polls
 //! the account instead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,10 +18,12 @@ use serde_json::{Value, json};
 use crate::answerer::Policy;
 use crate::broker::AnswererSlot;
 use crate::event::{Event, EventKind, EventSink};
+use crate::projection::{Projection, QuestionRecord};
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scenario::{AnswererSpec, Clock, EventKind as Scheduled, EventSpec, Scenario};
 use crate::sched::Sched;
 use crate::sim::script::{World, register, spawn_script};
+use crate::tool::{Ask, Schema, Wait, timed};
 
 /// How often the real-clock driver looks at the timer account.
 const REAL_CLOCK_POLL: Duration = Duration::from_millis(5);
@@ -132,29 +134,21 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
     .await
     .expect("a validated scenario starts");
     let world = World::new(runtime.clone());
-    let mut scripts = Vec::new();
     for spec in &scenario.agents {
         let Ok(handle) = runtime.spawn_root(&spec.name, spec.lineage_parent.clone()).await else {
             continue;
         };
         register(&world, &handle, spec);
-        scripts.push(spawn_script(world.clone(), handle, spec.script.clone()));
+        spawn_script(world.clone(), handle, spec.script.clone(), BTreeSet::new());
     }
-    let mut limit = None;
-    for event in &scenario.events {
-        if event.at_s > scenario.limits.virtual_s_max {
-            limit = Some("virtual_s_max".to_owned());
-            break;
-        }
-        tokio::select! {
-            biased;
-            _ = events.overflow().cancelled() => {
-                limit = Some("events_max".to_owned());
-                break;
-            }
-            _ = tokio::time::sleep_until(sched.instant_at(event.at_s)) => apply(&world, &events, event).await,
-        }
-    }
+    let run = Run {
+        scenario,
+        seed,
+        clock,
+        world: world.clone(),
+        events: events.clone(),
+    };
+    let mut limit = run.scheduled(&sched).await;
     if limit.is_none() {
         limit = match clock {
             Clock::Virtual => settle_virtual(scenario, &sched, &events).await,
@@ -168,12 +162,9 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
     } else {
         sched.last_fire_s().max(last_event_s).min(now_s)
     };
-    let runtime = world.runtime.lock().expect("world poisoned").clone();
+    let runtime = world.runtime();
     let open = runtime.status().await.open;
     runtime.shutdown().await;
-    for script in scripts {
-        script.abort();
-    }
     let finals = world.finals.lock().expect("world poisoned").clone();
     RunOutput {
         seed,
@@ -184,6 +175,174 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
         limit,
         virtual_s,
         wall_s: 0.0,
+    }
+}
+
+/// One run in progress: what the scheduled events act on.
+struct Run<'a> {
+    scenario: &'a Scenario,
+    seed: u64,
+    clock: Clock,
+    world: Arc<World>,
+    events: EventSink,
+}
+
+impl Run<'_> {
+    /// Fires the scheduled events in order; those that fall in a restart gap are
+    /// dropped and logged. Returns the limit that stopped the run, if one did.
+    async fn scheduled(&self, sched: &Sched) -> Option<String> {
+        let mut restart_at: Option<f64> = None;
+        for event in &self.scenario.events {
+            if let Some(at) = restart_at.filter(|at| *at <= event.at_s) {
+                if let Some(limit) = self.sleep_until(sched, at).await {
+                    return Some(limit);
+                }
+                self.restart(sched).await;
+                restart_at = None;
+            }
+            if let Some(limit) = self.sleep_until(sched, event.at_s).await {
+                return Some(limit);
+            }
+            if restart_at.is_some() {
+                self.events.record(EventKind::Dropped {
+                    what: scheduled_json(event),
+                });
+                continue;
+            }
+            if let Scheduled::ProcessLoss { restart_after_s } = event.kind {
+                self.process_loss(restart_after_s).await;
+                restart_at = Some(event.at_s + restart_after_s);
+                continue;
+            }
+            self.apply(event).await;
+        }
+        if let Some(at) = restart_at {
+            if let Some(limit) = self.sleep_until(sched, at).await {
+                return Some(limit);
+            }
+            self.restart(sched).await;
+        }
+        None
+    }
+
+    async fn sleep_until(&self, sched: &Sched, at_s: f64) -> Option<String> {
+        if at_s > self.scenario.limits.virtual_s_max {
+            return Some("virtual_s_max".to_owned());
+        }
+        tokio::select! {
+            biased;
+            _ = self.events.overflow().cancelled() => Some("events_max".to_owned()),
+            _ = tokio::time::sleep_until(sched.instant_at(at_s)) => None,
+        }
+    }
+
+    async fn apply(&self, event: &EventSpec) {
+        let world = &self.world;
+        let runtime = world.runtime();
+        let handle = |name: &str| world.agents.lock().expect("world poisoned").get(name).cloned();
+        let not_yet = |what| EventKind::Dropped { what };
+        match &event.kind {
+            Scheduled::CancelTurn(name) => match handle(name) {
+                Some(agent) => agent.cancel_turn().await,
+                None => self
+                    .events
+                    .record(not_yet(json!({"cancel_turn": name, "why": "not spawned yet"}))),
+            },
+            Scheduled::StopAgent(name) => match handle(name) {
+                Some(agent) => agent.stop(),
+                None => self
+                    .events
+                    .record(not_yet(json!({"stop_agent": name, "why": "not spawned yet"}))),
+            },
+            Scheduled::CancelCall(call_id) => runtime.cancel_call(call_id),
+            Scheduled::CrashAnswerer(name) => runtime.crash_answerer(name),
+            Scheduled::ProcessLoss { .. } => unreachable!("process loss is handled by the event loop"),
+        }
+    }
+
+    /// Everything in memory dies: broker, answerers, agents, their timers and
+    /// scripts. Only the event log survives.
+    async fn process_loss(&self, restart_after_s: f64) {
+        self.events.record(EventKind::ProcessLoss {
+            restart_after: restart_after_s,
+        });
+        self.world.runtime().shutdown().await;
+    }
+
+    /// The runtime starts again from the log (SPEC §3.9): answerers from their
+    /// rows, every agent that was live as a runtime root carrying its lineage and
+    /// running its `on_resume`, and every open timed question re-offered.
+    async fn restart(&self, sched: &Sched) {
+        self.events.record(EventKind::Restart);
+        let projection = Projection::fold(&self.events.snapshot());
+        let config = runtime_config(self.scenario, self.seed, self.clock);
+        let runtime = Runtime::start_with(config, sched.next_epoch(), self.events.clone())
+            .await
+            .expect("a validated scenario starts");
+        *self.world.runtime.lock().expect("world poisoned") = runtime.clone();
+        self.world.agents.lock().expect("world poisoned").clear();
+        let mut resumed = Vec::new();
+        for (name, agent) in projection.agents.iter().filter(|(_, a)| a.live) {
+            let lineage = agent.lineage.clone().or_else(|| agent.owner.clone());
+            let Ok(handle) = runtime.resume_root(name, lineage, agent.calls_made).await else {
+                continue;
+            };
+            self.world
+                .agents
+                .lock()
+                .expect("world poisoned")
+                .insert(name.clone(), handle.clone());
+            resumed.push((name.clone(), handle));
+        }
+        let mut reopened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (call_id, question) in projection.answerable() {
+            let Some((_, handle)) = resumed.iter().find(|(name, _)| *name == question.agent) else {
+                continue;
+            };
+            let Ok(ask) = restored_ask(question) else { continue };
+            runtime.restore(handle, call_id, ask);
+            reopened
+                .entry(question.agent.clone())
+                .or_default()
+                .insert(call_id.clone());
+        }
+        for (name, handle) in resumed {
+            let on_resume = self
+                .world
+                .specs
+                .lock()
+                .expect("world poisoned")
+                .get(&name)
+                .map(|s| s.on_resume.clone());
+            let pending = reopened.remove(&name).unwrap_or_default();
+            spawn_script(self.world.clone(), handle, on_resume.unwrap_or_default(), pending);
+        }
+    }
+}
+
+/// A timed question rebuilt from its recorded request. The questions come back
+/// re-serialised from the log: the same JSON value the model sent.
+fn restored_ask(question: &QuestionRecord) -> Result<Ask, crate::tool::ArgumentError> {
+    let (questions, _) = timed::parse(&json!({ "questions": question.questions }))?;
+    Ok(Ask {
+        schema: Schema::Timed,
+        questions: questions.into(),
+        questions_raw: question.questions.to_string().into(),
+        timeout_arg: None,
+        wait: Wait::Blocking,
+    })
+}
+
+/// A scheduled event as the log's `dropped` records it.
+fn scheduled_json(event: &EventSpec) -> Value {
+    match &event.kind {
+        Scheduled::CancelTurn(name) => json!({"at": event.at_s, "cancel_turn": name}),
+        Scheduled::CancelCall(call_id) => json!({"at": event.at_s, "cancel_call": call_id}),
+        Scheduled::StopAgent(name) => json!({"at": event.at_s, "stop_agent": name}),
+        Scheduled::CrashAnswerer(name) => json!({"at": event.at_s, "crash_answerer": name}),
+        Scheduled::ProcessLoss { restart_after_s } => {
+            json!({"at": event.at_s, "process_loss": {"restart_after": restart_after_s}})
+        }
     }
 }
 
@@ -217,32 +376,6 @@ async fn settle_real(scenario: &Scenario, sched: &Sched, events: &EventSink) -> 
         seen = now;
         if idle_polls >= REAL_CLOCK_IDLE_POLLS {
             return None;
-        }
-    }
-}
-
-async fn apply(world: &Arc<World>, events: &EventSink, event: &EventSpec) {
-    let runtime = world.runtime.lock().expect("world poisoned").clone();
-    let handle = |name: &str| world.agents.lock().expect("world poisoned").get(name).cloned();
-    match &event.kind {
-        Scheduled::CancelTurn(name) => match handle(name) {
-            Some(agent) => agent.cancel_turn().await,
-            None => events.record(EventKind::Dropped {
-                what: json!({"cancel_turn": name, "why": "not spawned yet"}),
-            }),
-        },
-        Scheduled::StopAgent(name) => match handle(name) {
-            Some(agent) => agent.stop(),
-            None => events.record(EventKind::Dropped {
-                what: json!({"stop_agent": name, "why": "not spawned yet"}),
-            }),
-        },
-        Scheduled::CancelCall(call_id) => runtime.cancel_call(call_id),
-        Scheduled::CrashAnswerer(name) => runtime.crash_answerer(name),
-        Scheduled::ProcessLoss { restart_after_s } => {
-            events.record(EventKind::Dropped {
-                what: json!({"process_loss": {"restart_after": restart_after_s}, "why": "process loss is not supported yet"}),
-            });
         }
     }
 }

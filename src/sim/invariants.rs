@@ -7,13 +7,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::event::{Event, EventKind};
+use crate::projection::Projection;
 use crate::tool::Schema;
 
 /// Tolerance for comparing times on the run's clock, in seconds.
 const TIME_EPSILON_S: f64 = 1e-6;
 
 /// The invariants checked on every run, by name.
-pub const INVARIANTS: [&str; 8] = [
+pub const INVARIANTS: [&str; 10] = [
     "exactly_once",
     "legacy_never_pending_or_keyed",
     "window_respected",
@@ -22,6 +23,8 @@ pub const INVARIANTS: [&str; 8] = [
     "turn_cancel_settles_descendants",
     "answers_well_formed",
     "late_answer_reaches_caller",
+    "timed_survive_loss_legacy_do_not",
+    "projection_matches_broker",
 ];
 
 /// One broken invariant.
@@ -49,15 +52,37 @@ struct CallInfo {
     pending: bool,
     held_at: Option<f64>,
     closed: bool,
+    /// Open at a process loss: legacy calls must never settle after it; timed
+    /// ones are pending and must be taken up again after the restart.
+    lost: Option<u64>,
+    survived: Option<u64>,
+    taken_up: bool,
 }
 
 /// Checks every invariant over `events` and returns the violations, in order.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+/// `broker_open` is the broker's final state (its open calls), when known: the
+/// projection folded from the events must equal it.
+pub fn check(events: &[Event], broker_open: Option<&BTreeMap<String, &'static str>>) -> Vec<Violation> {
     let mut checker = Checker::default();
     for (index, event) in events.iter().enumerate() {
         checker.visit(events, index, event);
     }
     checker.finish();
+    if let Some(broker_open) = broker_open {
+        let folded = Projection::fold(events).open_calls();
+        let seq = events.last().map_or(0, |e| e.seq);
+        for (call_id, state) in &folded {
+            if broker_open.get(call_id) != Some(state) {
+                let broker = broker_open.get(call_id).copied().unwrap_or("closed");
+                let detail = format!("the projection says {state}, the broker {broker}");
+                checker.violate("projection_matches_broker", call_id, seq, detail);
+            }
+        }
+        for call_id in broker_open.keys().filter(|id| !folded.contains_key(*id)) {
+            let detail = "open at the broker, closed in the projection".to_owned();
+            checker.violate("projection_matches_broker", call_id, seq, detail);
+        }
+    }
     checker.violations.sort_by_key(|v| v.seq);
     checker.violations
 }
@@ -69,6 +94,8 @@ struct Checker {
     offered: BTreeSet<String>,
     /// (cancel seq, cancel t, calls waiting at that moment)
     cancels: Vec<(u64, f64, Vec<String>)>,
+    /// Whether a restart followed the last process loss.
+    restarted: bool,
     violations: Vec<Violation>,
 }
 
@@ -106,6 +133,14 @@ impl Checker {
                         "a legacy request is keyed".into(),
                     );
                 }
+                if self.calls.contains_key(call_id) {
+                    self.violate(
+                        "exactly_once",
+                        call_id,
+                        seq,
+                        "a second request under the same callId".into(),
+                    );
+                }
                 let info = CallInfo {
                     agent: agent.clone(),
                     schema: Some(*schema),
@@ -118,7 +153,24 @@ impl Checker {
             }
             EventKind::Offer { call_id, .. } => {
                 self.offered.insert(call_id.clone());
+                self.after_loss(call_id, seq, false);
             }
+            EventKind::ProcessLoss { .. } => {
+                for info in self.calls.values_mut() {
+                    let open = info.result.is_none() || (info.pending && !info.closed);
+                    match info.schema {
+                        Some(Schema::Legacy) if info.result.is_none() => info.lost = Some(seq),
+                        Some(Schema::Timed) if open => {
+                            info.survived = Some(seq);
+                            info.pending = true;
+                            info.taken_up = false;
+                        }
+                        _ => {}
+                    }
+                }
+                self.restarted = false;
+            }
+            EventKind::Restart => self.restarted = true,
             EventKind::Hold { call_id, .. } => {
                 if let Some(info) = self.calls.get_mut(call_id) {
                     info.held_at.get_or_insert(t);
@@ -145,6 +197,7 @@ impl Checker {
                 self.delivered(events, index, call_id, message);
             }
             EventKind::Withdraw { call_id, message, .. } => {
+                self.after_loss(call_id, seq, false);
                 self.closure(call_id, seq);
                 if let Some(message) = message {
                     self.delivered(events, index, call_id, message);
@@ -164,7 +217,37 @@ impl Checker {
         }
     }
 
+    /// Notes an event about a call after a process loss: a legacy call lost at it
+    /// must not settle; a timed one must not return a tool result any more.
+    fn after_loss(&mut self, call_id: &str, seq: u64, is_result: bool) {
+        let restarted = self.restarted;
+        let Some(info) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        if info.lost.is_some() {
+            self.violate(
+                "timed_survive_loss_legacy_do_not",
+                call_id,
+                seq,
+                "a legacy call lost at a process loss went on".into(),
+            );
+        } else if info.survived.is_some() {
+            if restarted {
+                info.taken_up = true;
+            }
+            if is_result {
+                self.violate(
+                    "timed_survive_loss_legacy_do_not",
+                    call_id,
+                    seq,
+                    "a tool result after the process loss".into(),
+                );
+            }
+        }
+    }
+
     fn result(&mut self, call_id: &str, seq: u64, t: f64, text: &str, is_error: bool) {
+        self.after_loss(call_id, seq, true);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
             if !(is_error && text.contains("\"INVALID_ARGUMENTS\"")) {
@@ -339,6 +422,18 @@ impl Checker {
     }
 
     fn finish(&mut self) {
+        if self.restarted {
+            let forgotten: Vec<(String, u64)> = self
+                .calls
+                .iter()
+                .filter(|(_, c)| c.survived.is_some() && !c.taken_up && !c.closed)
+                .map(|(id, c)| (id.clone(), c.survived.unwrap_or(0)))
+                .collect();
+            for (call_id, seq) in forgotten {
+                let detail = "an open timed question was not taken up again after the restart".to_owned();
+                self.violate("timed_survive_loss_legacy_do_not", &call_id, seq, detail);
+            }
+        }
         for (seq, t, waiting) in std::mem::take(&mut self.cancels) {
             for call_id in waiting {
                 let settled_t = self

@@ -13,7 +13,7 @@ use crate::log::{LogHeader, trace_hash};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::RunOutput;
 use crate::sim::invariants::{INVARIANTS, Violation, check};
-use crate::tool::ErrorCode;
+use crate::tool::{ErrorCode, Schema};
 
 /// How the calls of a run settled (SPEC §6 `outcomes`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -137,7 +137,7 @@ impl Summary {
 /// Analyses a run of `scenario` loaded from `file`.
 pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
     let (calls, outcomes, latency) = outcomes(output);
-    let violations = check(&output.events);
+    let violations = check(&output.events, Some(&output.open));
     let expectations = expectations(scenario, output, &outcomes);
     let header = LogHeader::new(&scenario.name, output.seed);
     let mut summary = Summary {
@@ -181,10 +181,19 @@ fn per_s(n: u64, wall_s: f64) -> f64 {
     if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 }
 }
 
+/// How a call first settled.
+enum First<'a> {
+    /// Its first tool result: the text and whether it is an error.
+    Result(&'a str, bool),
+    /// Open at a process loss: a timed call is pending from the restart on, a
+    /// legacy one is lost.
+    AtLoss(Schema),
+}
+
 fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
     let mut outcomes = Outcomes::default();
-    let mut started: BTreeMap<&str, f64> = BTreeMap::new();
-    let mut first: BTreeMap<&str, (&str, bool)> = BTreeMap::new();
+    let mut started: BTreeMap<&str, (f64, Schema)> = BTreeMap::new();
+    let mut first: BTreeMap<&str, First> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut closed: BTreeMap<&str, &'static str> = BTreeMap::new();
     // Microseconds, up to about 115 days: every latency a run's limits allow.
@@ -192,8 +201,8 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
         Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds");
     for event in &output.events {
         match &event.kind {
-            EventKind::Request { call_id, .. } => {
-                started.insert(call_id, event.t);
+            EventKind::Request { call_id, schema, .. } => {
+                started.insert(call_id, (event.t, *schema));
                 order.push(call_id);
             }
             EventKind::Result {
@@ -208,9 +217,16 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
                 if !started.contains_key(call_id.as_str()) {
                     order.push(call_id);
                 }
-                let start = started.get(call_id.as_str()).copied().unwrap_or(event.t);
+                let start = started.get(call_id.as_str()).map_or(event.t, |s| s.0);
                 latency.saturating_record(((event.t - start).max(0.0) * 1e6) as u64);
-                first.insert(call_id, (result, *is_error));
+                first.insert(call_id, First::Result(result, *is_error));
+            }
+            EventKind::ProcessLoss { .. } => {
+                for (call_id, (_, schema)) in &started {
+                    if !first.contains_key(call_id) {
+                        first.insert(call_id, First::AtLoss(*schema));
+                    }
+                }
             }
             EventKind::LateAnswer { call_id, .. } => {
                 closed.insert(call_id, "late_answered");
@@ -222,9 +238,12 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
         }
     }
     for call_id in &order {
-        match first.get(call_id) {
-            None => outcomes.open += 1,
-            Some((text, true)) => {
+        let went_pending = match first.get(call_id) {
+            None => {
+                outcomes.open += 1;
+                false
+            }
+            Some(First::Result(text, true)) => {
                 let code = serde_json::from_str::<Value>(text)
                     .ok()
                     .and_then(|v| {
@@ -234,16 +253,28 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
                     })
                     .unwrap_or_else(|| "UNKNOWN".to_owned());
                 *outcomes.errors.entry(code).or_insert(0) += 1;
+                false
             }
-            Some((text, false)) if text.starts_with("{\"pending\":true") => {
-                outcomes.pending += 1;
-                match closed.get(call_id) {
-                    Some(&"late_answered") => outcomes.late_answered += 1,
-                    Some(_) => outcomes.withdrawn += 1,
-                    None => outcomes.pending_open += 1,
+            Some(First::Result(text, false)) => {
+                let pending = text.starts_with("{\"pending\":true");
+                if !pending {
+                    outcomes.answered += 1;
                 }
+                pending
             }
-            Some(_) => outcomes.answered += 1,
+            Some(First::AtLoss(Schema::Legacy)) => {
+                outcomes.lost_on_restart += 1;
+                false
+            }
+            Some(First::AtLoss(Schema::Timed)) => true,
+        };
+        if went_pending {
+            outcomes.pending += 1;
+            match closed.get(call_id) {
+                Some(&"late_answered") => outcomes.late_answered += 1,
+                Some(_) => outcomes.withdrawn += 1,
+                None => outcomes.pending_open += 1,
+            }
         }
     }
     let seconds = |q: f64| latency.value_at_quantile(q) as f64 / 1e6;

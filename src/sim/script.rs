@@ -25,8 +25,6 @@ pub struct World {
     pub runtime: Mutex<Runtime>,
     /// Every agent spawned so far, by name.
     pub agents: Mutex<BTreeMap<String, AgentHandle>>,
-    /// Calls made per agent (callId counters survive a restart).
-    pub calls_made: Mutex<BTreeMap<String, u64>>,
     /// Final results of the scripts that ended, by agent.
     pub finals: Mutex<BTreeMap<String, Value>>,
     /// The spec of every agent (roots and children), for `on_resume`.
@@ -39,13 +37,13 @@ impl World {
         Arc::new(World {
             runtime: Mutex::new(runtime),
             agents: Mutex::new(BTreeMap::new()),
-            calls_made: Mutex::new(BTreeMap::new()),
             finals: Mutex::new(BTreeMap::new()),
             specs: Mutex::new(BTreeMap::new()),
         })
     }
 
-    fn runtime(&self) -> Runtime {
+    /// The runtime of the current epoch.
+    pub fn runtime(&self) -> Runtime {
         self.runtime.lock().expect("world poisoned").clone()
     }
 }
@@ -63,12 +61,32 @@ impl Final {
     }
 }
 
-/// Starts `steps` for the agent behind `handle` as its own task.
-pub fn spawn_script(world: Arc<World>, handle: AgentHandle, steps: Vec<Step>) -> JoinHandle<Value> {
-    tokio::spawn(Box::pin(run_script(world, handle, steps)))
+/// Starts `steps` for the agent behind `handle` as its own task. `pending` are the
+/// agent's calls already pending (after a restart, its re-opened questions), for
+/// `await_answer`. The script dies with the runtime's epoch (process loss).
+pub fn spawn_script(
+    world: Arc<World>,
+    handle: AgentHandle,
+    steps: Vec<Step>,
+    pending: BTreeSet<String>,
+) -> JoinHandle<Value> {
+    let epoch = world.runtime().sched().epoch().clone();
+    let script = Box::pin(run_script(world, handle, steps, pending));
+    tokio::spawn(async move {
+        tokio::select! {
+            biased;
+            _ = epoch.cancelled() => Value::Null,
+            result = script => result,
+        }
+    })
 }
 
-async fn run_script(world: Arc<World>, handle: AgentHandle, steps: Vec<Step>) -> Value {
+async fn run_script(
+    world: Arc<World>,
+    handle: AgentHandle,
+    steps: Vec<Step>,
+    pending: BTreeSet<String>,
+) -> Value {
     let turn = handle.turn().await.unwrap_or_else(|| {
         let dead = CancellationToken::new();
         dead.cancel();
@@ -82,7 +100,7 @@ async fn run_script(world: Arc<World>, handle: AgentHandle, steps: Vec<Step>) ->
         },
         children: BTreeMap::new(),
         joined_unresolved: Vec::new(),
-        pending: BTreeSet::new(),
+        pending,
         world,
         handle,
         turn,
@@ -160,13 +178,6 @@ impl ScriptRun {
 
     async fn ask(&mut self, arguments: &str) {
         let outcome = self.handle.ask(arguments).await;
-        *self
-            .world
-            .calls_made
-            .lock()
-            .expect("world poisoned")
-            .entry(self.final_.agent.clone())
-            .or_insert(0) += 1;
         let result: Value = serde_json::from_str(&outcome.result.text).unwrap_or(Value::Null);
         if result.get("pending") == Some(&Value::Bool(true)) {
             self.pending.insert(outcome.call_id.clone());
@@ -208,7 +219,7 @@ impl ScriptRun {
             return;
         };
         register(&self.world, &child, &spec);
-        let task = spawn_script(self.world.clone(), child, spec.script.clone());
+        let task = spawn_script(self.world.clone(), child, spec.script.clone(), BTreeSet::new());
         self.children.insert(spec.name, task);
     }
 }
