@@ -52,6 +52,19 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
     },
+    /// Fold an event log into the userQuestions projection, print every
+    /// question's state, and re-check the invariants.
+    Replay {
+        /// The log (JSON Lines, as written by `run --log`).
+        log: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// A projection snapshot cache: used when its stateVersion is this
+        /// code's, refolded otherwise, and written back.
+        #[arg(long, value_name = "PATH")]
+        snapshot: Option<PathBuf>,
+    },
     /// Parse and check scenario files; print nothing but errors.
     Validate {
         /// The scenario files.
@@ -95,6 +108,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Schema { mode } => schema(mode),
         Command::Validate { files } => validate(&files),
+        Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
             seed,
@@ -128,6 +142,42 @@ fn init_tracing() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+fn replay(path: &std::path::Path, json: bool, snapshot: Option<&std::path::Path>) -> ExitCode {
+    let (header, events) = match crate::log::read_file(path) {
+        Ok(log) => log,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let projection = match snapshot {
+        None => crate::projection::Projection::fold(&events),
+        Some(cache) => {
+            match crate::projection::fold_with_cache(cache, (&header.scenario, header.seed), &events) {
+                Ok((projection, _)) => projection,
+                Err(error) => {
+                    eprintln!("asksim: cannot use the snapshot {}: {error}", cache.display());
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            }
+        }
+    };
+    let report = crate::sim::replay::replay(&header, &events, &projection);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("the report serialises")
+        );
+    } else {
+        print!("{}", crate::sim::replay::render_table(&report));
+    }
+    if report.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn validate(files: &[PathBuf]) -> ExitCode {

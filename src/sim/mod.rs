@@ -5,8 +5,10 @@
 //! - `script`: the agents' scripts over their handles.
 //! - `invariants`: the checker.
 //! - `report`: outcomes, expectations, the summary and the trace hash.
+//! - `replay`: a log folded into the projection, listed and re-checked.
 
 pub mod driver;
 pub mod invariants;
+pub mod replay;
 pub mod report;
 pub mod script;
