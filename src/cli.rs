@@ -52,6 +52,27 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
     },
+    /// Run one scenario under many seeds in parallel; list every failing seed
+    /// with its reproduce command; exit 1 if any fails.
+    Sweep {
+        /// The scenario file.
+        file: PathBuf,
+        /// The seeds: `A..B` (B excluded) or `A..=B`.
+        #[arg(long)]
+        seeds: crate::sim::sweep::SeedRange,
+        /// Worker threads (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// The clock (default: the scenario's `clock`).
+        #[arg(long, value_enum)]
+        clock: Option<ClockArg>,
+        /// Check invariants and limits only, ignoring the scenario's `expect`.
+        #[arg(long)]
+        invariants_only: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Fold an event log into the userQuestions projection, print every
     /// question's state, and re-check the invariants.
     Replay {
@@ -85,6 +106,15 @@ enum ClockArg {
     Real,
 }
 
+impl ClockArg {
+    fn clock(self) -> Clock {
+        match self {
+            ClockArg::Virtual => Clock::Virtual,
+            ClockArg::Real => Clock::Real,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SchemaMode {
     Legacy,
@@ -108,6 +138,24 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Schema { mode } => schema(mode),
         Command::Validate { files } => validate(&files),
+        Command::Sweep {
+            file,
+            seeds,
+            jobs,
+            clock,
+            invariants_only,
+            json,
+        } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            sweep(
+                &file,
+                seeds,
+                jobs,
+                clock.map(ClockArg::clock),
+                invariants_only,
+                json,
+            )
+        }
         Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
@@ -117,10 +165,7 @@ pub fn main() -> ExitCode {
             json,
             check_determinism,
         } => {
-            let clock = clock.map(|c| match c {
-                ClockArg::Virtual => Clock::Virtual,
-                ClockArg::Real => Clock::Real,
-            });
+            let clock = clock.map(ClockArg::clock);
             run(&RunArgs {
                 file,
                 seed,
@@ -142,6 +187,57 @@ fn init_tracing() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+fn sweep(
+    file: &std::path::Path,
+    seeds: crate::sim::sweep::SeedRange,
+    jobs: usize,
+    clock: Option<Clock>,
+    invariants_only: bool,
+    json: bool,
+) -> ExitCode {
+    use crate::sim::sweep::{SweepOptions, render};
+    let scenario = match scenario::load(file) {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let options = SweepOptions {
+        file: file.display().to_string(),
+        seeds,
+        jobs,
+        clock: clock.unwrap_or(scenario.clock),
+        invariants_only,
+    };
+    // A progress bar only when a person watches stderr.
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(seeds.to - seeds.from);
+        let style =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let report = crate::sim::sweep::sweep(&scenario, &options, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("the report serialises")
+        );
+    } else {
+        print!("{}", render(&report));
+    }
+    if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn replay(path: &std::path::Path, json: bool, snapshot: Option<&std::path::Path>) -> ExitCode {

@@ -70,6 +70,16 @@ pub fn write_file(path: &Path, header: &LogHeader, events: &[Event]) -> std::io:
 
 /// The SHA-256, in hex, of the log's bytes: the run's `trace_hash`.
 pub fn trace_hash(header: &LogHeader, events: &[Event]) -> String {
+    hash_lines(Some(header), events)
+}
+
+/// The SHA-256, in hex, of the event lines alone (no header, so no seed): equal
+/// for two seeds exactly when they produced the same interleaving.
+pub fn events_hash(events: &[Event]) -> String {
+    hash_lines(None, events)
+}
+
+fn hash_lines(header: Option<&LogHeader>, events: &[Event]) -> String {
     struct HashWriter(Sha256);
     impl Write for HashWriter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -81,7 +91,14 @@ pub fn trace_hash(header: &LogHeader, events: &[Event]) -> String {
         }
     }
     let mut hasher = HashWriter(Sha256::new());
-    write_lines(&mut hasher, header, events).expect("hashing never fails");
+    let written = match header {
+        Some(header) => write_lines(&mut hasher, header, events),
+        None => events.iter().try_for_each(|event| {
+            serde_json::to_writer(&mut hasher, event)?;
+            hasher.write_all(b"\n")
+        }),
+    };
+    written.expect("hashing never fails");
     hasher.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -5,6 +5,7 @@
 //! - `script`: the agents' scripts over their handles.
 //! - `invariants`: the checker.
 //! - `report`: outcomes, expectations, the summary and the trace hash.
+//! - `sweep`: one scenario under many seeds, in parallel.
 //! - `replay`: a log folded into the projection, listed and re-checked.
 
 pub mod driver;
@@ -12,3 +13,4 @@ pub mod invariants;
 pub mod replay;
 pub mod report;
 pub mod script;
+pub mod sweep;
