@@ -45,6 +45,9 @@ enum Command {
         /// Write the event log (JSON Lines) here.
         #[arg(long, value_name = "PATH")]
         log: Option<PathBuf>,
+        /// Write the run as Chrome Trace Event JSON here (opens in Perfetto).
+        #[arg(long, value_name = "PATH")]
+        chrome_trace: Option<PathBuf>,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
             seed,
             clock,
             log,
+            chrome_trace,
             json,
             check_determinism,
         } => {
@@ -171,6 +175,7 @@ pub fn main() -> ExitCode {
                 seed,
                 clock,
                 log,
+                chrome_trace,
                 json,
                 check_determinism,
             })
@@ -293,6 +298,7 @@ struct RunArgs {
     seed: Option<u64>,
     clock: Option<Clock>,
     log: Option<PathBuf>,
+    chrome_trace: Option<PathBuf>,
     json: bool,
     check_determinism: bool,
 }
@@ -334,6 +340,13 @@ fn run(args: &RunArgs) -> ExitCode {
         let header = LogHeader::new(&scenario.name, seed);
         if let Err(error) = write_file(path, &header, &output.events) {
             eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    if let Some(path) = &args.chrome_trace {
+        let trace = crate::sim::chrome_trace::chrome_trace(&output.events);
+        if let Err(error) = std::fs::write(path, trace.to_string()) {
+            eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }

@@ -5,9 +5,11 @@
 //! - `script`: the agents' scripts over their handles.
 //! - `invariants`: the checker.
 //! - `report`: outcomes, expectations, the summary and the trace hash.
+//! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
 //! - `sweep`: one scenario under many seeds, in parallel.
 //! - `replay`: a log folded into the projection, listed and re-checked.
 
+pub mod chrome_trace;
 pub mod driver;
 pub mod invariants;
 pub mod replay;
