@@ -170,6 +170,14 @@ pub enum BrokerMsg {
     },
     /// What is open now.
     Status(RpcReplyPort<BrokerStatus>),
+    /// An answerer of the waterfall died. The broker sends this to itself from its
+    /// supervision hook, so the death takes its place in message order behind
+    /// whatever the answerer sent before it died (SPEC §3.2: a submit that reaches
+    /// the broker before the owner's death wins).
+    AnswererDied {
+        /// The answerer's place in the waterfall.
+        answerer: usize,
+    },
 }
 
 /// The broker's open calls, by callId.
@@ -349,17 +357,21 @@ impl Actor for BrokerActor {
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(state.status());
             }
+            BrokerMsg::AnswererDied { answerer } => state.answerer_died(answerer),
         }
         Ok(())
     }
 
     async fn handle_supervisor_evt(
         &self,
-        _myself: ActorRef<BrokerMsg>,
+        myself: ActorRef<BrokerMsg>,
         event: SupervisionEvent,
         state: &mut BrokerState,
     ) -> Result<(), ActorProcessingErr> {
         // An answerer died (stopped, crashed or panicked): fail its requests over.
+        // ractor delivers supervision events ahead of ordinary messages, so acting
+        // here would let the death overtake a submit the answerer sent before it
+        // died. Queue the death behind them instead.
         let cell = match event {
             SupervisionEvent::ActorTerminated(cell, ..) | SupervisionEvent::ActorFailed(cell, _) => cell,
             _ => return Ok(()),
@@ -369,7 +381,7 @@ impl Actor for BrokerActor {
             .iter()
             .position(|s| s.actor.get_id() == cell.get_id())
         {
-            state.answerer_died(index);
+            let _ = myself.send_message(BrokerMsg::AnswererDied { answerer: index });
         }
         Ok(())
     }
