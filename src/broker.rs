@@ -721,7 +721,9 @@ impl BrokerState {
     }
 
     fn hold(&mut self, ticket: u64, answerer: usize) {
+        let dead = !self.answerers.get(answerer).is_some_and(|s| s.alive);
         let refusal = match self.calls.get_mut(&ticket) {
+            _ if dead => Some("owner_dead"),
             None => Some(self.closed_reason(ticket)),
             Some(call) if call.owner != Some(answerer) => Some("not_owner"),
             Some(call) => match call.phase {
@@ -753,9 +755,11 @@ impl BrokerState {
             answerer: name,
             batch: batch.clone(),
         });
+        // Anything from a dead answerer is refused as such, whatever became of the
+        // call since its death (SPEC §3.2).
         let checked = match self.calls.get(&ticket) {
+            _ if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Err("owner_dead".to_owned()),
             None => Err(self.closed_reason(ticket).to_owned()),
-            Some(_) if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Err("owner_dead".to_owned()),
             Some(call) if call.owner != Some(answerer) => Err("not_owner".to_owned()),
             Some(call) => validate_batch(&call.ask.questions, &batch).map_err(|refusal| refusal.0),
         };
