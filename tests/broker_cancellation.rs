@@ -20,7 +20,7 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
     let root = runtime.spawn_root("root", None).await.unwrap();
     let child = root.spawn_child("child").await.unwrap();
     let grandchild = child.spawn_child("grandchild").await.unwrap();
-    let delegated = child.ask(&timed_args(Some("5"))).await;
+    let delegated = ask(&child, &timed_args(Some("5"))).await;
     assert_eq!(error_code(&delegated.result.text), "DELEGATED_CALLER");
     child.stop();
     quiesce().await;

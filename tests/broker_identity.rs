@@ -30,7 +30,7 @@ async fn invalid_arguments_are_refused_before_identity() {
     let child = root.spawn_child("child").await.unwrap();
 
     let bad = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes"}]}]}"#;
-    let outcome = child.ask(bad).await;
+    let outcome = ask(&child, bad).await;
 
     assert_eq!(outcome.call_id, "child/1");
     assert!(outcome.result.is_error);
@@ -43,7 +43,7 @@ async fn invalid_arguments_are_refused_before_identity() {
     assert_eq!(kinds(&events), ["Result"], "no Request: it never reached the broker");
     assert!(answerer.drain().is_empty(), "no answerer saw it");
     // The invalid call still counts: the next one is child/2, and it is delegated.
-    let next = child.ask(&timed_args(None)).await;
+    let next = ask(&child, &timed_args(None)).await;
     assert_eq!(next.call_id, "child/2");
     assert_eq!(error_code(&next.result.text), "DELEGATED_CALLER");
     check_contract(&runtime.events().snapshot());
@@ -56,7 +56,7 @@ async fn delegated_child_is_rejected_before_any_offer() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let child = root.spawn_child("child").await.unwrap();
 
-    let outcome = child.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&child, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "child/1");
     assert!(outcome.result.is_error);
@@ -91,7 +91,7 @@ async fn child_whose_owner_stopped_asks_normally() {
     root.stop();
     quiesce().await;
 
-    let outcome = child.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&child, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "child/1");
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -109,7 +109,7 @@ async fn stopped_agent_gets_not_runtime_root() {
     root.stop();
     quiesce().await;
 
-    let outcome = root.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&root, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "root/1");
     assert!(outcome.result.is_error);
@@ -129,7 +129,7 @@ async fn lineage_does_not_decide_identity() {
     let _parent = runtime.spawn_root("parent", None).await.unwrap();
     let resumed = runtime.spawn_root("resumed", Some("parent".into())).await.unwrap();
 
-    let outcome = resumed.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&resumed, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "resumed/1");
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -145,7 +145,7 @@ async fn lineage_does_not_decide_identity() {
     assert_eq!(spawn, (None, Some("parent".to_owned())), "lineage recorded, no owner");
     // A resumed root continues its callIds (SPEC §1, callId).
     let again = runtime.resume_root("again", Some("parent".into()), 3).await.unwrap();
-    let outcome = again.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&again, &timed_args(Some("5"))).await;
     assert_eq!(outcome.call_id, "again/4");
     assert_eq!(outcome.result.text, YES_RESULT);
     check_contract(&runtime.events().snapshot());
@@ -181,5 +181,5 @@ async fn agent_tree_refuses_duplicate_and_bad_names() {
         .count();
     assert_eq!(spawns, 1, "refused spawns register nothing");
     // The original is untouched and still asks.
-    assert_eq!(root.ask(&timed_args(Some("5"))).await.result.text, YES_RESULT);
+    assert_eq!(ask(&root, &timed_args(Some("5"))).await.result.text, YES_RESULT);
 }

@@ -86,7 +86,7 @@ async fn offer_timeout_counts_as_decline() {
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
 
-    let outcome = root.ask(&timed_args(None)).await;
+    let outcome = ask(&root, &timed_args(None)).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
     let events = events_of(&runtime, "root/1");
@@ -122,7 +122,7 @@ async fn no_answerer_settles_as_no_answerer() {
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
 
-    let outcome = root.ask(&timed_args(None)).await;
+    let outcome = ask(&root, &timed_args(None)).await;
 
     assert!(outcome.result.is_error);
     assert_eq!(
@@ -136,7 +136,7 @@ async fn no_answerer_settles_as_no_answerer() {
     // An empty waterfall says the same, at once.
     let empty = start(blocking(), vec![]).await;
     let root = empty.spawn_root("root", None).await.unwrap();
-    let outcome = root.ask(&timed_args(None)).await;
+    let outcome = ask(&root, &timed_args(None)).await;
     assert_eq!(error_code(&outcome.result.text), "NO_ANSWERER");
     assert_eq!(kinds(&events_of(&empty, "root/1")), ["Request", "Result"]);
     check_contract(&runtime.events().snapshot());
@@ -156,7 +156,7 @@ async fn fail_over_when_owner_dies() {
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
 
-    let outcome = root.ask(&timed_args(None)).await;
+    let outcome = ask(&root, &timed_args(None)).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
     let events = runtime.events().snapshot();

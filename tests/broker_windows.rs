@@ -119,7 +119,7 @@ async fn minus_one_blocks_but_is_keyed() {
     }])
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
-    assert_eq!(root.ask(&timed_args(None)).await.result.text, YES_RESULT);
+    assert_eq!(ask(&root, &timed_args(None)).await.result.text, YES_RESULT);
     check_contract(&runtime.events().snapshot());
 }
 
@@ -202,7 +202,7 @@ async fn pending_question_withdrawn_when_waterfall_runs_out() {
     let runtime = start_with_offer_timeout(slow_no, 60.0).await;
     let root = runtime.spawn_root("root", None).await.unwrap();
 
-    let outcome = root.ask(&timed_args(Some("5"))).await;
+    let outcome = ask(&root, &timed_args(Some("5"))).await;
     assert_eq!(outcome.result.text, pending_result("root/1"));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 

@@ -372,3 +372,8 @@ pub fn check_contract(events: &[Event]) {
         assert_eq!(*n, 1, "{call_id} closed late {n} times");
     }
 }
+
+/// Makes a call and waits for its result, for at most [`WAIT_S_MAX`] virtual seconds.
+pub async fn ask(agent: &AgentHandle, arguments: &str) -> CallOutcome {
+    within(WAIT_S_MAX, agent.ask(arguments)).await
+}
