@@ -75,10 +75,21 @@ async fn pending_question_survives_turn_cancellation() {
     send(&offer, offer.reply.accept());
     assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
 
+    // A second call of the same turn is still waiting when the turn fires, so the
+    // broker does act on this turn's cancellation.
+    let waiting = spawn_ask(&root, &timed_args(Some("-1")));
+    let offer2 = web.offer().await;
+    send(&offer2, offer2.reply.accept());
     root.cancel_turn().await;
+    let aborted = outcome(waiting).await;
+    assert_eq!(error_code(&aborted.result.text), "ABORTED");
     tokio::time::sleep(std::time::Duration::from_secs(10)).await;
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"pending"));
-    assert!(web.drain().is_empty(), "its owner is not told to withdraw");
+    let seen = web.drain();
+    assert!(
+        matches!(seen[..], [Seen::Withdraw(t)] if t == offer2.ticket),
+        "only the aborted call's owner is told to withdraw: {seen:?}"
+    );
     send(&offer, offer.reply.submit(yes_batch()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
