@@ -38,9 +38,18 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
     let (r, g) = (outcome(root_call).await, outcome(grand_call).await);
 
     let aborted = error_result("ABORTED", "the turn was cancelled before the call settled");
-    assert_eq!((r.call_id.as_str(), r.result.text.as_str()), ("root/1", aborted.as_str()));
-    assert_eq!((g.call_id.as_str(), g.result.text.as_str()), ("grandchild/1", aborted.as_str()));
-    assert!(child_turn.is_cancelled() && grand_turn.is_cancelled(), "descendant turns fire");
+    assert_eq!(
+        (r.call_id.as_str(), r.result.text.as_str()),
+        ("root/1", aborted.as_str())
+    );
+    assert_eq!(
+        (g.call_id.as_str(), g.result.text.as_str()),
+        ("grandchild/1", aborted.as_str())
+    );
+    assert!(
+        child_turn.is_cancelled() && grand_turn.is_cancelled(),
+        "descendant turns fire"
+    );
     let events = runtime.events().snapshot();
     let cancel_t = events
         .iter()
@@ -50,13 +59,23 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
     assert_eq!(cancel_t, 3.0);
     for call_id in ["root/1", "grandchild/1"] {
         let about = events_of(&runtime, call_id);
-        assert_eq!(kinds(&about), ["Request", "Offer", "Accept", "Result"], "{call_id}");
+        assert_eq!(
+            kinds(&about),
+            ["Request", "Offer", "Accept", "Result"],
+            "{call_id}"
+        );
         assert_eq!(about[3].t, cancel_t, "{call_id} settles at the cancel's instant");
     }
     // Their answerer is told to withdraw, and a late submit is refused.
     quiesce().await;
     let withdrawn = web.drain();
-    assert_eq!(withdrawn.iter().filter(|s| matches!(s, Seen::Withdraw(_))).count(), 2);
+    assert_eq!(
+        withdrawn
+            .iter()
+            .filter(|s| matches!(s, Seen::Withdraw(_)))
+            .count(),
+        2
+    );
     send(&offer_root, offer_root.reply.submit(yes_batch()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "settled"));
     check_contract(&runtime.events().snapshot());
@@ -96,7 +115,15 @@ async fn pending_question_survives_turn_cancellation() {
     assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);
     assert_eq!(
         kinds(&events_of(&runtime, "root/1")),
-        ["Request", "Offer", "Accept", "Result", "Answer", "LateAnswer", "UserMessage"]
+        [
+            "Request",
+            "Offer",
+            "Accept",
+            "Result",
+            "Answer",
+            "LateAnswer",
+            "UserMessage"
+        ]
     );
     check_contract(&runtime.events().snapshot());
 }

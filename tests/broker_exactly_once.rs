@@ -25,15 +25,52 @@ const ROOTS: usize = 6;
 fn waterfall() -> Vec<AnswererSlot> {
     let base = Policy::recommended_after(0.0);
     let slots = [
-        ("silent", Policy { offer_latency: Latency::Never, ..base.clone() }),
-        ("picky", Policy { accepts: Accepts::Agents(vec!["r1*".into(), "r3*".into()]), latency: Latency::Uniform(1.0, 8.0), ..base.clone() }),
-        ("fragile", Policy { crash_after_accepts: Some(3), latency: Latency::Fixed(4.0), ..base.clone() }),
-        ("holder", Policy { hold_after_s: Some(1.0), latency: Latency::Exp(6.0), ..base.clone() }),
-        ("bad", Policy { answer: AnswerPolicy::Batch(json!([{"id":"nope"}])), latency: Latency::Fixed(0.5), ..base.clone() }),
+        (
+            "silent",
+            Policy {
+                offer_latency: Latency::Never,
+                ..base.clone()
+            },
+        ),
+        (
+            "picky",
+            Policy {
+                accepts: Accepts::Agents(vec!["r1*".into(), "r3*".into()]),
+                latency: Latency::Uniform(1.0, 8.0),
+                ..base.clone()
+            },
+        ),
+        (
+            "fragile",
+            Policy {
+                crash_after_accepts: Some(3),
+                latency: Latency::Fixed(4.0),
+                ..base.clone()
+            },
+        ),
+        (
+            "holder",
+            Policy {
+                hold_after_s: Some(1.0),
+                latency: Latency::Exp(6.0),
+                ..base.clone()
+            },
+        ),
+        (
+            "bad",
+            Policy {
+                answer: AnswerPolicy::Batch(json!([{"id":"nope"}])),
+                latency: Latency::Fixed(0.5),
+                ..base.clone()
+            },
+        ),
     ];
     slots
         .into_iter()
-        .map(|(name, policy)| AnswererSlot::Policy { name: name.into(), policy })
+        .map(|(name, policy)| AnswererSlot::Policy {
+            name: name.into(),
+            policy,
+        })
         .collect()
 }
 
@@ -99,8 +136,16 @@ async fn exactly_once_settlement() {
         for event in &events {
             let name = match &event.kind {
                 EventKind::Result { result, .. } if result.starts_with(r#"{"pending""#) => "pending",
-                EventKind::Result { result, is_error: true, .. } => {
-                    if result.contains("ABORTED") { "aborted" } else { "errored" }
+                EventKind::Result {
+                    result,
+                    is_error: true,
+                    ..
+                } => {
+                    if result.contains("ABORTED") {
+                        "aborted"
+                    } else {
+                        "errored"
+                    }
                 }
                 EventKind::Result { .. } => "answered",
                 EventKind::LateAnswer { .. } => "late_answered",
@@ -112,7 +157,17 @@ async fn exactly_once_settlement() {
         }
     }
     // The mix really is mixed: every kind of closing happened somewhere.
-    for name in ["pending", "aborted", "answered", "late_answered", "withdrawn", "refused"] {
-        assert!(outcomes.get(name).copied().unwrap_or(0) > 0, "no {name} in {outcomes:?}");
+    for name in [
+        "pending",
+        "aborted",
+        "answered",
+        "late_answered",
+        "withdrawn",
+        "refused",
+    ] {
+        assert!(
+            outcomes.get(name).copied().unwrap_or(0) > 0,
+            "no {name} in {outcomes:?}"
+        );
     }
 }

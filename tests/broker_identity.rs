@@ -29,18 +29,26 @@ async fn invalid_arguments_are_refused_before_identity() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let child = root.spawn_child("child").await.unwrap();
 
-    let bad = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes"}]}]}"#;
+    let bad =
+        r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes"}]}]}"#;
     let outcome = ask(&child, bad).await;
 
     assert_eq!(outcome.call_id, "child/1");
     assert!(outcome.result.is_error);
     assert_eq!(
         outcome.result.text,
-        error_result("INVALID_ARGUMENTS", "questions[0].options: expected 2 to 4 options, got 1")
+        error_result(
+            "INVALID_ARGUMENTS",
+            "questions[0].options: expected 2 to 4 options, got 1"
+        )
     );
     quiesce().await;
     let events = events_of(&runtime, "child/1");
-    assert_eq!(kinds(&events), ["Result"], "no Request: it never reached the broker");
+    assert_eq!(
+        kinds(&events),
+        ["Result"],
+        "no Request: it never reached the broker"
+    );
     assert!(answerer.drain().is_empty(), "no answerer saw it");
     // The invalid call still counts: the next one is child/2, and it is delegated.
     let next = ask(&child, &timed_args(None)).await;
@@ -118,7 +126,10 @@ async fn stopped_agent_gets_not_runtime_root() {
     quiesce().await;
     assert!(answerer.drain().is_empty(), "no offer");
     // A child of the stopped agent cannot be spawned: it has no live owner.
-    assert_eq!(root.spawn_child("late").await.err(), Some(SpawnError::OwnerNotLive));
+    assert_eq!(
+        root.spawn_child("late").await.err(),
+        Some(SpawnError::OwnerNotLive)
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -127,7 +138,10 @@ async fn lineage_does_not_decide_identity() {
     let runtime = start(timed(), vec![web()]).await;
     // "parent" is a live root of this runtime: lineage naming it changes nothing.
     let _parent = runtime.spawn_root("parent", None).await.unwrap();
-    let resumed = runtime.spawn_root("resumed", Some("parent".into())).await.unwrap();
+    let resumed = runtime
+        .spawn_root("resumed", Some("parent".into()))
+        .await
+        .unwrap();
 
     let outcome = ask(&resumed, &timed_args(Some("5"))).await;
 
@@ -138,13 +152,24 @@ async fn lineage_does_not_decide_identity() {
         .snapshot()
         .into_iter()
         .find_map(|e| match e.kind {
-            EventKind::Spawn { agent, owner, lineage } if agent == "resumed" => Some((owner, lineage)),
+            EventKind::Spawn {
+                agent,
+                owner,
+                lineage,
+            } if agent == "resumed" => Some((owner, lineage)),
             _ => None,
         })
         .unwrap();
-    assert_eq!(spawn, (None, Some("parent".to_owned())), "lineage recorded, no owner");
+    assert_eq!(
+        spawn,
+        (None, Some("parent".to_owned())),
+        "lineage recorded, no owner"
+    );
     // A resumed root continues its callIds (SPEC §1, callId).
-    let again = runtime.resume_root("again", Some("parent".into()), 3).await.unwrap();
+    let again = runtime
+        .resume_root("again", Some("parent".into()), 3)
+        .await
+        .unwrap();
     let outcome = ask(&again, &timed_args(Some("5"))).await;
     assert_eq!(outcome.call_id, "again/4");
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -172,7 +197,10 @@ async fn agent_tree_refuses_duplicate_and_bad_names() {
         runtime.spawn_root("a/b", None).await.err(),
         Some(SpawnError::BadName("a/b".into()))
     );
-    assert_eq!(runtime.spawn_root("", None).await.err(), Some(SpawnError::BadName(String::new())));
+    assert_eq!(
+        runtime.spawn_root("", None).await.err(),
+        Some(SpawnError::BadName(String::new()))
+    );
     let spawns = runtime
         .events()
         .snapshot()

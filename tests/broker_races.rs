@@ -39,7 +39,15 @@ async fn answer_and_window_expiry_at_the_same_instant() {
         assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);
         assert_eq!(
             kinds(&events_of(&runtime, "root/1")),
-            ["Request", "Offer", "Accept", "Result", "Answer", "LateAnswer", "UserMessage"]
+            [
+                "Request",
+                "Offer",
+                "Accept",
+                "Result",
+                "Answer",
+                "LateAnswer",
+                "UserMessage"
+            ]
         );
     }
     assert!(events_of(&runtime, "root/1").iter().skip(3).all(|e| e.t == 5.0));
@@ -72,17 +80,31 @@ async fn answer_against_turn_cancellation() {
     );
     quiesce().await;
     let events = events_of(&runtime, "root/1");
-    assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Result", "Answer", "Refused"]);
+    assert_eq!(
+        kinds(&events),
+        ["Request", "Offer", "Accept", "Result", "Answer", "Refused"]
+    );
     assert!(events.iter().skip(3).all(|e| e.t == 2.0), "one instant");
     match &events[5].kind {
-        EventKind::Refused { answerer, what, reason, .. } => {
-            assert_eq!((answerer.as_str(), what.as_str(), reason.as_str()), ("web", "submit", "settled"))
+        EventKind::Refused {
+            answerer,
+            what,
+            reason,
+            ..
+        } => {
+            assert_eq!(
+                (answerer.as_str(), what.as_str(), reason.as_str()),
+                ("web", "submit", "settled")
+            )
         }
         other => panic!("{other:?}"),
     }
     let seen = web.drain();
     assert!(matches!(seen[0], Seen::Withdraw(_)), "{seen:?}");
-    assert!(matches!(&seen[1], Seen::Refused { reason, .. } if reason == "settled"), "{seen:?}");
+    assert!(
+        matches!(&seen[1], Seen::Refused { reason, .. } if reason == "settled"),
+        "{seen:?}"
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -97,17 +119,29 @@ async fn two_submits_for_one_call() {
 
     // Same instant: the owner submits twice.
     send(&offer_a, offer_a.reply.submit(yes_batch()));
-    send(&offer_a, offer_a.reply.submit(serde_json::json!([{"id":"go","selected":["No"]}])));
+    send(
+        &offer_a,
+        offer_a
+            .reply
+            .submit(serde_json::json!([{"id":"go","selected":["No"]}])),
+    );
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT, "the first submit wins");
     match a.next().await {
-        Seen::Refused { what, reason, .. } => assert_eq!((what.as_str(), reason.as_str()), ("submit", "settled")),
+        Seen::Refused { what, reason, .. } => {
+            assert_eq!((what.as_str(), reason.as_str()), ("submit", "settled"))
+        }
         other => panic!("{other:?}"),
     }
     assert!(b.drain().is_empty());
     let events = events_of(&runtime, "root/1");
-    assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Answer", "Result", "Answer", "Refused"]);
+    assert_eq!(
+        kinds(&events),
+        [
+            "Request", "Offer", "Accept", "Answer", "Result", "Answer", "Refused"
+        ]
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -129,7 +163,9 @@ async fn hold_arriving_as_window_expires() {
         // The window won: the hold is refused back, the question is pending.
         assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
         match web.next().await {
-            Seen::Refused { what, reason, .. } => assert_eq!((what.as_str(), reason.as_str()), ("hold", "settled")),
+            Seen::Refused { what, reason, .. } => {
+                assert_eq!((what.as_str(), reason.as_str()), ("hold", "settled"))
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(

@@ -35,16 +35,27 @@ fn answerer_of(event: &EventKind) -> &str {
 
 #[tokio::test(start_paused = true)]
 async fn waterfall_offers_in_order_and_first_accept_owns() {
-    let (mut a, mut b, mut c) = (Script::spawn("a").await, Script::spawn("b").await, Script::spawn("c").await);
+    let (mut a, mut b, mut c) = (
+        Script::spawn("a").await,
+        Script::spawn("b").await,
+        Script::spawn("c").await,
+    );
     let runtime = start(blocking(), vec![a.slot(), b.slot(), c.slot()]).await;
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(None));
 
     let offer_a = a.offer().await;
-    assert!(b.drain().is_empty() && c.drain().is_empty(), "one offer at a time, a first");
+    assert!(
+        b.drain().is_empty() && c.drain().is_empty(),
+        "one offer at a time, a first"
+    );
     send(&offer_a, offer_a.reply.decline());
     let offer_b = b.offer().await;
-    assert_eq!(offer_b.call_id.as_deref(), Some("root/1"), "keyed: carries its callId");
+    assert_eq!(
+        offer_b.call_id.as_deref(),
+        Some("root/1"),
+        "keyed: carries its callId"
+    );
     assert_eq!(offer_b.agent, "root");
     assert_eq!(offer_b.questions[0].id, "go");
     send(&offer_b, offer_b.reply.accept());
@@ -59,12 +70,16 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Decline", "Offer", "Accept", "Answer", "Refused", "Answer", "Result"]
+        [
+            "Request", "Offer", "Decline", "Offer", "Accept", "Answer", "Refused", "Answer", "Result"
+        ]
     );
     let who: Vec<&str> = events.iter().map(|e| answerer_of(&e.kind)).collect();
     assert_eq!(who, ["", "a", "a", "b", "b", "a", "a", "b", ""]);
     match &events[6].kind {
-        EventKind::Refused { what, reason, .. } => assert_eq!((what.as_str(), reason.as_str()), ("submit", "not_owner")),
+        EventKind::Refused { what, reason, .. } => {
+            assert_eq!((what.as_str(), reason.as_str()), ("submit", "not_owner"))
+        }
         other => panic!("{other:?}"),
     }
     quiesce().await;
@@ -81,7 +96,10 @@ async fn offer_timeout_counts_as_decline() {
     };
     let runtime = start(
         blocking(),
-        vec![policy("silent", silent), policy("web", Policy::recommended_after(2.0))],
+        vec![
+            policy("silent", silent),
+            policy("web", Policy::recommended_after(2.0)),
+        ],
     )
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
@@ -92,7 +110,9 @@ async fn offer_timeout_counts_as_decline() {
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Decline", "Offer", "Accept", "Answer", "Result"]
+        [
+            "Request", "Offer", "Decline", "Offer", "Accept", "Answer", "Result"
+        ]
     );
     match &events[2].kind {
         EventKind::Decline { answerer, reason, .. } => {
@@ -101,7 +121,11 @@ async fn offer_timeout_counts_as_decline() {
         other => panic!("{other:?}"),
     }
     let t: Vec<f64> = events.iter().map(|e| e.t).collect();
-    assert_eq!(t, [0.0, 0.0, 1.0, 1.0, 1.0, 3.0, 3.0], "the default offer timeout is 1 s");
+    assert_eq!(
+        t,
+        [0.0, 0.0, 1.0, 1.0, 1.0, 3.0, 3.0],
+        "the default offer timeout is 1 s"
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -151,7 +175,10 @@ async fn fail_over_when_owner_dies() {
     };
     let runtime = start(
         blocking(),
-        vec![policy("fragile", fragile), policy("web", Policy::recommended_after(2.0))],
+        vec![
+            policy("fragile", fragile),
+            policy("web", Policy::recommended_after(2.0)),
+        ],
     )
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
@@ -210,15 +237,26 @@ async fn submit_from_dead_owner_is_refused_owner_dead() {
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Accept", "Decline", "Offer", "Answer", "Refused", "Refused", "Accept", "Answer", "Result"]
+        [
+            "Request", "Offer", "Accept", "Decline", "Offer", "Answer", "Refused", "Refused", "Accept",
+            "Answer", "Result"
+        ]
     );
     let refusals: Vec<(&str, &str, &str)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Refused { answerer, what, reason, .. } => Some((answerer.as_str(), what.as_str(), reason.as_str())),
+            EventKind::Refused {
+                answerer,
+                what,
+                reason,
+                ..
+            } => Some((answerer.as_str(), what.as_str(), reason.as_str())),
             _ => None,
         })
         .collect();
-    assert_eq!(refusals, [("a", "submit", "owner_dead"), ("a", "hold", "owner_dead")]);
+    assert_eq!(
+        refusals,
+        [("a", "submit", "owner_dead"), ("a", "hold", "owner_dead")]
+    );
     check_contract(&runtime.events().snapshot());
 }

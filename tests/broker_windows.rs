@@ -31,14 +31,22 @@ async fn legacy_call_blocks_and_is_unkeyed() {
     tokio::time::sleep(std::time::Duration::from_secs(86_400 * 10)).await;
     assert!(!call.is_finished(), "a legacy call never returns pending");
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
-    send(&offer, offer.reply.submit(json!([{"id":"Proceed?","selected":["Yes"]}])));
+    send(
+        &offer,
+        offer.reply.submit(json!([{"id":"Proceed?","selected":["Yes"]}])),
+    );
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, r#"{"answers":{"Proceed?":"Yes"}}"#);
     let events = events_of(&runtime, "root/1");
     assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Answer", "Result"]);
     match &events[0].kind {
-        EventKind::Request { keyed, schema, window_s, .. } => {
+        EventKind::Request {
+            keyed,
+            schema,
+            window_s,
+            ..
+        } => {
             assert_eq!((*keyed, *schema, *window_s), (false, Schema::Legacy, None))
         }
         other => panic!("{other:?}"),
@@ -72,16 +80,26 @@ async fn timed_call_returns_pending_after_window_then_late_answer_arrives_as_use
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     let message = late_yes_message("root/1");
-    assert_eq!(root.user_messages().await, [message.clone()]);
+    assert_eq!(root.user_messages().await, vec![message.clone()]);
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Accept", "Result", "Answer", "LateAnswer", "UserMessage"]
+        [
+            "Request",
+            "Offer",
+            "Accept",
+            "Result",
+            "Answer",
+            "LateAnswer",
+            "UserMessage"
+        ]
     );
     let t: Vec<f64> = events.iter().map(|e| e.t).collect();
     assert_eq!(t, [0.0, 0.0, 0.0, 5.0, 20.0, 20.0, 20.0]);
     match &events[5].kind {
-        EventKind::LateAnswer { message: m, agent, .. } => assert_eq!((m, agent.as_str()), (&message, "root")),
+        EventKind::LateAnswer {
+            message: m, agent, ..
+        } => assert_eq!((m, agent.as_str()), (&message, "root")),
         other => panic!("{other:?}"),
     }
     assert!(runtime.status().await.open.is_empty());
@@ -107,16 +125,24 @@ async fn minus_one_blocks_but_is_keyed() {
     let events = events_of(&runtime, "root/1");
     assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Answer", "Result"]);
     match &events[0].kind {
-        EventKind::Request { keyed, timeout, window_s, .. } => {
+        EventKind::Request {
+            keyed,
+            timeout,
+            window_s,
+            ..
+        } => {
             assert_eq!((*keyed, *timeout, *window_s), (true, Some(-1.0), Some(-1.0)))
         }
         other => panic!("{other:?}"),
     }
     // The configured default can be -1 too.
-    let runtime = start(ToolConfig::timed(Timeout::Blocking), vec![AnswererSlot::Policy {
-        name: "slow".into(),
-        policy: Policy::recommended_after(100_000.0),
-    }])
+    let runtime = start(
+        ToolConfig::timed(Timeout::Blocking),
+        vec![AnswererSlot::Policy {
+            name: "slow".into(),
+            policy: Policy::recommended_after(100_000.0),
+        }],
+    )
     .await;
     let root = runtime.spawn_root("root", None).await.unwrap();
     assert_eq!(ask(&root, &timed_args(None)).await.result.text, YES_RESULT);
@@ -143,10 +169,16 @@ async fn hold_keeps_window_open() {
 
     assert_eq!(outcome.result.text, YES_RESULT);
     let events = events_of(&runtime, "root/1");
-    assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Hold", "Answer", "Result"]);
+    assert_eq!(
+        kinds(&events),
+        ["Request", "Offer", "Accept", "Hold", "Answer", "Result"]
+    );
     let t: Vec<f64> = events.iter().map(|e| e.t).collect();
     assert_eq!(t, [0.0, 0.0, 0.0, 2.0, 100.0, 100.0]);
-    assert!(root.user_messages().await.is_empty(), "holds are not model context");
+    assert!(
+        root.user_messages().await.is_empty(),
+        "holds are not model context"
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -165,7 +197,10 @@ async fn hold_after_settlement_is_refused() {
     send(&offer, offer.reply.hold());
     match web.next().await {
         Seen::Refused { what, reason, ticket } => {
-            assert_eq!((what.as_str(), reason.as_str(), ticket), ("hold", "settled", offer.ticket))
+            assert_eq!(
+                (what.as_str(), reason.as_str(), ticket),
+                ("hold", "settled", offer.ticket)
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -179,11 +214,23 @@ async fn hold_after_settlement_is_refused() {
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Accept", "Result", "Refused", "Answer", "LateAnswer", "UserMessage", "Refused"]
+        [
+            "Request",
+            "Offer",
+            "Accept",
+            "Result",
+            "Refused",
+            "Answer",
+            "LateAnswer",
+            "UserMessage",
+            "Refused"
+        ]
     );
     for i in [4, 8] {
         match &events[i].kind {
-            EventKind::Refused { what, reason, .. } => assert_eq!((what.as_str(), reason.as_str()), ("hold", "settled")),
+            EventKind::Refused { what, reason, .. } => {
+                assert_eq!((what.as_str(), reason.as_str()), ("hold", "settled"))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -215,7 +262,9 @@ async fn pending_question_withdrawn_when_waterfall_runs_out() {
     );
     assert_eq!(events[4].t, 10.0);
     match &events[4].kind {
-        EventKind::Withdraw { reason, message: m, .. } => {
+        EventKind::Withdraw {
+            reason, message: m, ..
+        } => {
             assert_eq!((reason.as_str(), m.as_deref()), ("NO_ANSWERER", Some(message)))
         }
         other => panic!("{other:?}"),
@@ -251,19 +300,36 @@ async fn cancel_call_withdraws_pending_without_message() {
 
     runtime.cancel_call("root/1");
     within(WAIT_S_MAX, root.closed("root/1")).await;
-    assert!(matches!(web.next().await, Seen::Withdraw(_)), "the owner is told to stop");
+    assert!(
+        matches!(web.next().await, Seen::Withdraw(_)),
+        "the owner is told to stop"
+    );
     // A submit after the withdrawal is refused back.
     send(&offer, offer.reply.submit(yes_batch()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "withdrawn"));
 
-    assert!(root.user_messages().await.is_empty(), "withdrawn without a message");
+    assert!(
+        root.user_messages().await.is_empty(),
+        "withdrawn without a message"
+    );
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Accept", "Result", "CancelCall", "Withdraw", "Answer", "Refused"]
+        [
+            "Request",
+            "Offer",
+            "Accept",
+            "Result",
+            "CancelCall",
+            "Withdraw",
+            "Answer",
+            "Refused"
+        ]
     );
     match &events[5].kind {
-        EventKind::Withdraw { reason, message, .. } => assert_eq!((reason.as_str(), message), ("cancel_call", &None)),
+        EventKind::Withdraw { reason, message, .. } => {
+            assert_eq!((reason.as_str(), message), ("cancel_call", &None))
+        }
         other => panic!("{other:?}"),
     }
     // A waiting call cancelled explicitly settles as ABORTED.
@@ -271,7 +337,10 @@ async fn cancel_call_withdraws_pending_without_message() {
     let _ = web.offer().await;
     runtime.cancel_call("root/2");
     let outcome = outcome(call).await;
-    assert_eq!(outcome.result.text, error_result("ABORTED", "the call was cancelled"));
+    assert_eq!(
+        outcome.result.text,
+        error_result("ABORTED", "the call was cancelled")
+    );
     check_contract(&runtime.events().snapshot());
 }
 
@@ -293,17 +362,32 @@ async fn stopped_agent_withdraws_its_open_questions() {
     let outcome = outcome(waiting).await;
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
-    assert_eq!(outcome.result.text, error_result("ABORTED", "the calling agent stopped"));
-    assert!(root.user_messages().await.is_empty(), "a stop withdraws without a message");
+    assert_eq!(
+        outcome.result.text,
+        error_result("ABORTED", "the calling agent stopped")
+    );
+    assert!(
+        root.user_messages().await.is_empty(),
+        "a stop withdraws without a message"
+    );
     let e1 = events_of(&runtime, "root/1");
     assert_eq!(kinds(&e1), ["Request", "Offer", "Accept", "Result", "Withdraw"]);
     match &e1[4].kind {
-        EventKind::Withdraw { reason, message, .. } => assert_eq!((reason.as_str(), message), ("agent_stopped", &None)),
+        EventKind::Withdraw { reason, message, .. } => {
+            assert_eq!((reason.as_str(), message), ("agent_stopped", &None))
+        }
         other => panic!("{other:?}"),
     }
-    assert_eq!(kinds(&events_of(&runtime, "root/2")), ["Request", "Offer", "Accept", "Result"]);
+    assert_eq!(
+        kinds(&events_of(&runtime, "root/2")),
+        ["Request", "Offer", "Accept", "Result"]
+    );
     let seen = web.drain();
-    assert_eq!(seen.iter().filter(|s| matches!(s, Seen::Withdraw(_))).count(), 2, "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|s| matches!(s, Seen::Withdraw(_))).count(),
+        2,
+        "{seen:?}"
+    );
     assert!(runtime.status().await.open.is_empty());
     check_contract(&runtime.events().snapshot());
 }
@@ -318,28 +402,50 @@ async fn bad_batch_is_refused_and_call_stays_open() {
     send(&offer, offer.reply.accept());
 
     let bad = [
-        (json!([{"id":"go","selected":["Maybe"]}]), r#"batch[0].selected[0]: "Maybe" is not an option of question "go""#),
-        (json!([{"id":"go","selected":["Yes (Recommended)","No"]}]), r#"batch[0].selected: question "go" is single-select, got 2 labels"#),
+        (
+            json!([{"id":"go","selected":["Maybe"]}]),
+            r#"batch[0].selected[0]: "Maybe" is not an option of question "go""#,
+        ),
+        (
+            json!([{"id":"go","selected":["Yes (Recommended)","No"]}]),
+            r#"batch[0].selected: question "go" is single-select, got 2 labels"#,
+        ),
         (json!([]), r#"batch: no item for question "go""#),
-        (json!([{"id":"go"},{"id":"go"}]), r#"batch[1].id: a second item for question "go""#),
+        (
+            json!([{"id":"go"},{"id":"go"}]),
+            r#"batch[1].id: a second item for question "go""#,
+        ),
     ];
     for (batch, why) in &bad {
         send(&offer, offer.reply.submit(batch.clone()));
         match web.next().await {
-            Seen::Refused { what, reason, .. } => assert_eq!((what.as_str(), reason.as_str()), ("submit", *why)),
+            Seen::Refused { what, reason, .. } => {
+                assert_eq!((what.as_str(), reason.as_str()), ("submit", *why))
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
     }
     assert!(!call.is_finished());
-    send(&offer, offer.reply.submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])));
+    send(
+        &offer,
+        offer
+            .reply
+            .submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
+    );
     let outcome = outcome(call).await;
 
-    assert_eq!(outcome.result.text, r#"{"answers":[{"id":"go","selected":[],"custom":"only on Tuesdays"}]}"#);
+    assert_eq!(
+        outcome.result.text,
+        r#"{"answers":[{"id":"go","selected":[],"custom":"only on Tuesdays"}]}"#
+    );
     let events = events_of(&runtime, "root/1");
     assert_eq!(
         kinds(&events),
-        ["Request", "Offer", "Accept", "Answer", "Refused", "Answer", "Refused", "Answer", "Refused", "Answer", "Refused", "Answer", "Result"]
+        [
+            "Request", "Offer", "Accept", "Answer", "Refused", "Answer", "Refused", "Answer", "Refused",
+            "Answer", "Refused", "Answer", "Result"
+        ]
     );
     check_contract(&runtime.events().snapshot());
 }

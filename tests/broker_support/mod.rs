@@ -27,6 +27,9 @@ use tokio::task::JoinHandle;
 /// Longest virtual wait for anything a test expects to happen.
 pub const WAIT_S_MAX: f64 = 1_000_000.0;
 
+/// Messages a scripted answerer sends just before it dies, and where to.
+type LastWords = Arc<Mutex<Vec<(ActorRef<BrokerMsg>, BrokerMsg)>>>;
+
 /// What a scripted answerer saw from the broker.
 #[derive(Debug)]
 pub enum Seen {
@@ -54,7 +57,7 @@ pub struct ScriptedActor;
 /// The scripted answerer's state.
 pub struct ScriptedState {
     seen: mpsc::UnboundedSender<Seen>,
-    last_words: Arc<Mutex<Vec<(ActorRef<BrokerMsg>, BrokerMsg)>>>,
+    last_words: LastWords,
 }
 
 impl Actor for ScriptedActor {
@@ -102,7 +105,7 @@ pub struct Script {
     /// The actor.
     pub actor: ActorRef<AnswererMsg>,
     seen: mpsc::UnboundedReceiver<Seen>,
-    last_words: Arc<Mutex<Vec<(ActorRef<BrokerMsg>, BrokerMsg)>>>,
+    last_words: LastWords,
 }
 
 impl Script {
@@ -114,7 +117,9 @@ impl Script {
             seen: tx,
             last_words: last_words.clone(),
         };
-        let (actor, _) = Actor::spawn(None, ScriptedActor, state).await.expect("scripted answerer");
+        let (actor, _) = Actor::spawn(None, ScriptedActor, state)
+            .await
+            .expect("scripted answerer");
         Script {
             name: name.to_owned(),
             actor,
@@ -161,7 +166,9 @@ impl Script {
             .lock()
             .unwrap()
             .extend(words.into_iter().map(|w| (broker.clone(), w)));
-        self.actor.send_message(AnswererMsg::Crash).expect("scripted answerer alive");
+        self.actor
+            .send_message(AnswererMsg::Crash)
+            .expect("scripted answerer alive");
     }
 }
 
@@ -353,7 +360,9 @@ pub fn check_contract(events: &[Event]) {
                 let accounted = match &next.kind {
                     EventKind::Result { result, .. } => !result.starts_with(r#"{"pending":true"#),
                     EventKind::LateAnswer { .. } => true,
-                    EventKind::Refused { answerer: to, what, .. } => to == answerer && what == "submit",
+                    EventKind::Refused {
+                        answerer: to, what, ..
+                    } => to == answerer && what == "submit",
                     _ => false,
                 };
                 assert!(
