@@ -43,7 +43,10 @@ impl Actor for WebClient {
             // The user thinks; the actor stays free for other offers meanwhile.
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(40)).await;
-                let _ = offer.reply.broker().send_message(offer.reply.submit(batch.into()));
+                let _ = offer
+                    .reply
+                    .broker()
+                    .send_message(offer.reply.submit(batch.into()));
             });
         }
         // Withdraw and Refused need no action from this client.
@@ -53,7 +56,9 @@ impl Actor for WebClient {
 
 #[tokio::main(flavor = "current_thread", start_paused = true)]
 async fn main() {
-    let (web, _) = Actor::spawn(None, WebClient, ()).await.expect("the web client starts");
+    let (web, _) = Actor::spawn(None, WebClient, ())
+        .await
+        .expect("the web client starts");
     let runtime = Runtime::start(RuntimeConfig {
         tool: ToolConfig::timed(Timeout::Window(30.0)),
         answerers: vec![AnswererSlot::Actor {
