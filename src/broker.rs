@@ -185,6 +185,14 @@ pub enum BrokerMsg {
     Crash(String),
     /// What is open now.
     Status(RpcReplyPort<BrokerStatus>),
+    /// An answerer of the waterfall died. The broker sends this to itself from its
+    /// supervision hook, so the death takes its place in message order behind
+    /// whatever the answerer sent before it died (SPEC §3.2: a submit that reaches
+    /// the broker before the owner's death wins).
+    AnswererDied {
+        /// The answerer's place in the waterfall.
+        answerer: usize,
+    },
 }
 
 /// The broker's open calls, by callId.
@@ -376,17 +384,21 @@ impl Actor for BrokerActor {
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(state.status());
             }
+            BrokerMsg::AnswererDied { answerer } => state.answerer_died(answerer),
         }
         Ok(())
     }
 
     async fn handle_supervisor_evt(
         &self,
-        _myself: ActorRef<BrokerMsg>,
+        myself: ActorRef<BrokerMsg>,
         event: SupervisionEvent,
         state: &mut BrokerState,
     ) -> Result<(), ActorProcessingErr> {
         // An answerer died (stopped, crashed or panicked): fail its requests over.
+        // ractor delivers supervision events ahead of ordinary messages, so acting
+        // here would let the death overtake a submit the answerer sent before it
+        // died. Queue the death behind them instead.
         let cell = match event {
             SupervisionEvent::ActorTerminated(cell, ..) | SupervisionEvent::ActorFailed(cell, _) => cell,
             _ => return Ok(()),
@@ -399,7 +411,7 @@ impl Actor for BrokerActor {
             .iter()
             .position(|s| s.actor.get_id() == cell.get_id())
         {
-            state.answerer_died(index);
+            let _ = myself.send_message(BrokerMsg::AnswererDied { answerer: index });
         }
         Ok(())
     }
@@ -762,7 +774,9 @@ impl BrokerState {
     }
 
     fn hold(&mut self, ticket: u64, answerer: usize) {
+        let dead = !self.answerers.get(answerer).is_some_and(|s| s.alive);
         let refusal = match self.calls.get_mut(&ticket) {
+            _ if dead => Some("owner_dead"),
             None => Some(self.closed_reason(ticket)),
             Some(call) if call.owner != Some(answerer) => Some("not_owner"),
             Some(call) => match call.phase {
@@ -794,9 +808,11 @@ impl BrokerState {
             answerer: name,
             batch: batch.clone(),
         });
+        // Anything from a dead answerer is refused as such, whatever became of the
+        // call since its death (SPEC §3.2).
         let checked = match self.calls.get(&ticket) {
+            _ if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Err("owner_dead".to_owned()),
             None => Err(self.closed_reason(ticket).to_owned()),
-            Some(_) if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Err("owner_dead".to_owned()),
             Some(call) if call.owner != Some(answerer) => Err("not_owner".to_owned()),
             Some(call) => validate_batch(&call.ask.questions, &batch).map_err(|refusal| refusal.0),
         };

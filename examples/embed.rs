@@ -1,0 +1,88 @@
+//! Embedding the asksim runtime: your own answerer actor in the waterfall, a root
+//! agent asking, a call that returns `pending`, and its late answer read back as a
+//! user message.
+//!
+//! Run with `cargo run --example embed`. It runs on paused time: the "user" takes
+//! 40 virtual seconds to answer, and the example ends at once.
+
+use std::time::Duration;
+
+use asksim::answerer::AnswererMsg;
+use asksim::broker::AnswererSlot;
+use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::tool::{Timeout, ToolConfig};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use serde_json::json;
+
+/// A stand-in for a Web client: it accepts every offer and answers 40 s later with
+/// each question's first option.
+struct WebClient;
+
+impl Actor for WebClient {
+    type Msg = AnswererMsg;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _myself: ActorRef<AnswererMsg>, _args: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<AnswererMsg>,
+        msg: AnswererMsg,
+        _state: &mut (),
+    ) -> Result<(), ActorProcessingErr> {
+        if let AnswererMsg::Offer(offer) = msg {
+            offer.reply.broker().send_message(offer.reply.accept())?;
+            let batch: Vec<_> = offer
+                .questions
+                .iter()
+                .map(|q| json!({"id": q.id, "selected": [q.options[0].label]}))
+                .collect();
+            // The user thinks; the actor stays free for other offers meanwhile.
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(40)).await;
+                let _ = offer
+                    .reply
+                    .broker()
+                    .send_message(offer.reply.submit(batch.into()));
+            });
+        }
+        // Withdraw and Refused need no action from this client.
+        Ok(())
+    }
+}
+
+#[tokio::main(flavor = "current_thread", start_paused = true)]
+async fn main() {
+    let (web, _) = Actor::spawn(None, WebClient, ())
+        .await
+        .expect("the web client starts");
+    let runtime = Runtime::start(RuntimeConfig {
+        tool: ToolConfig::timed(Timeout::Window(30.0)),
+        answerers: vec![AnswererSlot::Actor {
+            name: "web".into(),
+            actor: web,
+        }],
+        ..RuntimeConfig::default()
+    })
+    .await
+    .expect("the runtime starts");
+    let root = runtime.spawn_root("root", None).await.expect("a root agent");
+
+    let outcome = root
+        .ask(
+            r#"{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","header":"Confirm",
+                "options":[{"label":"Yes, delete them (Recommended)"},{"label":"No, keep them"}]}],"timeout":10}"#,
+        )
+        .await;
+    println!("{} -> {}", outcome.call_id, outcome.result.text);
+
+    // The model goes on with other work; the answer arrives later as a user message.
+    root.closed(&outcome.call_id).await;
+    for message in root.user_messages().await {
+        println!("user message: {message}");
+    }
+    runtime.shutdown().await;
+}
