@@ -14,7 +14,10 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("asksim-cli-bad-input-{tag}-{}-{nanos}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "asksim-cli-bad-input-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).expect("a temp dir");
         TempDir(dir)
     }
@@ -49,13 +52,19 @@ fn assert_bad_input(file: &Path, position: Option<(u64, u64)>, needles: &[&str])
         let out = asksim(args, file);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let what = format!("asksim {} {shown}: stdout {stdout:?}, stderr {stderr:?}", args.join(" "));
+        let what = format!(
+            "asksim {} {shown}: stdout {stdout:?}, stderr {stderr:?}",
+            args.join(" ")
+        );
         assert_eq!(out.status.code(), Some(2), "{what}");
         assert!(out.stdout.is_empty(), "{what}");
         assert!(!stderr.contains("panicked"), "{what}");
         assert!(stderr.starts_with(&format!("{shown}:")), "{what}");
         if let Some((line, column)) = position {
-            assert!(stderr.starts_with(&format!("{shown}:{line}:{column}: ")), "{what}");
+            assert!(
+                stderr.starts_with(&format!("{shown}:{line}:{column}: ")),
+                "{what}"
+            );
         }
         for needle in needles {
             assert!(stderr.contains(needle), "no {needle:?}: {what}");
@@ -121,7 +130,10 @@ fn an_unknown_key() {
 #[test]
 fn a_wrong_type() {
     let dir = TempDir::new("wrong-type");
-    let file = dir.write("wrong-type.json", b"{\n  \"name\": \"x\",\n  \"seed\": \"one\"\n}\n");
+    let file = dir.write(
+        "wrong-type.json",
+        b"{\n  \"name\": \"x\",\n  \"seed\": \"one\"\n}\n",
+    );
     assert_bad_input(&file, Some((3, 15)), &["seed"]);
     let step = dir.write(
         "wrong-step.json",
@@ -174,7 +186,10 @@ fn validate_reports_the_bad_file_among_good_ones() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty());
-    assert!(stderr.starts_with(&format!("{}:3:9: ", bad.display())), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("{}:3:9: ", bad.display())),
+        "{stderr}"
+    );
     assert!(!stderr.contains("quickstart"), "{stderr}");
     let ok = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .arg("validate")

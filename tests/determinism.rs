@@ -114,7 +114,11 @@ fn race_property(race: &str, output: &RunOutput, summary: &Summary) -> Result<&'
     let result = results.get("root/1").cloned().unwrap_or(Value::Null);
     let root_messages = messages.get("root").cloned().unwrap_or_default();
     let o = &summary.outcomes;
-    let fail = |what: &str| Err(format!("{what}: result {result}, messages {root_messages:?}, outcomes {o:?}"));
+    let fail = |what: &str| {
+        Err(format!(
+            "{what}: result {result}, messages {root_messages:?}, outcomes {o:?}"
+        ))
+    };
     match race {
         "race-answer-vs-expiry" => {
             let postgres = answers("Postgres (Recommended)");
@@ -145,7 +149,8 @@ fn race_property(race: &str, output: &RunOutput, summary: &Summary) -> Result<&'
                 // The answer may not have been sent at all (the withdraw reached the
                 // web client first); if it was, it was refused back.
                 let refused = refusals(output, "web");
-                let ok = refused.len() == submits(output, "web") && refused.iter().all(|(w, _)| w == "submit");
+                let ok =
+                    refused.len() == submits(output, "web") && refused.iter().all(|(w, _)| w == "submit");
                 ok.then_some("cancel")
                     .ok_or(())
                     .or_else(|()| fail("aborted, but an answer was neither delivered nor refused"))
@@ -182,9 +187,9 @@ fn race_property(race: &str, output: &RunOutput, summary: &Summary) -> Result<&'
             } else if result.get("answers") == Some(&answers("SQLite")) {
                 let ok = refused.len() == submits(output, "web")
                     && refused.iter().all(|(w, r)| w == "submit" && r == "owner_dead");
-                ok.then_some("death")
-                    .ok_or(())
-                    .or_else(|()| fail("terminal answered, but web's late submit was not refused as owner_dead"))
+                ok.then_some("death").ok_or(()).or_else(|()| {
+                    fail("terminal answered, but web's late submit was not refused as owner_dead")
+                })
             } else {
                 fail("neither web's nor terminal's answer")
             }
@@ -218,8 +223,13 @@ fn every_scenario_gives_one_trace_hash_per_seed() {
 fn a_jittered_race_explores_different_interleavings() {
     for race in RACES {
         let (label, scenario) = load(race);
-        assert!(scenario.jitter_max_s.is_some_and(|j| j > 0.0), "{race} is jittered");
-        let hashes: BTreeSet<String> = (0..20).map(|seed| run(&scenario, &label, seed).1.trace_hash).collect();
+        assert!(
+            scenario.jitter_max_s.is_some_and(|j| j > 0.0),
+            "{race} is jittered"
+        );
+        let hashes: BTreeSet<String> = (0..20)
+            .map(|seed| run(&scenario, &label, seed).1.trace_hash)
+            .collect();
         assert!(
             hashes.len() >= 2,
             "{race}: seeds 0..20 gave {} distinct trace hash(es)",
@@ -294,7 +304,8 @@ fn a_wrong_expectation_fails_the_run_and_prints_the_reproduce_command() {
     let dir = temp_dir("wrong-expect");
     let text = std::fs::read_to_string(scenarios_dir().join("quickstart.json")).expect("quickstart");
     let mut scenario: Value = serde_json::from_str(&text).expect("JSON");
-    scenario["expect"]["results"]["root/1"] = json!({ "answers": [ { "id": "cleanup", "selected": [ "No, keep them" ] } ] });
+    scenario["expect"]["results"]["root/1"] =
+        json!({ "answers": [ { "id": "cleanup", "selected": [ "No, keep them" ] } ] });
     let path = dir.join("wrong-expect.json");
     std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).expect("written");
     for seed in [None, Some(42u64)] {
@@ -319,6 +330,11 @@ fn a_wrong_expectation_fails_the_run_and_prints_the_reproduce_command() {
         .arg(&path)
         .output()
         .expect("asksim runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

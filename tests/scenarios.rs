@@ -29,13 +29,19 @@ fn every_scenario_passes_and_is_deterministic() {
         let first = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let summary = summarise(&scenario, &label, &first);
         if !summary.passed() {
-            failures.push(format!("{label}: {}", asksim::sim::report::render_table(&summary)));
+            failures.push(format!(
+                "{label}: {}",
+                asksim::sim::report::render_table(&summary)
+            ));
             continue;
         }
         let again = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let hash_again = summarise(&scenario, &label, &again).trace_hash;
         if scenario.clock == asksim::scenario::Clock::Virtual && hash_again != summary.trace_hash {
-            failures.push(format!("{label}: two runs under seed {} gave different trace hashes", scenario.seed));
+            failures.push(format!(
+                "{label}: two runs under seed {} gave different trace hashes",
+                scenario.seed
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
