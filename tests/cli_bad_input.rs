@@ -1,0 +1,201 @@
+//! Bad input to `asksim run` and `asksim validate` (SPEC §5, §6): exit code 2, one
+//! message on stderr naming the file (with `line:column` where a position exists),
+//! nothing on stdout, never a panic. The bad files live in a temp dir of the test's
+//! own, never in `scenarios/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temp dir unique to this test process and tag, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "asksim-cli-bad-input-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).expect("written");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn asksim(args: &[&str], file: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("asksim runs")
+}
+
+/// Runs `run` and `validate` on `file`; both must refuse it as bad input with a
+/// message that starts with the file's name and, when `position` is given, goes on
+/// with that `line:column`, and contains every `needles` string.
+fn assert_bad_input(file: &Path, position: Option<(u64, u64)>, needles: &[&str]) {
+    let shown = file.display().to_string();
+    for args in [&["run"][..], &["validate"][..], &["run", "--json"][..]] {
+        let out = asksim(args, file);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!(
+            "asksim {} {shown}: stdout {stdout:?}, stderr {stderr:?}",
+            args.join(" ")
+        );
+        assert_eq!(out.status.code(), Some(2), "{what}");
+        assert!(out.stdout.is_empty(), "{what}");
+        assert!(!stderr.contains("panicked"), "{what}");
+        assert!(stderr.starts_with(&format!("{shown}:")), "{what}");
+        if let Some((line, column)) = position {
+            assert!(
+                stderr.starts_with(&format!("{shown}:{line}:{column}: ")),
+                "{what}"
+            );
+        }
+        for needle in needles {
+            assert!(stderr.contains(needle), "no {needle:?}: {what}");
+        }
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one message: {what}");
+    }
+}
+
+#[test]
+fn a_missing_file() {
+    let dir = TempDir::new("missing");
+    assert_bad_input(&dir.0.join("no-such-scenario.json"), None, &["cannot read"]);
+}
+
+#[test]
+fn a_directory() {
+    let dir = TempDir::new("directory");
+    let sub = dir.0.join("a-directory.json");
+    std::fs::create_dir_all(&sub).expect("a dir");
+    assert_bad_input(&sub, None, &["directory"]);
+}
+
+#[test]
+fn not_json() {
+    let dir = TempDir::new("not-json");
+    let file = dir.write("not-json.json", b"not json at all\n");
+    assert_bad_input(&file, Some((1, 2)), &["JSON"]);
+}
+
+#[test]
+fn not_utf8() {
+    let dir = TempDir::new("not-utf8");
+    let file = dir.write("binary.json", b"{\"name\": \"\xff\xfe\"}\n");
+    assert_bad_input(&file, None, &[]);
+}
+
+#[test]
+fn an_empty_file() {
+    let dir = TempDir::new("empty");
+    let file = dir.write("empty.json", b"");
+    assert_bad_input(&file, None, &[]);
+}
+
+#[test]
+fn a_truncated_file() {
+    let dir = TempDir::new("truncated");
+    let file = dir.write("truncated.json", b"{\"name\": \"x\",\n \"agents\": [");
+    assert_bad_input(&file, Some((2, 12)), &["EOF"]);
+}
+
+#[test]
+fn an_unknown_key() {
+    let dir = TempDir::new("unknown-key");
+    let file = dir.write("unknown-key.json", b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n");
+    assert_bad_input(&file, Some((3, 9)), &["bogus"]);
+    let nested = dir.write(
+        "unknown-nested.json",
+        b"{\n  \"name\": \"x\",\n  \"broker\": { \"offer_timeout\": 1.0, \"offer_timout\": 2.0 }\n}\n",
+    );
+    assert_bad_input(&nested, None, &["offer_timout"]);
+}
+
+#[test]
+fn a_wrong_type() {
+    let dir = TempDir::new("wrong-type");
+    let file = dir.write(
+        "wrong-type.json",
+        b"{\n  \"name\": \"x\",\n  \"seed\": \"one\"\n}\n",
+    );
+    assert_bad_input(&file, Some((3, 15)), &["seed"]);
+    let step = dir.write(
+        "wrong-step.json",
+        b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"root\", \"script\": [ { \"work\": \"long\" } ] } ]\n}\n",
+    );
+    assert_bad_input(&step, None, &["work"]);
+}
+
+#[test]
+fn a_dangling_reference() {
+    let dir = TempDir::new("dangling");
+    let file = dir.write(
+        "dangling.json",
+        b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"root\", \"script\": [ { \"join\": \"ghost\" } ] } ]\n}\n",
+    );
+    assert_bad_input(&file, Some((3, 55)), &["join", "ghost"]);
+}
+
+#[test]
+fn a_huge_count() {
+    let dir = TempDir::new("huge-count");
+    let file = dir.write(
+        "huge-count.json",
+        b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"r{i}\", \"count\": 1000000000000, \"script\": [] } ]\n}\n",
+    );
+    assert_bad_input(&file, Some((3, 42)), &["count", "1000000000000"]);
+}
+
+#[test]
+fn a_negative_latency() {
+    let dir = TempDir::new("negative-latency");
+    let file = dir.write(
+        "negative-latency.json",
+        b"{\n  \"name\": \"x\",\n  \"answerers\": [ { \"name\": \"w\", \"accepts\": \"all\", \"latency\": { \"fixed\": -1.0 }, \"answer\": \"skip\" } ]\n}\n",
+    );
+    assert_bad_input(&file, Some((3, 73)), &["latency", "-1"]);
+}
+
+#[test]
+fn validate_reports_the_bad_file_among_good_ones() {
+    let dir = TempDir::new("validate-many");
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let bad = dir.write("bad.json", b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .arg("validate")
+        .arg(&good)
+        .arg(&bad)
+        .output()
+        .expect("asksim runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.starts_with(&format!("{}:3:9: ", bad.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("quickstart"), "{stderr}");
+    let ok = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .arg("validate")
+        .arg(&good)
+        .output()
+        .expect("asksim runs");
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(ok.stdout.is_empty() && ok.stderr.is_empty());
+}
