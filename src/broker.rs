@@ -378,7 +378,7 @@ impl Actor for BrokerActor {
             }
             BrokerMsg::Crash(name) => {
                 if let Some(slot) = state.answerers.iter().find(|s| s.name == name && s.alive) {
-                    slot.actor.kill();
+                    slot.actor.stop(Some("crash".into()));
                 }
             }
             BrokerMsg::Status(reply) => {

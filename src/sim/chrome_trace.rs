@@ -44,7 +44,9 @@ impl Trace {
         let next = self.tracks.len() as u64 + 1;
         let tid = *self.tracks.entry((pid, name.to_owned())).or_insert(next);
         if tid == next {
-            self.out.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
+            self.out.push(
+                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}),
+            );
         }
         tid
     }
@@ -57,7 +59,8 @@ impl Trace {
 
     fn instant(&mut self, pid: u64, track: &str, name: String, t: f64) {
         let tid = self.track(pid, track);
-        self.out.push(json!({"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": us(t)}));
+        self.out
+            .push(json!({"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": us(t)}));
     }
 
     fn visit(&mut self, event: &Event) {
@@ -69,7 +72,12 @@ impl Trace {
             EventKind::Request { call_id, agent, .. } => {
                 self.started.insert(call_id.clone(), (agent.clone(), t));
             }
-            EventKind::Result { call_id, agent, result, .. } => {
+            EventKind::Result {
+                call_id,
+                agent,
+                result,
+                ..
+            } => {
                 let (agent, start) = self.started.remove(call_id).unwrap_or((agent.clone(), t));
                 let outcome = outcome(result);
                 if outcome == "pending" {
@@ -78,29 +86,49 @@ impl Trace {
                 let args = json!({"result": result});
                 self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
             }
-            EventKind::LateAnswer { call_id, agent, .. } => self.close_pending(call_id, agent, "late_answered", t),
+            EventKind::LateAnswer { call_id, agent, .. } => {
+                self.close_pending(call_id, agent, "late_answered", t)
+            }
             EventKind::Withdraw { call_id, agent, .. } => self.close_pending(call_id, agent, "withdrawn", t),
             EventKind::Accept { call_id, answerer } => {
                 self.owned.insert((call_id.clone(), answerer.clone()), t);
             }
-            EventKind::Answer { call_id, answerer, .. } => {
+            EventKind::Answer {
+                call_id, answerer, ..
+            } => {
                 if let Some(from) = self.owned.remove(&(call_id.clone(), answerer.clone())) {
-                    self.slice(ANSWERERS_PID, answerer, format!("{call_id} answering"), from, t, json!({}));
+                    self.slice(
+                        ANSWERERS_PID,
+                        answerer,
+                        format!("{call_id} answering"),
+                        from,
+                        t,
+                        json!({}),
+                    );
                 }
             }
-            EventKind::Hold { call_id, answerer } => self.instant(ANSWERERS_PID, answerer, format!("hold {call_id}"), t),
+            EventKind::Hold { call_id, answerer } => {
+                self.instant(ANSWERERS_PID, answerer, format!("hold {call_id}"), t)
+            }
             EventKind::Crash { answerer } => self.instant(ANSWERERS_PID, answerer, "crash".into(), t),
             EventKind::Cancel { agent } => self.instant(AGENTS_PID, agent, "turn cancelled".into(), t),
             EventKind::CancelCall { call_id } => {
-                let agent = call_id.rsplit_once('/').map_or(call_id.as_str(), |(a, _)| a).to_owned();
+                let agent = call_id
+                    .rsplit_once('/')
+                    .map_or(call_id.as_str(), |(a, _)| a)
+                    .to_owned();
                 self.instant(AGENTS_PID, &agent, format!("cancel_call {call_id}"), t);
             }
             EventKind::ProcessLoss { restart_after } => {
                 let name = format!("process loss (restart after {restart_after} s)");
-                self.out.push(json!({"ph": "i", "s": "g", "name": name, "pid": AGENTS_PID, "tid": 0, "ts": us(t)}));
+                self.out.push(
+                    json!({"ph": "i", "s": "g", "name": name, "pid": AGENTS_PID, "tid": 0, "ts": us(t)}),
+                );
             }
             EventKind::Restart => {
-                self.out.push(json!({"ph": "i", "s": "g", "name": "restart", "pid": AGENTS_PID, "tid": 0, "ts": us(t)}));
+                self.out.push(
+                    json!({"ph": "i", "s": "g", "name": "restart", "pid": AGENTS_PID, "tid": 0, "ts": us(t)}),
+                );
             }
             _ => {}
         }
@@ -114,16 +142,37 @@ impl Trace {
             .remove(call_id)
             .or_else(|| self.started.remove(call_id))
             .unwrap_or((agent.to_owned(), t));
-        self.slice(AGENTS_PID, &agent, format!("{call_id} pending → {how}"), from, t, json!({}));
+        self.slice(
+            AGENTS_PID,
+            &agent,
+            format!("{call_id} pending → {how}"),
+            from,
+            t,
+            json!({}),
+        );
     }
 
     fn finish(mut self, end_t: f64) -> Value {
         // Calls still open at the end get a slice to the end of the run.
         for (call_id, (agent, from)) in std::mem::take(&mut self.started) {
-            self.slice(AGENTS_PID, &agent, format!("{call_id} open"), from, end_t, json!({}));
+            self.slice(
+                AGENTS_PID,
+                &agent,
+                format!("{call_id} open"),
+                from,
+                end_t,
+                json!({}),
+            );
         }
         for (call_id, (agent, from)) in std::mem::take(&mut self.pending) {
-            self.slice(AGENTS_PID, &agent, format!("{call_id} pending_open"), from, end_t, json!({}));
+            self.slice(
+                AGENTS_PID,
+                &agent,
+                format!("{call_id} pending_open"),
+                from,
+                end_t,
+                json!({}),
+            );
         }
         let mut events = vec![
             json!({"ph": "M", "name": "process_name", "pid": AGENTS_PID, "tid": 0, "args": {"name": "agents"}}),
