@@ -570,6 +570,12 @@ impl BrokerState {
         });
         let refusal = match identity {
             Err(refusal) => Some(refusal),
+            // A request whose turn fired while it travelled settles at once: it
+            // never reaches an answerer.
+            Ok(()) if turn.is_cancelled() => Some((
+                ErrorCode::Aborted,
+                "the turn was cancelled before the call settled",
+            )),
             Ok(()) if self.calls.len() >= OPEN_CALLS_MAX => Some((
                 ErrorCode::LimitExceeded,
                 "too many open questions; nothing was queued",

@@ -127,3 +127,19 @@ async fn pending_question_survives_turn_cancellation() {
     );
     check_contract(&runtime.events().snapshot());
 }
+
+/// A call made under a turn that has already fired settles as `ABORTED` on
+/// receipt and is never offered: pins the fix for requests that used to be
+/// offered first and aborted a moment later.
+#[tokio::test(start_paused = true)]
+async fn call_under_a_fired_turn_is_aborted_before_any_offer() {
+    let web = Script::spawn("web").await;
+    let runtime = start(ToolConfig::timed(Timeout::Window(30.0)), vec![web.slot()]).await;
+    let root = runtime.spawn_root("root", None).await.unwrap();
+    root.cancel_turn().await;
+    let outcome = ask(&root, &timed_args(Some("5"))).await;
+    let aborted = error_result("ABORTED", "the turn was cancelled before the call settled");
+    assert_eq!(outcome.result.text, aborted);
+    assert_eq!(kinds(&events_of(&runtime, "root/1")), vec!["Request", "Result"]);
+    check_contract(&runtime.events().snapshot());
+}
