@@ -20,24 +20,30 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::broker::BrokerMsg;
 use crate::sched::{Jitter, Sched, Timer, derive_seed};
 use crate::tool::{Question, Schema};
 
-/// Which requests an answerer accepts.
-#[derive(Clone, Debug, PartialEq)]
+/// Which requests an answerer accepts (`accepts`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "\"all\", \"keyed\", \"legacy\", \"none\" or {\"agents\": [globs]}"
+)]
 pub enum Accepts {
     /// Every request.
     All,
-    /// Keyed (timed) requests only.
+    /// Keyed requests only (every timed call).
     Keyed,
-    /// Unkeyed (legacy) requests only.
+    /// Unkeyed requests only (legacy calls).
     Legacy,
-    /// None: it declines everything.
+    /// Nothing: it declines every offer.
     None,
-    /// Requests from agents whose name matches one of these globs (`*` only).
+    /// Requests from agents whose name matches one of these globs (`*` matches
+    /// any run of characters, including none; nothing else is special).
     Agents(Vec<String>),
 }
 
@@ -49,42 +55,72 @@ impl Accepts {
             Accepts::Keyed => keyed,
             Accepts::Legacy => !keyed,
             Accepts::None => false,
-            Accepts::Agents(globs) => globs.iter().any(|g| glob_matches(g, agent)),
+            Accepts::Agents(globs) => globs.iter().any(|glob| glob_matches(glob, agent)),
         }
     }
 }
 
-/// `*` matches any run of characters; everything else matches itself.
-pub fn glob_matches(glob: &str, name: &str) -> bool {
-    let parts: Vec<&str> = glob.split('*').collect();
-    if parts.len() == 1 {
-        return glob == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
+/// Whether `text` matches `glob`, where `*` matches any run of characters.
+/// Greedy with one backtrack point: linear in practice, never exponential.
+fn glob_matches(glob: &str, text: &str) -> bool {
+    let glob: Vec<char> = glob.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut g, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if g < glob.len() && glob[g] == '*' {
+            star = Some((g, t));
+            g += 1;
+        } else if g < glob.len() && glob[g] == text[t] {
+            g += 1;
+            t += 1;
+        } else if let Some((star_g, star_t)) = star {
+            g = star_g + 1;
+            t = star_t + 1;
+            star = Some((star_g, star_t + 1));
+        } else {
+            return false;
         }
     }
-    true
+    glob[g..].iter().all(|&c| c == '*')
 }
 
-/// A delay distribution, in seconds.
-#[derive(Clone, Debug, PartialEq)]
+/// A delay drawn from the run's generator (`offer_latency`, `latency`), seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "{\"fixed\": s}, {\"uniform\": [a, b]}, {\"exp\": mean} or \"never\""
+)]
 pub enum Latency {
     /// Always this many seconds.
     Fixed(f64),
-    /// Uniform between the two bounds.
+    /// Uniform between the two bounds (min ≤ max).
     Uniform(f64, f64),
-    /// Exponential with this mean.
+    /// Exponential with this mean (positive).
     Exp(f64),
-    /// Never: the step does not happen.
+    /// Never: the answerer never replies (to an offer) or never submits.
     Never,
+}
+
+/// What an answerer answers (`answer`), applied to every question of the call.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "\"recommended\", \"skip\", {\"option\": i}, {\"options\": [i, …]}, {\"custom\": text} or {\"batch\": items}"
+)]
+pub enum AnswerPolicy {
+    /// The first option.
+    Recommended,
+    /// The option at this 0-based index (out of range: a refused batch at run time).
+    Option(usize),
+    /// These options (0-based).
+    Options(Vec<usize>),
+    /// This custom text.
+    Custom(String),
+    /// Skip every question.
+    Skip,
+    /// These raw answer items, submitted as they are (for bad-batch tests).
+    Batch(Value),
 }
 
 impl Latency {
@@ -99,23 +135,6 @@ impl Latency {
         };
         Some(Duration::from_secs_f64(s.max(0.0)))
     }
-}
-
-/// What an answerer answers, applied to every question of the call.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AnswerPolicy {
-    /// The first option.
-    Recommended,
-    /// The option at this 0-based index.
-    Option(usize),
-    /// The options at these indices.
-    Options(Vec<usize>),
-    /// Custom text only.
-    Custom(String),
-    /// Skips every question.
-    Skip,
-    /// This raw batch, verbatim (for bad-batch tests).
-    Batch(Value),
 }
 
 impl AnswerPolicy {

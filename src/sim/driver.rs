@@ -91,32 +91,11 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
 
 /// The built-in answerer's policy for a scenario row.
 fn policy(spec: &AnswererSpec) -> Policy {
-    use crate::answerer::{Accepts as A, AnswerPolicy as P, Latency as L};
-    use crate::scenario::{Accepts, AnswerPolicy, Latency};
-    let latency = |l: &Latency| match *l {
-        Latency::Fixed(s) => L::Fixed(s),
-        Latency::Uniform(a, b) => L::Uniform(a, b),
-        Latency::Exp(mean) => L::Exp(mean),
-        Latency::Never => L::Never,
-    };
     Policy {
-        accepts: match &spec.accepts {
-            Accepts::All => A::All,
-            Accepts::Keyed => A::Keyed,
-            Accepts::Legacy => A::Legacy,
-            Accepts::None => A::None,
-            Accepts::Agents(globs) => A::Agents(globs.clone()),
-        },
-        offer_latency: latency(&spec.offer_latency),
-        latency: latency(&spec.latency),
-        answer: match &spec.answer {
-            AnswerPolicy::Recommended => P::Recommended,
-            AnswerPolicy::Option(i) => P::Option(*i),
-            AnswerPolicy::Options(is) => P::Options(is.clone()),
-            AnswerPolicy::Custom(text) => P::Custom(text.clone()),
-            AnswerPolicy::Skip => P::Skip,
-            AnswerPolicy::Batch(raw) => P::Batch(raw.clone()),
-        },
+        accepts: spec.accepts.clone(),
+        offer_latency: spec.offer_latency,
+        latency: spec.latency,
+        answer: spec.answer.clone(),
         hold_after_s: spec.hold_after_s,
         crash_at_s: spec.crash_at_s,
         crash_after_accepts: spec.crash_after_accepts,
