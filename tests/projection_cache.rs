@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::event::Event;
 use asksim::log::{LogHeader, STATE_VERSION, read_file};
-use asksim::projection::{CacheUse, Projection, Snapshot, fold_with_cache};
+use asksim::projection::{CacheUse, Projection, Snapshot, events_digest, fold_with_cache};
 use serde_json::Value;
 
 /// A cache path no other test (or process) uses; removed on drop.
@@ -103,6 +103,7 @@ fn a_snapshot_from_another_state_version_is_discarded_and_refolded() {
         let snapshot = Snapshot {
             state_version: other,
             log: (header.scenario.clone(), header.seed),
+            events_digest: events_digest(&events),
             projection: stale,
         };
         std::fs::write(&cache.0, serde_json::to_string(&snapshot).unwrap()).unwrap();
@@ -199,4 +200,25 @@ fn replay_with_a_snapshot_prints_the_same_as_without() {
     let reused = run(Some(&cache.0));
     assert_eq!(folded, plain);
     assert_eq!(reused, plain);
+}
+
+#[test]
+fn a_snapshot_of_a_different_log_under_the_same_header_is_not_reused() {
+    // Two logs with one header (the same scenario name and seed) but different
+    // events: a real-clock rerun, or a rerun after the scenario file was edited.
+    // A snapshot of one must never stand in for the fold of the other.
+    let (header, events) = load("legacy-loss.jsonl");
+    // In the edited log root/1 was answered "No": same length, same header.
+    let mut edited = events.clone();
+    let answered: Event = serde_json::from_str(
+        r#"{"seq":6,"t":2.0,"event":"result","callId":"root/1","agent":"root","result":"{\"answers\":{\"Deploy now?\":\"No\"}}","is_error":false}"#,
+    )
+    .unwrap();
+    edited[5] = answered;
+    assert_ne!(Projection::fold(&edited), Projection::fold(&events));
+    let cache = TempCache::new("same-header");
+    fold(&cache.0, &header, &events);
+    let (projection, usage) = fold(&cache.0, &header, &edited);
+    assert_eq!(projection, Projection::fold(&edited));
+    assert_eq!(usage, CacheUse::Refolded);
 }
