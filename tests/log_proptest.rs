@@ -45,7 +45,9 @@ fn small_json() -> impl Strategy<Value = Value> {
     prop_oneof![
         Just(Value::Null),
         Just(json!([])),
-        Just(json!([{"id": "db", "question": "Q?", "header": "H", "options": [{"label": "A"}, {"label": "B"}]}])),
+        Just(
+            json!([{"id": "db", "question": "Q?", "header": "H", "options": [{"label": "A"}, {"label": "B"}]}])
+        ),
         any::<i64>().prop_map(Value::from),
         ".{0,8}".prop_map(Value::from),
     ]
@@ -53,7 +55,11 @@ fn small_json() -> impl Strategy<Value = Value> {
 
 fn answers() -> impl Strategy<Value = Vec<AnswerItem>> {
     proptest::collection::vec(
-        (pick(&["db", "go", ""]), proptest::collection::vec(pick(&["A", "B"]), 0..3), proptest::option::of(".{0,6}"))
+        (
+            pick(&["db", "go", ""]),
+            proptest::collection::vec(pick(&["A", "B"]), 0..3),
+            proptest::option::of(".{0,6}"),
+        )
             .prop_map(|(id, selected, custom)| AnswerItem { id, selected, custom }),
         0..3,
     )
@@ -64,35 +70,97 @@ fn kind() -> impl Strategy<Value = EventKind> {
     let call = || pick(CALL_IDS);
     let answerer = || pick(ANSWERERS);
     prop_oneof![
-        (agent(), proptest::option::of(agent()), proptest::option::of(agent()))
-            .prop_map(|(agent, owner, lineage)| EventKind::Spawn { agent, owner, lineage }),
+        (
+            agent(),
+            proptest::option::of(agent()),
+            proptest::option::of(agent())
+        )
+            .prop_map(|(agent, owner, lineage)| EventKind::Spawn {
+                agent,
+                owner,
+                lineage
+            }),
         agent().prop_map(|agent| EventKind::Stop { agent }),
-        (call(), agent(), schema(), any::<bool>(), small_json(), seconds(), seconds()).prop_map(
-            |(call_id, agent, schema, keyed, questions, timeout, window_s)| EventKind::Request {
+        (
+            call(),
+            agent(),
+            schema(),
+            any::<bool>(),
+            small_json(),
+            seconds(),
+            seconds()
+        )
+            .prop_map(|(call_id, agent, schema, keyed, questions, timeout, window_s)| {
+                EventKind::Request {
+                    call_id,
+                    agent,
+                    schema,
+                    keyed,
+                    questions,
+                    timeout,
+                    window_s,
+                }
+            }),
+        (call(), agent(), pick(RESULTS), any::<bool>()).prop_map(|(call_id, agent, result, is_error)| {
+            EventKind::Result {
                 call_id,
                 agent,
-                schema,
-                keyed,
-                questions,
-                timeout,
-                window_s,
+                result,
+                is_error,
             }
-        ),
-        (call(), agent(), pick(RESULTS), any::<bool>())
-            .prop_map(|(call_id, agent, result, is_error)| EventKind::Result { call_id, agent, result, is_error }),
+        }),
         (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Offer { call_id, answerer }),
         (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Accept { call_id, answerer }),
-        (call(), answerer(), pick(&["declined", "offer_timeout", "dead"]))
-            .prop_map(|(call_id, answerer, reason)| EventKind::Decline { call_id, answerer, reason }),
+        (call(), answerer(), pick(&["declined", "offer_timeout", "dead"])).prop_map(
+            |(call_id, answerer, reason)| EventKind::Decline {
+                call_id,
+                answerer,
+                reason
+            }
+        ),
         (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Hold { call_id, answerer }),
-        (call(), answerer(), small_json()).prop_map(|(call_id, answerer, batch)| EventKind::Answer { call_id, answerer, batch }),
-        (call(), answerer(), pick(&["submit", "hold"]), pick(&["settled", "lost_on_restart", "owner_dead"]))
-            .prop_map(|(call_id, answerer, what, reason)| EventKind::Refused { call_id, answerer, what, reason }),
-        (call(), agent(), answers(), ".{0,8}")
-            .prop_map(|(call_id, agent, answers, message)| EventKind::LateAnswer { call_id, agent, answers, message }),
-        (call(), agent(), pick(&["NO_ANSWERER", "cancel_call", "agent_stopped"]), proptest::option::of(".{0,8}"))
-            .prop_map(|(call_id, agent, reason, message)| EventKind::Withdraw { call_id, agent, reason, message }),
-        (call(), agent(), ".{0,8}").prop_map(|(call_id, agent, message)| EventKind::UserMessage { call_id, agent, message }),
+        (call(), answerer(), small_json()).prop_map(|(call_id, answerer, batch)| EventKind::Answer {
+            call_id,
+            answerer,
+            batch
+        }),
+        (
+            call(),
+            answerer(),
+            pick(&["submit", "hold"]),
+            pick(&["settled", "lost_on_restart", "owner_dead"])
+        )
+            .prop_map(|(call_id, answerer, what, reason)| EventKind::Refused {
+                call_id,
+                answerer,
+                what,
+                reason
+            }),
+        (call(), agent(), answers(), ".{0,8}").prop_map(|(call_id, agent, answers, message)| {
+            EventKind::LateAnswer {
+                call_id,
+                agent,
+                answers,
+                message,
+            }
+        }),
+        (
+            call(),
+            agent(),
+            pick(&["NO_ANSWERER", "cancel_call", "agent_stopped"]),
+            proptest::option::of(".{0,8}")
+        )
+            .prop_map(|(call_id, agent, reason, message)| EventKind::Withdraw {
+                call_id,
+                agent,
+                reason,
+                message
+            }),
+        (call(), agent(), ".{0,8}").prop_map(|(call_id, agent, message)| EventKind::UserMessage {
+            call_id,
+            agent,
+            message
+        }),
         agent().prop_map(|agent| EventKind::Cancel { agent }),
         call().prop_map(|call_id| EventKind::CancelCall { call_id }),
         answerer().prop_map(|answerer| EventKind::Crash { answerer }),
@@ -107,7 +175,11 @@ fn events() -> impl Strategy<Value = Vec<Event>> {
         kinds
             .into_iter()
             .enumerate()
-            .map(|(i, kind)| Event { seq: i as u64 + 1, t: i as f64 * 0.5, kind })
+            .map(|(i, kind)| Event {
+                seq: i as u64 + 1,
+                t: i as f64 * 0.5,
+                kind,
+            })
             .collect()
     })
 }

@@ -33,7 +33,9 @@ impl Drop for TempCache {
 }
 
 fn load(name: &str) -> (LogHeader, Vec<Event>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     read_file(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -136,7 +138,10 @@ fn a_snapshot_of_another_log_is_refolded() {
         let (projection, usage) = fold(&cache.0, &header, &events);
         assert_eq!(usage, CacheUse::Refolded, "{scenario} seed {seed}");
         assert_eq!(projection, fresh, "{scenario} seed {seed}");
-        assert_eq!(read_snapshot(&cache.0).log, (header.scenario.clone(), header.seed));
+        assert_eq!(
+            read_snapshot(&cache.0).log,
+            (header.scenario.clone(), header.seed)
+        );
     }
 }
 
@@ -191,7 +196,12 @@ fn replay_with_a_snapshot_prints_the_same_as_without() {
             command.arg("--snapshot").arg(snapshot);
         }
         let out = command.output().expect("asksim runs");
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let plain = run(None);

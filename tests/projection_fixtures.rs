@@ -21,7 +21,9 @@ use QuestionState::*;
 use Schema::{Legacy, Timed};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn load(name: &str) -> (LogHeader, Vec<Event>) {
@@ -81,11 +83,18 @@ fn timed_loss_fixture_folds_to_pinned_states() {
     );
     // The three calls: timeout 2, timeout -1, and no timeout argument at all
     // (the configured default 20 s), as the requests recorded them.
-    let windows: BTreeMap<&str, Option<f64>> =
-        p.questions.iter().map(|(id, q)| (id.as_str(), q.window_s)).collect();
+    let windows: BTreeMap<&str, Option<f64>> = p
+        .questions
+        .iter()
+        .map(|(id, q)| (id.as_str(), q.window_s))
+        .collect();
     assert_eq!(
         windows,
-        BTreeMap::from([("ops/1", Some(-1.0)), ("root/1", Some(2.0)), ("root/2", Some(20.0))])
+        BTreeMap::from([
+            ("ops/1", Some(-1.0)),
+            ("root/1", Some(2.0)),
+            ("root/2", Some(20.0))
+        ])
     );
     let request_timeout = events.iter().find_map(|e| match &e.kind {
         EventKind::Request { call_id, timeout, .. } if call_id == "root/2" => Some(*timeout),
@@ -142,7 +151,10 @@ fn timed_loss_fixture_just_after_the_loss_has_every_open_timed_call_pending() {
 #[test]
 fn legacy_loss_fixture_folds_to_pinned_states() {
     let (header, events) = load("legacy-loss.jsonl");
-    assert_eq!((header.scenario.as_str(), header.seed), ("fixture-legacy-loss", 4));
+    assert_eq!(
+        (header.scenario.as_str(), header.seed),
+        ("fixture-legacy-loss", 4)
+    );
     let p = Projection::fold(&events);
     assert_eq!(
         states(&p),
@@ -161,13 +173,19 @@ fn legacy_loss_fixture_folds_to_pinned_states() {
     assert!(p.questions.values().all(|q| q.window_s.is_none()));
     assert!(p.open_calls().is_empty());
     assert!(answerable(&p).is_empty());
-    assert_eq!(p.agents, BTreeMap::from([("root".to_owned(), agent(None, None, true, 3))]));
+    assert_eq!(
+        p.agents,
+        BTreeMap::from([("root".to_owned(), agent(None, None, true, 3))])
+    );
 }
 
 #[test]
 fn mixed_schema_fixture_folds_to_pinned_states() {
     let (header, events) = load("mixed-schemas.jsonl");
-    assert_eq!((header.scenario.as_str(), header.seed), ("fixture-mixed-schemas", 11));
+    assert_eq!(
+        (header.scenario.as_str(), header.seed),
+        ("fixture-mixed-schemas", 11)
+    );
     assert_eq!(events.len(), 75);
     let p = Projection::fold(&events);
     assert_eq!(
@@ -280,7 +298,7 @@ fn a_legacy_call_is_never_answerable_in_any_state() {
     // Every prefix of a log with a legacy request, a (bogus) pending result for
     // it, and a process loss: the legacy call never becomes answerable; the timed
     // one with a null timeout is answerable from its request on.
-    let events = vec![
+    let events = [
         Event {
             seq: 1,
             t: 0.0,
@@ -348,7 +366,10 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
             ("root/2", LostOnRestart, Legacy, "root"),
         ])
     );
-    assert_eq!(p.questions["root/1"].questions[0]["header"], json!("Deployment target"));
+    assert_eq!(
+        p.questions["root/1"].questions[0]["header"],
+        json!("Deployment target")
+    );
     assert_eq!(p.questions["root/2"].questions.as_array().map(Vec::len), Some(5));
     // The mixed log's ops/1 is such a question too (a 17-character header, one option).
     let mixed = fold("mixed-schemas.jsonl");

@@ -65,7 +65,10 @@ fn all_scenarios() -> Vec<(String, Scenario)> {
         })
         .collect();
     for (label, text) in OPEN_AT_THE_END {
-        all.push((label.to_owned(), scenario::parse(label, text).unwrap_or_else(|e| panic!("{e}"))));
+        all.push((
+            label.to_owned(),
+            scenario::parse(label, text).unwrap_or_else(|e| panic!("{e}")),
+        ));
     }
     all
 }
@@ -76,8 +79,12 @@ fn run(scenario: &Scenario) -> RunOutput {
 
 fn log_bytes(scenario: &Scenario, output: &RunOutput) -> Vec<u8> {
     let mut bytes = Vec::new();
-    write_lines(&mut bytes, &LogHeader::new(&scenario.name, output.seed), &output.events)
-        .expect("writing to a Vec never fails");
+    write_lines(
+        &mut bytes,
+        &LogHeader::new(&scenario.name, output.seed),
+        &output.events,
+    )
+    .expect("writing to a Vec never fails");
     bytes
 }
 
@@ -106,7 +113,12 @@ fn the_open_at_the_end_scenarios_really_end_open() {
     let open: Vec<(&str, &str)> = output.open.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(
         open,
-        [("ops/1", "pending"), ("root/1", "pending"), ("root/2", "pending"), ("root/3", "waiting")]
+        [
+            ("ops/1", "pending"),
+            ("root/1", "pending"),
+            ("root/2", "pending"),
+            ("root/3", "waiting")
+        ]
     );
     let output = run(find("legacy-open-after-loss"));
     let open: Vec<(&str, &str)> = output.open.iter().map(|(k, v)| (k.as_str(), *v)).collect();
@@ -153,8 +165,14 @@ fn two_runs_write_byte_identical_logs() {
             scenario.seed
         );
         assert_eq!(
-            asksim::log::trace_hash(&LogHeader::new(&scenario.name, scenario.seed), &run(&scenario).events),
-            asksim::log::trace_hash(&LogHeader::new(&scenario.name, scenario.seed), &run(&scenario).events),
+            asksim::log::trace_hash(
+                &LogHeader::new(&scenario.name, scenario.seed),
+                &run(&scenario).events
+            ),
+            asksim::log::trace_hash(
+                &LogHeader::new(&scenario.name, scenario.seed),
+                &run(&scenario).events
+            ),
             "{label}"
         );
     }

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn replay(args: &[&str], log: &Path) -> Output {
@@ -65,18 +67,29 @@ fn assert_bad(path: &Path, line: Option<usize>, why: &str) {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let what = format!("replay {} {args:?}", path.display());
         assert_eq!(out.status.code(), Some(2), "{what}: stderr {stderr}");
-        assert!(out.stdout.is_empty(), "{what}: stdout {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.stdout.is_empty(),
+            "{what}: stdout {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         assert!(!stderr.contains("panicked"), "{what}: {stderr}");
         let prefix = match line {
             Some(n) => format!("{}:{n}: ", path.display()),
             None => format!("{}: ", path.display()),
         };
-        assert!(stderr.starts_with(&prefix), "{what}: expected {prefix:?}…, got {stderr}");
+        assert!(
+            stderr.starts_with(&prefix),
+            "{what}: expected {prefix:?}…, got {stderr}"
+        );
         assert!(
             stderr.to_lowercase().contains(why),
             "{what}: expected {why:?} in {stderr}"
         );
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{what}: one line, got {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{what}: one line, got {stderr}"
+        );
     }
 }
 
@@ -203,7 +216,12 @@ const MIXED_STATES: [(&str, &str, &str, &str); 12] = [
 fn a_good_log_lists_every_call_with_its_state() {
     let out = replay(&[], &fixture("mixed-schemas.jsonl"));
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.starts_with("asksim replay: fixture-mixed-schemas (seed 11, 75 events)\n"));
     let expected: Vec<(String, String)> = MIXED_STATES
         .iter()
@@ -216,7 +234,12 @@ fn a_good_log_lists_every_call_with_its_state() {
 #[test]
 fn json_output_parses_and_lists_the_questions() {
     let out = replay(&["--json"], &fixture("mixed-schemas.jsonl"));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     assert_eq!(report["scenario"], "fixture-mixed-schemas");
     assert_eq!(report["seed"], 11);
@@ -240,11 +263,24 @@ fn json_output_parses_and_lists_the_questions() {
 
 #[test]
 fn every_good_fixture_replays_cleanly() {
-    for (name, calls) in [("timed-loss.jsonl", 3), ("legacy-loss.jsonl", 3), ("legacy-beyond-limits.jsonl", 2)] {
+    for (name, calls) in [
+        ("timed-loss.jsonl", 3),
+        ("legacy-loss.jsonl", 3),
+        ("legacy-beyond-limits.jsonl", 2),
+    ] {
         let out = replay(&["--json"], &fixture(name));
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(report["questions"].as_array().map(Vec::len), Some(calls), "{name}");
+        assert_eq!(
+            report["questions"].as_array().map(Vec::len),
+            Some(calls),
+            "{name}"
+        );
     }
 }
 
