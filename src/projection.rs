@@ -269,8 +269,23 @@ pub struct Snapshot {
     pub state_version: u32,
     /// The scenario and seed of the log it folded (from the log's header).
     pub log: (String, u64),
+    /// [`events_digest`] of the events it folded: two logs may share a header (a
+    /// real-clock rerun, a rerun of an edited scenario), so the header alone does
+    /// not tell whether the snapshot belongs to this log.
+    pub events_digest: String,
     /// The folded state.
     pub projection: Projection,
+}
+
+/// The SHA-256, in hex, of `events` as the log's JSON lines.
+pub fn events_digest(events: &[Event]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for event in events {
+        hasher.update(serde_json::to_vec(event).expect("an event serialises"));
+        hasher.update(b"\n");
+    }
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How a snapshot cache was used.
@@ -285,8 +300,9 @@ pub enum CacheUse {
 }
 
 /// The projection of `events`, using the snapshot at `cache` when its
-/// `stateVersion` is the code's and it belongs to the same log, then writing the
-/// fresh snapshot back. A cache from another `stateVersion` is discarded.
+/// `stateVersion` is the code's and it belongs to the same log (the same header,
+/// and the events it folded are a prefix of `events`), then writing the fresh
+/// snapshot back. A cache from another `stateVersion` or log is discarded.
 pub fn fold_with_cache(
     cache: &Path,
     log: (&str, u64),
@@ -300,7 +316,8 @@ pub fn fold_with_cache(
             if s.state_version == STATE_VERSION
                 && s.log.0 == log.0
                 && s.log.1 == log.1
-                && s.projection.seq as usize <= events.len() =>
+                && s.projection.seq as usize <= events.len()
+                && s.events_digest == events_digest(&events[..s.projection.seq as usize]) =>
         {
             (s.projection, CacheUse::Reused)
         }
@@ -313,6 +330,7 @@ pub fn fold_with_cache(
     let snapshot = Snapshot {
         state_version: STATE_VERSION,
         log: (log.0.to_owned(), log.1),
+        events_digest: events_digest(events),
         projection,
     };
     std::fs::write(cache, serde_json::to_string(&snapshot)?)?;

@@ -1,0 +1,301 @@
+//! `asksim replay LOG [--json]` against the built binary: a damaged log exits 2
+//! with `file:N: …` on stderr and nothing on stdout; a good log lists every callId
+//! with its state.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn replay(args: &[&str], log: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .arg("replay")
+        .arg(log)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("asksim runs")
+}
+
+/// A temporary log file holding `text`; removed on drop.
+struct TempLog(PathBuf);
+
+impl TempLog {
+    fn new(tag: &str, text: &[u8]) -> TempLog {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "asksim-replay-cli-{}-{tag}-{n}.jsonl",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).expect("temp dir writable");
+        TempLog(path)
+    }
+}
+
+impl Drop for TempLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn good_lines() -> Vec<String> {
+    std::fs::read_to_string(fixture("timed-loss.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn joined(lines: &[String]) -> Vec<u8> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Exit 2, stdout empty, no panic, and stderr names `file:line:`, and says `why`.
+fn assert_bad(path: &Path, line: Option<usize>, why: &str) {
+    for args in [&[][..], &["--json"][..]] {
+        let out = replay(args, path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("replay {} {args:?}", path.display());
+        assert_eq!(out.status.code(), Some(2), "{what}: stderr {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{what}: stdout {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        let prefix = match line {
+            Some(n) => format!("{}:{n}: ", path.display()),
+            None => format!("{}: ", path.display()),
+        };
+        assert!(
+            stderr.starts_with(&prefix),
+            "{what}: expected {prefix:?}…, got {stderr}"
+        );
+        assert!(
+            stderr.to_lowercase().contains(why),
+            "{what}: expected {why:?} in {stderr}"
+        );
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{what}: one line, got {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_truncated_line_names_its_line() {
+    let mut lines = good_lines();
+    let line = &mut lines[6];
+    line.truncate(line.len() / 2);
+    let log = TempLog::new("truncated", &joined(&lines));
+    assert_bad(&log.0, Some(7), "bad event");
+}
+
+#[test]
+fn a_log_cut_mid_line_at_the_end_names_the_last_line() {
+    let lines = good_lines();
+    let mut text = joined(&lines[..10]);
+    text.extend_from_slice(&lines[10].as_bytes()[..20]);
+    let log = TempLog::new("cut", &text);
+    assert_bad(&log.0, Some(11), "bad event");
+}
+
+#[test]
+fn bad_json_names_its_line() {
+    let mut lines = good_lines();
+    lines[3] = "{\"seq\":3,,}".to_owned();
+    let log = TempLog::new("badjson", &joined(&lines));
+    assert_bad(&log.0, Some(4), "bad event");
+    let mut lines = good_lines();
+    lines[4] = "not json at all".to_owned();
+    let log = TempLog::new("notjson", &joined(&lines));
+    assert_bad(&log.0, Some(5), "bad event");
+}
+
+#[test]
+fn a_seq_gap_names_its_line() {
+    let mut lines = good_lines();
+    lines.remove(5); // seq 5 goes; the line of seq 6 is now line 6
+    let log = TempLog::new("gap", &joined(&lines));
+    assert_bad(&log.0, Some(6), "seq 6 where 5 was expected");
+    let mut lines = good_lines();
+    let repeated = lines[5].clone();
+    lines.insert(6, repeated);
+    let log = TempLog::new("repeat", &joined(&lines));
+    assert_bad(&log.0, Some(7), "seq 5 where 6 was expected");
+}
+
+#[test]
+fn an_unknown_event_names_its_line() {
+    let mut lines = good_lines();
+    lines[2] = r#"{"seq":2,"t":0.0,"event":"teleport","agent":"ops"}"#.to_owned();
+    let log = TempLog::new("unknown", &joined(&lines));
+    assert_bad(&log.0, Some(3), "teleport");
+}
+
+#[test]
+fn a_missing_header_names_line_one() {
+    let lines = good_lines();
+    let log = TempLog::new("noheader", &joined(&lines[1..]));
+    assert_bad(&log.0, Some(1), "header");
+    let mut lines = good_lines();
+    lines[0] = r#"{"format":"other-log","version":1,"stateVersion":1,"scenario":"x","seed":1}"#.to_owned();
+    let log = TempLog::new("otherformat", &joined(&lines));
+    assert_bad(&log.0, Some(1), "asksim-log");
+}
+
+#[test]
+fn an_empty_file_names_line_one() {
+    let log = TempLog::new("empty", b"");
+    assert_bad(&log.0, Some(1), "missing header");
+    let log = TempLog::new("blank", b"\n\n");
+    assert_bad(&log.0, Some(1), "missing header");
+}
+
+#[test]
+fn a_missing_file_names_the_file() {
+    let path = std::env::temp_dir().join(format!(
+        "asksim-replay-cli-{}-does-not-exist.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    assert_bad(&path, None, "cannot read");
+}
+
+#[test]
+fn a_file_that_is_not_utf8_names_the_file() {
+    let mut text = joined(&good_lines());
+    text.extend_from_slice(&[0xff, 0xfe, b'\n']);
+    let log = TempLog::new("binary", &text);
+    let out = replay(&[], &log.0);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&log.0.display().to_string()));
+}
+
+/// callId → state as the human table lists it.
+fn table_states(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .skip(2)
+        .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with("invariants:"))
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols[0].to_owned(), cols[3].to_owned())
+        })
+        .collect()
+}
+
+const MIXED_STATES: [(&str, &str, &str, &str); 12] = [
+    ("lab/1", "lab", "timed", "late_answered"),
+    ("ops/1", "ops", "legacy", "lost_on_restart"),
+    ("ops/2", "ops", "legacy", "answered"),
+    ("qa/1", "qa", "legacy", "aborted"),
+    ("qa/2", "qa", "timed", "withdrawn"),
+    ("qa/3", "qa", "timed", "pending"),
+    ("root/1", "root", "legacy", "answered"),
+    ("root/2", "root", "timed", "late_answered"),
+    ("root/3", "root", "timed", "withdrawn"),
+    ("root/4", "root", "timed", "open"),
+    ("worker/1", "worker", "timed", "errored"),
+    ("worker/2", "worker", "timed", "answered"),
+];
+
+#[test]
+fn a_good_log_lists_every_call_with_its_state() {
+    let out = replay(&[], &fixture("mixed-schemas.jsonl"));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("asksim replay: fixture-mixed-schemas (seed 11, 75 events)\n"));
+    let expected: Vec<(String, String)> = MIXED_STATES
+        .iter()
+        .map(|(id, _, _, state)| ((*id).to_owned(), (*state).to_owned()))
+        .collect();
+    assert_eq!(table_states(&stdout), expected);
+    assert!(stdout.contains("0 violated"), "{stdout}");
+}
+
+#[test]
+fn json_output_parses_and_lists_the_questions() {
+    let out = replay(&["--json"], &fixture("mixed-schemas.jsonl"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    assert_eq!(report["scenario"], "fixture-mixed-schemas");
+    assert_eq!(report["seed"], 11);
+    assert_eq!(report["events"], 75);
+    assert_eq!(report["violations"], serde_json::json!([]));
+    let rows: Vec<(String, String, String, String)> = report["questions"]
+        .as_array()
+        .expect("questions is a list")
+        .iter()
+        .map(|q| {
+            let s = |k: &str| q[k].as_str().unwrap_or_else(|| panic!("{k} in {q}")).to_owned();
+            (s("callId"), s("agent"), s("schema"), s("state"))
+        })
+        .collect();
+    let expected: Vec<(String, String, String, String)> = MIXED_STATES
+        .iter()
+        .map(|(a, b, c, d)| ((*a).into(), (*b).into(), (*c).into(), (*d).into()))
+        .collect();
+    assert_eq!(rows, expected);
+}
+
+#[test]
+fn every_good_fixture_replays_cleanly() {
+    for (name, calls) in [
+        ("timed-loss.jsonl", 3),
+        ("legacy-loss.jsonl", 3),
+        ("legacy-beyond-limits.jsonl", 2),
+    ] {
+        let out = replay(&["--json"], &fixture(name));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            report["questions"].as_array().map(Vec::len),
+            Some(calls),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_log_that_breaks_an_invariant_exits_1_and_still_lists_its_questions() {
+    // schema-only.jsonl has timed questions never taken up after its restart.
+    let out = replay(&["--json"], &fixture("schema-only.jsonl"));
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["questions"].as_array().map(Vec::len), Some(4));
+    assert!(
+        report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["invariant"] == "timed_survive_loss_legacy_do_not")
+    );
+}
