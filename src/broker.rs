@@ -33,6 +33,26 @@ pub const AGENTS_PER_TREE_MAX: usize = 100_000;
 /// The broker's offer timeout when none is configured (SPEC §3.2), in seconds.
 pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
 
+/// The broker's limits. Requests over them settle as `LIMIT_EXCEEDED` and nothing
+/// is queued; the defaults are the named constants, and a runtime may set them
+/// lower (tests do), never higher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrokerLimits {
+    /// Calls open at once (waiting or pending), at most [`OPEN_CALLS_MAX`].
+    pub open_calls_max: usize,
+    /// Agents in one tree, at most [`AGENTS_PER_TREE_MAX`].
+    pub agents_per_tree_max: usize,
+}
+
+impl Default for BrokerLimits {
+    fn default() -> Self {
+        BrokerLimits {
+            open_calls_max: OPEN_CALLS_MAX,
+            agents_per_tree_max: AGENTS_PER_TREE_MAX,
+        }
+    }
+}
+
 /// An agent's identity at the broker. Ids are never reused within a runtime, and
 /// a runtime started again after process loss starts from fresh ids, so a handle
 /// from before is stale.
@@ -91,9 +111,10 @@ pub enum SpawnError {
     /// The owner is not a live agent of this runtime.
     #[error("the owner is not a live agent")]
     OwnerNotLive,
-    /// The tree would exceed [`AGENTS_PER_TREE_MAX`].
-    #[error("LIMIT_EXCEEDED: more than {AGENTS_PER_TREE_MAX} agents in one tree")]
-    LimitExceeded,
+    /// The tree would exceed its limit of agents ([`AGENTS_PER_TREE_MAX`] unless
+    /// configured lower).
+    #[error("LIMIT_EXCEEDED: more than {0} agents in one tree")]
+    LimitExceeded(usize),
     /// The runtime has stopped.
     #[error("the runtime has stopped")]
     RuntimeStopped,
@@ -219,6 +240,8 @@ pub struct BrokerArgs {
     pub seed: u64,
     /// Message jitter bound, seconds (0: none).
     pub jitter_max_s: f64,
+    /// The broker's limits.
+    pub limits: BrokerLimits,
 }
 
 struct Slot {
@@ -279,6 +302,7 @@ pub struct BrokerState {
     closed: BTreeMap<u64, (String, &'static str)>,
     next_ticket: u64,
     shutting_down: bool,
+    limits: BrokerLimits,
 }
 
 impl Actor for BrokerActor {
@@ -337,6 +361,10 @@ impl Actor for BrokerActor {
             closed: BTreeMap::new(),
             next_ticket: 1,
             shutting_down: false,
+            limits: BrokerLimits {
+                open_calls_max: args.limits.open_calls_max.min(OPEN_CALLS_MAX),
+                agents_per_tree_max: args.limits.agents_per_tree_max.min(AGENTS_PER_TREE_MAX),
+            },
         })
     }
 
@@ -465,8 +493,8 @@ impl BrokerState {
             },
         };
         let size = self.tree_sizes.entry(root).or_insert(0);
-        if *size >= AGENTS_PER_TREE_MAX {
-            return Err(SpawnError::LimitExceeded);
+        if *size >= self.limits.agents_per_tree_max {
+            return Err(SpawnError::LimitExceeded(self.limits.agents_per_tree_max));
         }
         *size += 1;
         self.next_agent += 1;
@@ -576,7 +604,7 @@ impl BrokerState {
                 ErrorCode::Aborted,
                 "the turn was cancelled before the call settled",
             )),
-            Ok(()) if self.calls.len() >= OPEN_CALLS_MAX => Some((
+            Ok(()) if self.calls.len() >= self.limits.open_calls_max => Some((
                 ErrorCode::LimitExceeded,
                 "too many open questions; nothing was queued",
             )),

@@ -273,6 +273,21 @@ impl EventSink {
         self.inner.lock().expect("event recorder poisoned").events.clone()
     }
 
+    /// The time of the last event, or 0 before the first.
+    pub fn last_t(&self) -> f64 {
+        self.inner
+            .lock()
+            .expect("event recorder poisoned")
+            .events
+            .last()
+            .map_or(0.0, |e| e.t)
+    }
+
+    /// Moves every event out, leaving the stream empty (at the end of a run).
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut self.inner.lock().expect("event recorder poisoned").events)
+    }
+
     /// How many events so far.
     pub fn len(&self) -> usize {
         self.inner.lock().expect("event recorder poisoned").events.len()

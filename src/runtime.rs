@@ -34,8 +34,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentActor, AgentArgs, AgentHandle, AgentMsg};
 use crate::broker::{
-    AgentId, AnswererSlot, BrokerActor, BrokerArgs, BrokerMsg, BrokerStatus, OFFER_TIMEOUT_S_DEFAULT,
-    SpawnError,
+    AgentId, AnswererSlot, BrokerActor, BrokerArgs, BrokerLimits, BrokerMsg, BrokerStatus,
+    OFFER_TIMEOUT_S_DEFAULT, SpawnError,
 };
 use crate::event::EventSink;
 use crate::sched::{Jitter, Sched, derive_seed};
@@ -58,6 +58,8 @@ pub struct RuntimeConfig {
     pub jitter_max_s: f64,
     /// Most events recorded; past it the sink's overflow token fires.
     pub events_max: u64,
+    /// The broker's limits.
+    pub limits: BrokerLimits,
 }
 
 impl Default for RuntimeConfig {
@@ -69,6 +71,7 @@ impl Default for RuntimeConfig {
             seed: 0,
             jitter_max_s: 0.0,
             events_max: EVENTS_MAX_DEFAULT,
+            limits: BrokerLimits::default(),
         }
     }
 }
@@ -118,6 +121,7 @@ impl Runtime {
             events: events.clone(),
             seed: config.seed,
             jitter_max_s: config.jitter_max_s,
+            limits: config.limits,
         };
         let (broker, _) = Actor::spawn(None, BrokerActor, args)
             .await

@@ -23,7 +23,7 @@ use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scenario::{AnswererSpec, Clock, EventKind as Scheduled, EventSpec, Scenario};
 use crate::sched::Sched;
 use crate::sim::script::{World, register, spawn_script};
-use crate::tool::{Ask, Schema, Wait, timed};
+use crate::tool::{Ask, Question, Schema, Wait};
 
 /// How often the real-clock driver looks at the timer account.
 const REAL_CLOCK_POLL: Duration = Duration::from_millis(5);
@@ -86,6 +86,7 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
             Clock::Real => 0.0,
         },
         events_max: scenario.limits.events_max,
+        ..RuntimeConfig::default()
     }
 }
 
@@ -135,7 +136,7 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
         };
     }
     let now_s = sched.now_s();
-    let last_event_s = events.snapshot().last().map_or(0.0, |e| e.t);
+    let last_event_s = events.last_t();
     let virtual_s = if limit.is_some() {
         now_s
     } else {
@@ -148,7 +149,7 @@ async fn drive(scenario: &Scenario, seed: u64, clock: Clock) -> RunOutput {
     RunOutput {
         seed,
         clock,
-        events: events.snapshot(),
+        events: events.take(),
         finals,
         open,
         limit,
@@ -275,15 +276,24 @@ impl Run<'_> {
         }
         let mut reopened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (call_id, question) in projection.answerable() {
-            let Some((_, handle)) = resumed.iter().find(|(name, _)| *name == question.agent) else {
-                continue;
-            };
-            let Ok(ask) = restored_ask(question) else { continue };
-            runtime.restore(handle, call_id, ask);
-            reopened
-                .entry(question.agent.clone())
-                .or_default()
-                .insert(call_id.clone());
+            let agent = resumed.iter().find(|(name, _)| *name == question.agent);
+            match (agent, restored_ask(question)) {
+                (Some((_, handle)), Some(ask)) => {
+                    runtime.restore(handle, call_id, ask);
+                    reopened
+                        .entry(question.agent.clone())
+                        .or_default()
+                        .insert(call_id.clone());
+                }
+                // Nothing can answer it or nobody is there to read the answer:
+                // it is withdrawn, so the log and the broker agree.
+                _ => self.events.record(EventKind::Withdraw {
+                    call_id: call_id.clone(),
+                    agent: question.agent.clone(),
+                    reason: "not_restorable".to_owned(),
+                    message: None,
+                }),
+            }
         }
         for (name, handle) in resumed {
             let on_resume = self
@@ -299,11 +309,17 @@ impl Run<'_> {
     }
 }
 
-/// A timed question rebuilt from its recorded request. The questions come back
-/// re-serialised from the log: the same JSON value the model sent.
-fn restored_ask(question: &QuestionRecord) -> Result<Ask, crate::tool::ArgumentError> {
-    let (questions, _) = timed::parse(&json!({ "questions": question.questions }))?;
-    Ok(Ask {
+/// A timed question rebuilt from its recorded request, or `None` if the record
+/// lacks the shape. The questions come back re-serialised from the log: the same
+/// JSON value the model sent.
+fn restored_ask(question: &QuestionRecord) -> Option<Ask> {
+    let questions: Vec<Question> = question
+        .questions
+        .as_array()?
+        .iter()
+        .map(Question::from_recorded)
+        .collect::<Option<_>>()?;
+    Some(Ask {
         schema: Schema::Timed,
         questions: questions.into(),
         questions_raw: question.questions.to_string().into(),

@@ -60,6 +60,46 @@ pub struct Question {
     pub multi_select: bool,
 }
 
+impl Question {
+    /// A question as a log recorded it, rebuilt for a restart. No limit of SPEC
+    /// §2.3 is applied again (it held when the model asked, and restoring must not
+    /// depend on today's tool code); only the shape must be there: an `id`, a
+    /// `question`, and options with labels. `None` if it is not.
+    pub fn from_recorded(value: &serde_json::Value) -> Option<Question> {
+        let text = |key: &str| {
+            value
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let options = value
+            .get("options")?
+            .as_array()?
+            .iter()
+            .map(|o| {
+                Some(QuestionOption {
+                    label: o.get("label")?.as_str()?.to_owned(),
+                    description: o
+                        .get("description")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Question {
+            id: text("id")?,
+            question: text("question")?,
+            header: text("header").unwrap_or_default(),
+            options,
+            multi_select: value
+                .get("multiSelect")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+}
+
 /// A validated tool call, ready for the broker.
 #[derive(Clone, Debug)]
 pub struct Ask {
