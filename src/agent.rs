@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::broker::{AgentId, BrokerMsg, Request, SpawnError};
 use crate::event::{EventKind, EventSink};
@@ -242,6 +243,11 @@ impl AgentHandle {
     /// Makes an `ask_user_question` call with the model's raw JSON arguments and
     /// waits for its result: answers, `pending`, or an error.
     pub async fn ask(&self, arguments: &str) -> CallOutcome {
+        let span = tracing::info_span!("call", agent = %self.name, call_id = tracing::field::Empty);
+        self.ask_in(arguments, span.clone()).instrument(span).await
+    }
+
+    async fn ask_in(&self, arguments: &str, span: tracing::Span) -> CallOutcome {
         let (numbered_tx, numbered_rx) = oneshot::channel();
         let (result_tx, result_rx) = oneshot::channel();
         let msg = AgentMsg::Call {
@@ -261,9 +267,11 @@ impl AgentHandle {
             };
         }
         let call_id = numbered_rx.await.unwrap_or_else(|_| format!("{}/?", self.name));
+        span.record("call_id", call_id.as_str());
         let result = result_rx.await.unwrap_or_else(|_| {
             ToolResult::error(ErrorCode::Aborted, "the runtime stopped before the call settled")
         });
+        tracing::info!(result = %result.text, "settled");
         CallOutcome { call_id, result }
     }
 

@@ -216,6 +216,30 @@ pub enum BrokerMsg {
     },
 }
 
+impl BrokerMsg {
+    /// The message's name, for tracing.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BrokerMsg::Register { .. } => "Register",
+            BrokerMsg::Stop(_) => "Stop",
+            BrokerMsg::Request(_) => "Request",
+            BrokerMsg::Accept { .. } => "Accept",
+            BrokerMsg::Decline { .. } => "Decline",
+            BrokerMsg::Hold { .. } => "Hold",
+            BrokerMsg::Submit { .. } => "Submit",
+            BrokerMsg::OfferTimeout { .. } => "OfferTimeout",
+            BrokerMsg::WindowExpired { .. } => "WindowExpired",
+            BrokerMsg::TurnCancelled => "TurnCancelled",
+            BrokerMsg::CancelCall { .. } => "CancelCall",
+            BrokerMsg::Restore { .. } => "Restore",
+            BrokerMsg::ShutDown(_) => "ShutDown",
+            BrokerMsg::Crash(_) => "Crash",
+            BrokerMsg::AnswererDied { .. } => "AnswererDied",
+            BrokerMsg::Status(_) => "Status",
+        }
+    }
+}
+
 /// The broker's open calls, by callId.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BrokerStatus {
@@ -374,6 +398,7 @@ impl Actor for BrokerActor {
         msg: BrokerMsg,
         state: &mut BrokerState,
     ) -> Result<(), ActorProcessingErr> {
+        tracing::trace!(target: "asksim::msg", to = "broker", msg = msg.name());
         match msg {
             BrokerMsg::Register {
                 name,
