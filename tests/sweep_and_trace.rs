@@ -39,7 +39,10 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
     )
     .calls;
     let errors: u64 = t.errors.values().sum();
-    assert_eq!(t.answered + t.pending + errors + t.open + t.lost_on_restart, 40 * calls_per_run);
+    assert_eq!(
+        t.answered + t.pending + errors + t.open + t.lost_on_restart,
+        40 * calls_per_run
+    );
     assert!(report.distinct_traces >= 2, "jitter explores interleavings");
 }
 
@@ -49,7 +52,15 @@ fn sweep_lists_each_failing_seed_with_its_reproduce_command_and_exits_1() {
     // that checks them fails on other seeds; each failure names its command.
     let file = scenario_path("race-answer-vs-expiry.json");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(["sweep", file.to_str().unwrap(), "--seeds", "0..30", "--jobs", "2", "--json"])
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--seeds",
+            "0..30",
+            "--jobs",
+            "2",
+            "--json",
+        ])
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -62,18 +73,29 @@ fn sweep_lists_each_failing_seed_with_its_reproduce_command_and_exits_1() {
         assert_eq!(failure["reproduce"].as_str().unwrap(), expected);
     }
     let seeds: Vec<u64> = failed.iter().map(|f| f["seed"].as_u64().unwrap()).collect();
-    assert!(seeds.windows(2).all(|w| w[0] < w[1]), "failures come in seed order");
+    assert!(
+        seeds.windows(2).all(|w| w[0] < w[1]),
+        "failures come in seed order"
+    );
 }
 
 #[test]
 fn seed_ranges_parse_half_open_and_inclusive_and_refuse_empty_ones() {
     assert_eq!("3..7".parse::<SeedRange>().unwrap(), SeedRange { from: 3, to: 7 });
-    assert_eq!("3..=7".parse::<SeedRange>().unwrap(), SeedRange { from: 3, to: 8 });
+    assert_eq!(
+        "3..=7".parse::<SeedRange>().unwrap(),
+        SeedRange { from: 3, to: 8 }
+    );
     assert!("7..7".parse::<SeedRange>().is_err());
     assert!("x..7".parse::<SeedRange>().is_err());
     assert!("0..99999999999".parse::<SeedRange>().is_err());
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(["sweep", scenario_path("quickstart.json").to_str().unwrap(), "--seeds", "5..5"])
+        .args([
+            "sweep",
+            scenario_path("quickstart.json").to_str().unwrap(),
+            "--seeds",
+            "5..5",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -83,7 +105,11 @@ fn seed_ranges_parse_half_open_and_inclusive_and_refuse_empty_ones() {
 fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants() {
     let trace_path = temp_path("trace.json");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(["run", scenario_path("loss-after-pending.json").to_str().unwrap(), "--chrome-trace"])
+        .args([
+            "run",
+            scenario_path("loss-after-pending.json").to_str().unwrap(),
+            "--chrome-trace",
+        ])
         .arg(&trace_path)
         .output()
         .unwrap();
@@ -94,7 +120,10 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
     for e in events {
         let ph = e["ph"].as_str().unwrap();
         assert!(["M", "X", "i"].contains(&ph), "{e}");
-        assert!(e["pid"].is_u64() && e["tid"].is_u64() && e["name"].is_string(), "{e}");
+        assert!(
+            e["pid"].is_u64() && e["tid"].is_u64() && e["name"].is_string(),
+            "{e}"
+        );
         if ph != "M" {
             assert!(e["ts"].as_f64().unwrap() >= 0.0, "{e}");
         }
@@ -103,13 +132,29 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
         }
     }
     let named = |ph: &str, name: &str| events.iter().any(|e| e["ph"] == ph && e["name"] == name);
-    let thread = |name: &str| events.iter().any(|e| e["name"] == "thread_name" && e["args"]["name"] == name);
+    let thread = |name: &str| {
+        events
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == name)
+    };
     assert!(named("M", "process_name"));
-    assert!(thread("root") && thread("terminal"), "a track per agent and per answerer");
-    assert!(named("X", "root/1 pending"), "a slice per call, named by callId and outcome");
-    assert!(named("X", "root/1 pending → late_answered"), "the time it spent pending");
+    assert!(
+        thread("root") && thread("terminal"),
+        "a track per agent and per answerer"
+    );
+    assert!(
+        named("X", "root/1 pending"),
+        "a slice per call, named by callId and outcome"
+    );
+    assert!(
+        named("X", "root/1 pending → late_answered"),
+        "the time it spent pending"
+    );
     assert!(named("X", "root/2 answered"));
     assert!(named("i", "process loss (restart after 2 s)") && named("i", "restart"));
     let slice = events.iter().find(|e| e["name"] == "root/1 pending").unwrap();
-    assert_eq!((slice["ts"].as_f64(), slice["dur"].as_f64()), (Some(0.0), Some(5_000_000.0)));
+    assert_eq!(
+        (slice["ts"].as_f64(), slice["dur"].as_f64()),
+        (Some(0.0), Some(5_000_000.0))
+    );
 }

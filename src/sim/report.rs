@@ -12,8 +12,11 @@ use crate::event::EventKind;
 use crate::log::{LogHeader, trace_hash};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::RunOutput;
-use crate::sim::invariants::{INVARIANTS, Violation, check};
+use crate::sim::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERANCE_S, Violation, check};
 use crate::tool::{ErrorCode, Schema};
+
+/// Most violations the human report lists; `--json` has them all.
+const REPORT_LINES_MAX: usize = 20;
 
 /// How the calls of a run settled (SPEC §6 `outcomes`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -117,6 +120,9 @@ pub struct Summary {
     pub wall_s: f64,
     /// Call start → settlement.
     pub latency_s: LatencySummary,
+    /// How late each `pending` came past its window's end (0 on the virtual
+    /// clock; on the real clock, the runtime's timer and scheduling delay).
+    pub lateness_s: LatencySummary,
     /// Per wall second.
     pub throughput: Throughput,
     /// The limit that stopped the run, or null.
@@ -137,7 +143,12 @@ impl Summary {
 /// Analyses a run of `scenario` loaded from `file`.
 pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
     let (calls, outcomes, latency) = outcomes(output);
-    let violations = check(&output.events, Some(&output.open));
+    let lateness = lateness(output);
+    let tolerance_s = match output.clock {
+        Clock::Virtual => VIRTUAL_TOLERANCE_S,
+        Clock::Real => REAL_TOLERANCE_S,
+    };
+    let violations = check(&output.events, Some(&output.open), tolerance_s);
     let expectations = expectations(scenario, output, &outcomes);
     let header = LogHeader::new(&scenario.name, output.seed);
     let mut summary = Summary {
@@ -162,6 +173,7 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
         virtual_s: output.virtual_s,
         wall_s: output.wall_s,
         latency_s: latency,
+        lateness_s: lateness,
         limit: output.limit.clone(),
         events: output.events.len() as u64,
         reproduce: None,
@@ -181,6 +193,44 @@ fn per_s(n: u64, wall_s: f64) -> f64 {
     if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 }
 }
 
+/// Microsecond histograms up to about 115 days: every time a run's limits allow.
+fn histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds")
+}
+
+fn percentiles(h: &Histogram<u64>) -> LatencySummary {
+    let seconds = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+    LatencySummary {
+        p50: seconds(0.5),
+        p99: seconds(0.99),
+        max: h.max() as f64 / 1e6,
+    }
+}
+
+/// For every call that returned `pending`: how long after its window's end.
+fn lateness(output: &RunOutput) -> LatencySummary {
+    let mut due: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut late = histogram();
+    for event in &output.events {
+        match &event.kind {
+            EventKind::Request {
+                call_id,
+                window_s: Some(w),
+                ..
+            } if *w > 0.0 => {
+                due.insert(call_id, event.t + w);
+            }
+            EventKind::Result { call_id, result, .. } if result.starts_with("{\"pending\":true") => {
+                if let Some(end) = due.remove(call_id.as_str()) {
+                    late.saturating_record(((event.t - end).max(0.0) * 1e6) as u64);
+                }
+            }
+            _ => {}
+        }
+    }
+    percentiles(&late)
+}
+
 /// How a call first settled.
 enum First<'a> {
     /// Its first tool result: the text and whether it is an error.
@@ -196,9 +246,7 @@ fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
     let mut first: BTreeMap<&str, First> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut closed: BTreeMap<&str, &'static str> = BTreeMap::new();
-    // Microseconds, up to about 115 days: every latency a run's limits allow.
-    let mut latency =
-        Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds");
+    let mut latency = histogram();
     for event in &output.events {
         match &event.kind {
             EventKind::Request { call_id, schema, .. } => {
@@ -415,6 +463,13 @@ pub fn render_table(summary: &Summary) -> String {
             format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s),
         ),
         (
+            "lateness",
+            format!(
+                "p50 {:.6} s, p99 {:.6} s, max {:.6} s (pending past its window)",
+                summary.lateness_s.p50, summary.lateness_s.p99, summary.lateness_s.max
+            ),
+        ),
+        (
             "latency",
             format!(
                 "p50 {:.3} s, p99 {:.3} s, max {:.3} s",
@@ -428,13 +483,18 @@ pub fn render_table(summary: &Summary) -> String {
     for (name, value) in rows {
         let _ = writeln!(out, "  {name:<16}{value}");
     }
-    for v in &summary.invariants.violations {
+    let shown = REPORT_LINES_MAX;
+    for v in summary.invariants.violations.iter().take(shown) {
         let call = v.call_id.as_deref().unwrap_or("-");
         let _ = writeln!(
             out,
             "  VIOLATION {} (callId {call}, seq {}): {}",
             v.invariant, v.seq, v.detail
         );
+    }
+    if summary.invariants.violations.len() > shown {
+        let more = summary.invariants.violations.len() - shown;
+        let _ = writeln!(out, "  … and {more} more violations (--json lists them all)");
     }
     for failure in &summary.expectations.failures {
         let _ = writeln!(out, "  EXPECTATION FAILED {failure}");
