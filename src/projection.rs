@@ -62,8 +62,9 @@ pub struct QuestionRecord {
     pub agent: String,
     /// The recorded schema: the only thing that tells timed from legacy.
     pub schema: Schema,
-    /// The questions as recorded.
-    pub questions: Value,
+    /// `seq` of its `request` event, where its questions are recorded (the fold
+    /// does not copy them: a restart reads them from the log).
+    pub request_seq: u64,
     /// The effective window (seconds, -1 blocking; none for legacy).
     pub window_s: Option<f64>,
     /// Where it stands.
@@ -138,7 +139,6 @@ impl Projection {
                 call_id,
                 agent,
                 schema,
-                questions,
                 window_s,
                 ..
             } => {
@@ -148,7 +148,7 @@ impl Projection {
                     QuestionRecord {
                         agent: agent.clone(),
                         schema: *schema,
-                        questions: questions.clone(),
+                        request_seq: seq,
                         window_s: *window_s,
                         state: QuestionState::Open,
                         settled: None,
@@ -221,6 +221,20 @@ impl Projection {
             question.state = to;
             question.settled = Some(how);
             question.seq = seq;
+        }
+    }
+
+    /// The questions of a call, as its request in `events` (the log this state was
+    /// folded from) recorded them.
+    pub fn questions_of<'a>(&self, events: &'a [Event], call_id: &str) -> Option<&'a Value> {
+        let seq = self.questions.get(call_id)?.request_seq;
+        match &events.get(usize::try_from(seq).ok()?.checked_sub(1)?)?.kind {
+            EventKind::Request {
+                call_id: c,
+                questions,
+                ..
+            } if c == call_id => Some(questions),
+            _ => None,
         }
     }
 

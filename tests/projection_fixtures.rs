@@ -367,20 +367,27 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
         ])
     );
     assert_eq!(
-        p.questions["root/1"].questions[0]["header"],
+        p.questions_of(&events, "root/1").unwrap()[0]["header"],
         json!("Deployment target")
     );
-    assert_eq!(p.questions["root/2"].questions.as_array().map(Vec::len), Some(5));
+    assert_eq!(
+        p.questions_of(&events, "root/2")
+            .unwrap()
+            .as_array()
+            .map(Vec::len),
+        Some(5)
+    );
     // The mixed log's ops/1 is such a question too (a 17-character header, one option).
-    let mixed = fold("mixed-schemas.jsonl");
-    let ops1 = &mixed.questions["ops/1"];
-    assert_eq!(ops1.questions[0]["header"], json!("Deployment target"));
+    let mixed_events = load("mixed-schemas.jsonl").1;
+    let mixed = Projection::fold(&mixed_events);
+    let ops1_questions = mixed.questions_of(&mixed_events, "ops/1").unwrap();
+    assert_eq!(ops1_questions[0]["header"], json!("Deployment target"));
     assert!(
         legacy
-            .prepare(&json!({ "questions": ops1.questions }).to_string())
+            .prepare(&json!({ "questions": ops1_questions }).to_string())
             .is_err()
     );
-    assert_eq!(ops1.state, LostOnRestart);
+    assert_eq!(mixed.questions["ops/1"].state, LostOnRestart);
 }
 
 #[test]

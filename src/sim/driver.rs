@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::answerer::Policy;
 use crate::broker::AnswererSlot;
 use crate::event::{Event, EventKind, EventSink};
-use crate::projection::{Projection, QuestionRecord};
+use crate::projection::Projection;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::scenario::{AnswererSpec, Clock, EventKind as Scheduled, EventSpec, Scenario};
 use crate::sched::Sched;
@@ -254,7 +254,8 @@ impl Run<'_> {
     /// running its `on_resume`, and every open timed question re-offered.
     async fn restart(&self, sched: &Sched) {
         self.events.record(EventKind::Restart);
-        let projection = Projection::fold(&self.events.snapshot());
+        let log = self.events.snapshot();
+        let projection = Projection::fold(&log);
         let config = runtime_config(self.scenario, self.seed, self.clock);
         let runtime = Runtime::start_with(config, sched.next_epoch(), self.events.clone())
             .await
@@ -277,7 +278,8 @@ impl Run<'_> {
         let mut reopened: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (call_id, question) in projection.answerable() {
             let agent = resumed.iter().find(|(name, _)| *name == question.agent);
-            match (agent, restored_ask(question)) {
+            let questions = projection.questions_of(&log, call_id);
+            match (agent, questions.and_then(restored_ask)) {
                 (Some((_, handle)), Some(ask)) => {
                     runtime.restore(handle, call_id, ask);
                     reopened
@@ -312,9 +314,8 @@ impl Run<'_> {
 /// A timed question rebuilt from its recorded request, or `None` if the record
 /// lacks the shape. The questions come back re-serialised from the log: the same
 /// JSON value the model sent.
-fn restored_ask(question: &QuestionRecord) -> Option<Ask> {
-    let questions: Vec<Question> = question
-        .questions
+fn restored_ask(recorded: &Value) -> Option<Ask> {
+    let questions: Vec<Question> = recorded
         .as_array()?
         .iter()
         .map(Question::from_recorded)
@@ -322,7 +323,7 @@ fn restored_ask(question: &QuestionRecord) -> Option<Ask> {
     Some(Ask {
         schema: Schema::Timed,
         questions: questions.into(),
-        questions_raw: question.questions.to_string().into(),
+        questions_raw: recorded.to_string().into(),
         timeout_arg: None,
         wait: Wait::Blocking,
     })

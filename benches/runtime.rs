@@ -1,0 +1,238 @@
+//! SPEC §8 benches of the actor runtime, each beside the plain-tokio baseline of
+//! `baseline/` doing the same work in the same run. Runtimes are built outside
+//! the measured closures.
+
+mod baseline;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use asksim::answerer::{Accepts, AnswerPolicy, Latency, Policy};
+use asksim::broker::AnswererSlot;
+use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::tool::{Timeout, ToolConfig};
+use baseline::{Answerer, Baseline};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+const ARGS_5S: &str = r#"{"questions":[{"id":"go","question":"Proceed with the cleanup?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":5}"#;
+const ARGS_1S: &str = r#"{"questions":[{"id":"go","question":"Proceed with the cleanup?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":1}"#;
+
+fn tool() -> ToolConfig {
+    ToolConfig::timed(Timeout::Window(30.0))
+}
+
+fn policy(accepts: Accepts, latency: Latency) -> Policy {
+    Policy {
+        accepts,
+        offer_latency: Latency::Fixed(0.0),
+        latency,
+        answer: AnswerPolicy::Recommended,
+        hold_after_s: None,
+        crash_at_s: None,
+        crash_after_accepts: None,
+    }
+}
+
+/// `declining` answerers that decline, then one that answers at once.
+fn waterfall(declining: usize, latency: Latency) -> Vec<AnswererSlot> {
+    let mut slots: Vec<AnswererSlot> = (0..declining)
+        .map(|i| AnswererSlot::Policy {
+            name: format!("no-{i}"),
+            policy: policy(Accepts::None, Latency::Never),
+        })
+        .collect();
+    slots.push(AnswererSlot::Policy {
+        name: "yes".into(),
+        policy: policy(Accepts::All, latency),
+    });
+    slots
+}
+
+fn baseline_waterfall(declining: usize, latency: Option<Duration>) -> Vec<Answerer> {
+    let mut answerers = vec![
+        Answerer {
+            accepts: false,
+            latency: None
+        };
+        declining
+    ];
+    answerers.push(Answerer {
+        accepts: true,
+        latency,
+    });
+    answerers
+}
+
+fn current_thread(paused: bool) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    if paused {
+        builder.start_paused(true);
+    }
+    builder.build().expect("a tokio runtime")
+}
+
+fn start_asksim(rt: &tokio::runtime::Runtime, answerers: Vec<AnswererSlot>) -> Runtime {
+    rt.block_on(Runtime::start(RuntimeConfig {
+        tool: tool(),
+        answerers,
+        ..RuntimeConfig::default()
+    }))
+    .expect("a runtime")
+}
+
+fn round_trip(c: &mut Criterion) {
+    let mut group = c.benchmark_group("round_trip");
+    let rt = current_thread(false);
+    let runtime = start_asksim(&rt, waterfall(0, Latency::Fixed(0.0)));
+    let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
+    group.bench_function("asksim", |b| {
+        b.iter(|| rt.block_on(async { black_box(root.ask(ARGS_5S).await) }))
+    });
+    let base = rt.block_on(async { Baseline::start(tool(), &baseline_waterfall(0, Some(Duration::ZERO))) });
+    group.bench_function("baseline", |b| {
+        b.iter(|| rt.block_on(async { black_box(base.ask(ARGS_5S).await.0) }))
+    });
+    group.finish();
+}
+
+fn waterfall_depth(c: &mut Criterion) {
+    let mut group = c.benchmark_group("waterfall_depth");
+    for depth in [1usize, 8, 64] {
+        let rt = current_thread(false);
+        let runtime = start_asksim(&rt, waterfall(depth, Latency::Fixed(0.0)));
+        let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
+        group.bench_with_input(BenchmarkId::new("asksim", depth), &depth, |b, _| {
+            b.iter(|| rt.block_on(async { black_box(root.ask(ARGS_5S).await) }))
+        });
+        let base =
+            rt.block_on(async { Baseline::start(tool(), &baseline_waterfall(depth, Some(Duration::ZERO))) });
+        group.bench_with_input(BenchmarkId::new("baseline", depth), &depth, |b, _| {
+            b.iter(|| rt.block_on(async { black_box(base.ask(ARGS_5S).await.0) }))
+        });
+    }
+    group.finish();
+}
+
+/// Calls per iteration of the throughput bench.
+const PENDING_CALLS: u64 = 2_000;
+
+/// N timed calls with a 1 s window against an answerer that takes 2 s: every call
+/// returns `pending` and then gets its late answer. Paused time, so the windows
+/// cost nothing but the work; a fresh runtime per iteration, built untimed.
+fn pending_throughput(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pending_throughput");
+    group.throughput(Throughput::Elements(PENDING_CALLS));
+    group.sample_size(10);
+    group.bench_function("asksim", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let rt = current_thread(true);
+                let runtime = start_asksim(&rt, waterfall(0, Latency::Fixed(2.0)));
+                let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
+                let start = Instant::now();
+                rt.block_on(async {
+                    let calls: Vec<_> = (0..PENDING_CALLS)
+                        .map(|_| {
+                            let root = root.clone();
+                            tokio::spawn(async move {
+                                let outcome = root.ask(ARGS_1S).await;
+                                root.closed(&outcome.call_id).await;
+                            })
+                        })
+                        .collect();
+                    for call in calls {
+                        call.await.expect("a call");
+                    }
+                });
+                total += start.elapsed();
+                rt.block_on(runtime.shutdown());
+            }
+            total
+        })
+    });
+    group.bench_function("baseline", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let rt = current_thread(true);
+                let base = rt.block_on(async {
+                    Baseline::start(tool(), &baseline_waterfall(0, Some(Duration::from_secs(2))))
+                });
+                let start = Instant::now();
+                rt.block_on(async {
+                    let calls: Vec<_> = (0..PENDING_CALLS)
+                        .map(|_| {
+                            let base = base.clone();
+                            tokio::spawn(async move {
+                                let (_, mut late) = base.ask(ARGS_1S).await;
+                                late.recv().await
+                            })
+                        })
+                        .collect();
+                    for call in calls {
+                        call.await.expect("a call");
+                    }
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+/// The `load-10k` scenario on the virtual clock, beside a baseline that runs the
+/// same 10,000 calls (same window, answer latencies drawn the same way) through
+/// the baseline broker on paused time.
+fn virtual_speed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("virtual_speed");
+    group.sample_size(10);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/load-10k.json");
+    let scenario = asksim::scenario::load(&path).expect("load-10k parses");
+    group.bench_function("asksim_load_10k", |b| {
+        b.iter(|| {
+            black_box(asksim::sim::driver::run(&scenario, scenario.seed, scenario.clock).expect("a run"))
+        })
+    });
+    group.bench_function("baseline_10k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let rt = current_thread(true);
+                let start = Instant::now();
+                rt.block_on(async {
+                    let base = Baseline::start(
+                        ToolConfig::timed(Timeout::Window(15.0)),
+                        &baseline_waterfall(0, Some(Duration::from_secs(45))),
+                    );
+                    let calls: Vec<_> = (0..10_000)
+                        .map(|_| {
+                            let base = base.clone();
+                            tokio::spawn(async move {
+                                let (result, mut late) = base.ask(ARGS_1S).await;
+                                if result.starts_with("{\"pending\"") {
+                                    late.recv().await;
+                                }
+                            })
+                        })
+                        .collect();
+                    for call in calls {
+                        call.await.expect("a call");
+                    }
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    targets = round_trip, waterfall_depth, pending_throughput, virtual_speed
+}
+criterion_main!(benches);
