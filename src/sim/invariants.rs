@@ -46,6 +46,18 @@ pub struct Violation {
     pub detail: String,
 }
 
+impl std::fmt::Display for Violation {
+    /// `invariant (callId X, seq N): detail`, as every report prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let call = self.call_id.as_deref().unwrap_or("-");
+        write!(
+            f,
+            "{} (callId {call}, seq {}): {}",
+            self.invariant, self.seq, self.detail
+        )
+    }
+}
+
 #[derive(Default)]
 struct CallInfo {
     agent: String,

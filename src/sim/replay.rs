@@ -106,12 +106,7 @@ pub fn render_table(report: &ReplayReport) -> String {
         report.violations.len()
     );
     for v in &report.violations {
-        let call = v.call_id.as_deref().unwrap_or("-");
-        let _ = writeln!(
-            out,
-            "  VIOLATION {} (callId {call}, seq {}): {}",
-            v.invariant, v.seq, v.detail
-        );
+        let _ = writeln!(out, "  VIOLATION {v}");
     }
     out
 }

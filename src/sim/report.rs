@@ -485,12 +485,7 @@ pub fn render_table(summary: &Summary) -> String {
     }
     let shown = REPORT_LINES_MAX;
     for v in summary.invariants.violations.iter().take(shown) {
-        let call = v.call_id.as_deref().unwrap_or("-");
-        let _ = writeln!(
-            out,
-            "  VIOLATION {} (callId {call}, seq {}): {}",
-            v.invariant, v.seq, v.detail
-        );
+        let _ = writeln!(out, "  VIOLATION {v}");
     }
     if summary.invariants.violations.len() > shown {
         let more = summary.invariants.violations.len() - shown;

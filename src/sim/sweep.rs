@@ -225,12 +225,7 @@ pub fn render(report: &SweepReport) -> String {
     for failure in &report.failed {
         let _ = writeln!(out, "  FAIL seed {}: {}", failure.seed, failure.reproduce);
         for v in &failure.violations {
-            let call = v.call_id.as_deref().unwrap_or("-");
-            let _ = writeln!(
-                out,
-                "    VIOLATION {} (callId {call}, seq {}): {}",
-                v.invariant, v.seq, v.detail
-            );
+            let _ = writeln!(out, "    VIOLATION {v}");
         }
         for f in &failure.failures {
             let _ = writeln!(out, "    EXPECTATION FAILED {f}");
