@@ -112,8 +112,17 @@ impl Sched {
         &self.epoch
     }
 
-    /// Runs `f` after `delay` unless the timer or the epoch is cancelled first.
+    /// Runs `f` after `delay` unless the timer or the epoch is cancelled first. A
+    /// zero delay runs `f` at once: a tokio timer would round it up to the next
+    /// millisecond tick on the real clock.
     pub fn after(&self, delay: Duration, f: impl FnOnce() + Send + 'static) -> Timer {
+        if delay.is_zero() {
+            let token = self.epoch.child_token();
+            if !token.is_cancelled() {
+                f();
+            }
+            return Timer(token);
+        }
         self.due.fetch_add(1, Ordering::SeqCst);
         let guard = DueGuard(self.due.clone());
         let token = self.epoch.child_token();

@@ -70,7 +70,10 @@ impl Baseline {
                         continue;
                     }
                     let _ = broker.send(Msg::Accept(offer.id, index));
-                    if let Some(latency) = answerer.latency {
+                    if answerer.latency == Some(Duration::ZERO) {
+                        let batch = AnswerPolicy::Recommended.batch(&offer.questions);
+                        let _ = broker.send(Msg::Submit(offer.id, batch));
+                    } else if let Some(latency) = answerer.latency {
                         let broker = broker.clone();
                         tokio::spawn(async move {
                             tokio::time::sleep(latency).await;
