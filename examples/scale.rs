@@ -506,6 +506,24 @@ fn lateness(args: &Args) -> Value {
             last_request = last_request.max(e.t);
         }
     }
+    // How long the answerer took to accept (its mailbox backlog): Offer to Accept.
+    let mut offered: HashMap<&str, f64> = HashMap::with_capacity(n);
+    let mut accept_lag = histogram();
+    for e in &events {
+        match &e.kind {
+            EventKind::Offer { call_id, .. } => {
+                offered.insert(call_id.as_str(), e.t);
+            }
+            EventKind::Accept { call_id, .. } => {
+                if let Some(t) = offered.get(call_id.as_str()) {
+                    accept_lag.saturating_record(((e.t - t).max(0.0) * 1e6).round() as u64);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Lateness by the order the requests reached the broker, in tenths.
+    let mut by_tenth: Vec<Histogram<u64>> = (0..10).map(|_| histogram()).collect();
     let mut recorded = histogram();
     let mut early = 0u64;
     let mut pending_results = 0u64;
@@ -519,7 +537,11 @@ fn lateness(args: &Args) -> Value {
             if late_s < 0.0 {
                 early += 1;
             }
-            recorded.saturating_record((late_s.max(0.0) * 1e6).round() as u64);
+            let us = (late_s.max(0.0) * 1e6).round() as u64;
+            recorded.saturating_record(us);
+            let span = (last_request - first_request).max(1e-9);
+            let tenth = (((t_req - first_request) / span) * 10.0).clamp(0.0, 9.0) as usize;
+            by_tenth[tenth].saturating_record(us);
         }
     }
     let mut caller = histogram();
@@ -560,6 +582,12 @@ fn lateness(args: &Args) -> Value {
     };
     show("recorded (Result event - request - window)", &recorded);
     show("at caller (ask returned - request - window)", &caller);
+    show("diag: answerer accept lag (Accept - Offer)", &accept_lag);
+    let tenths: Vec<f64> = by_tenth
+        .iter()
+        .map(|h| h.value_at_quantile(0.5) as f64 / 1000.0)
+        .collect();
+    println!("lateness diag: p50 (ms) by tenth of the request order: {tenths:.1?}");
     json!({
         "n": n,
         "window_s": window_s,
@@ -572,6 +600,8 @@ fn lateness(args: &Args) -> Value {
         "wall_s": wall.as_secs_f64(),
         "recorded": quantiles_ms(&recorded),
         "caller": quantiles_ms(&caller),
+        "accept_lag": quantiles_ms(&accept_lag),
+        "p50_ms_by_tenth": tenths,
         "target_p99_ms": 5.0,
     })
 }
