@@ -580,7 +580,7 @@ impl BrokerState {
         let Request {
             agent,
             call_id,
-            ask,
+            mut ask,
             turn,
             reply,
         } = request;
@@ -613,7 +613,7 @@ impl BrokerState {
             agent: agent_name.clone(),
             schema: ask.schema,
             keyed: ask.keyed(),
-            questions: serde_json::from_str(&ask.questions_raw).unwrap_or(Value::Null),
+            questions: std::mem::take(&mut ask.questions_json),
             timeout: ask.timeout_arg,
             window_s: match (ask.schema, ask.wait) {
                 (Schema::Legacy, _) => None,

@@ -324,6 +324,7 @@ fn restored_ask(recorded: &Value) -> Option<Ask> {
         schema: Schema::Timed,
         questions: questions.into(),
         questions_raw: recorded.to_string().into(),
+        questions_json: Value::Null,
         timeout_arg: None,
         wait: Wait::Blocking,
     })

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::limits::{
     HEADER_CHARS_MAX, QUESTION_CHARS_MAX, QUESTIONS_PER_CALL_MAX, QUESTIONS_PER_CALL_MIN, array, known_keys,
-    object, optional_bool, options, parse_arguments, raw_questions, text,
+    object, optional_bool, options, parse_arguments, raw_questions, take_questions, text,
 };
 use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Wait};
 
@@ -19,12 +19,13 @@ pub const DEFINITION: &str = include_str!("definitions/legacy.json");
 
 /// Validates legacy arguments. Each question's id is its text.
 pub fn prepare(arguments: &str) -> Result<Ask, ArgumentError> {
-    let value = parse_arguments(arguments)?;
+    let mut value = parse_arguments(arguments)?;
     let questions = parse(&value)?;
     Ok(Ask {
         schema: Schema::Legacy,
         questions: questions.into(),
         questions_raw: raw_questions(arguments)?,
+        questions_json: take_questions(&mut value),
         timeout_arg: None,
         wait: Wait::Blocking,
     })

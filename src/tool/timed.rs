@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::limits::{
     HEADER_CHARS_MAX, ID_CHARS_MAX, QUESTION_CHARS_MAX, QUESTIONS_PER_CALL_MAX, QUESTIONS_PER_CALL_MIN,
-    array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, text,
+    array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, take_questions, text,
 };
 use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Timeout, Wait};
 
@@ -15,7 +15,7 @@ pub const DEFINITION: &str = include_str!("definitions/timed.json");
 /// Validates timed arguments; `default` is the configured timeout for calls that
 /// pass none.
 pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> {
-    let value = parse_arguments(arguments)?;
+    let mut value = parse_arguments(arguments)?;
     let (questions, timeout_arg) = parse(&value)?;
     let timeout = match timeout_arg {
         Some(t) => t,
@@ -25,6 +25,7 @@ pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> 
         schema: Schema::Timed,
         questions: questions.into(),
         questions_raw: raw_questions(arguments)?,
+        questions_json: take_questions(&mut value),
         timeout_arg: timeout_arg.map(Timeout::as_f64),
         wait: match timeout {
             Timeout::Window(s) => Wait::Window(s),
