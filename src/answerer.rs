@@ -365,28 +365,20 @@ impl Actor for AnswererActor {
                     offer,
                     timers: Vec::new(),
                 };
-                if let Some(delay) = state.policy.offer_latency.draw(&mut state.rng) {
+                let delay = state.policy.offer_latency.draw(&mut state.rng);
+                if let Some(delay) = delay.filter(|d| !d.is_zero()) {
                     work.timers
                         .push(state.timer(&myself, delay, AnswererMsg::Decide(ticket)));
                 }
                 state.offers.insert(ticket, work);
+                // No latency: decide now rather than through a message to itself.
+                if delay.is_some_and(|d| d.is_zero()) {
+                    state.decide(&myself, ticket);
+                }
             }
             AnswererMsg::Decide(ticket) => state.decide(&myself, ticket),
-            AnswererMsg::HoldNow(ticket) => {
-                if let Some(work) = state.offers.get(&ticket) {
-                    let msg = work.offer.reply.hold();
-                    let broker = work.offer.reply.broker.clone();
-                    state.jitter.send(&state.sched, &broker, msg);
-                }
-            }
-            AnswererMsg::SubmitNow(ticket) => {
-                if let Some(work) = state.offers.remove(&ticket) {
-                    let batch = state.policy.answer.batch(&work.offer.questions);
-                    let msg = work.offer.reply.submit(batch);
-                    state.jitter.send(&state.sched, &work.offer.reply.broker, msg);
-                    work.timers.iter().for_each(Timer::cancel);
-                }
-            }
+            AnswererMsg::HoldNow(ticket) => state.hold_now(ticket),
+            AnswererMsg::SubmitNow(ticket) => state.submit_now(ticket),
             AnswererMsg::Withdraw { ticket } => {
                 if let Some(work) = state.offers.remove(&ticket) {
                     work.timers.iter().for_each(Timer::cancel);
@@ -433,23 +425,50 @@ impl AnswererState {
         }
         self.jitter.send(&self.sched, &reply.broker, reply.accept());
         self.accepts += 1;
+        if self.policy.crash_after_accepts.is_some_and(|n| self.accepts >= n) {
+            // It dies right after this accept: no hold, no answer.
+            self.crash(myself);
+            return;
+        }
         let hold = self
             .policy
             .hold_after_s
             .map(|s| Duration::from_secs_f64(s.max(0.0)));
         let submit = self.policy.latency.draw(&mut self.rng);
-        let mut timers = Vec::new();
-        if let Some(delay) = hold {
-            timers.push(self.timer(myself, delay, AnswererMsg::HoldNow(ticket)));
+        // Zero delays act now rather than through a message to itself.
+        match hold {
+            Some(delay) if delay.is_zero() => self.hold_now(ticket),
+            Some(delay) => self.keep_timer(ticket, myself, delay, AnswererMsg::HoldNow(ticket)),
+            None => {}
         }
-        if let Some(delay) = submit {
-            timers.push(self.timer(myself, delay, AnswererMsg::SubmitNow(ticket)));
+        match submit {
+            Some(delay) if delay.is_zero() => self.submit_now(ticket),
+            Some(delay) => self.keep_timer(ticket, myself, delay, AnswererMsg::SubmitNow(ticket)),
+            None => {}
         }
+    }
+
+    fn keep_timer(&mut self, ticket: u64, myself: &ActorRef<AnswererMsg>, delay: Duration, msg: AnswererMsg) {
+        let timer = self.timer(myself, delay, msg);
         if let Some(work) = self.offers.get_mut(&ticket) {
-            work.timers.extend(timers);
+            work.timers.push(timer);
         }
-        if self.policy.crash_after_accepts.is_some_and(|n| self.accepts >= n) {
-            self.crash(myself);
+    }
+
+    fn hold_now(&mut self, ticket: u64) {
+        if let Some(work) = self.offers.get(&ticket) {
+            let msg = work.offer.reply.hold();
+            let broker = work.offer.reply.broker.clone();
+            self.jitter.send(&self.sched, &broker, msg);
+        }
+    }
+
+    fn submit_now(&mut self, ticket: u64) {
+        if let Some(work) = self.offers.remove(&ticket) {
+            let batch = self.policy.answer.batch(&work.offer.questions);
+            let msg = work.offer.reply.submit(batch);
+            self.jitter.send(&self.sched, &work.offer.reply.broker, msg);
+            work.timers.iter().for_each(Timer::cancel);
         }
     }
 
