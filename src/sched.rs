@@ -28,12 +28,15 @@ pub struct Sched {
 
 /// A started timer; [`Timer::cancel`] stops it and removes it from the account.
 #[derive(Debug)]
-pub struct Timer(CancellationToken);
+pub struct Timer(Option<tokio::task::AbortHandle>);
 
 impl Timer {
-    /// Stops the timer if it has not fired.
+    /// Stops the timer if it has not fired. Aborting its task drops it at once,
+    /// and with it its place in the account of what is due.
     pub fn cancel(&self) {
-        self.0.cancel();
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
@@ -117,29 +120,26 @@ impl Sched {
     /// millisecond tick on the real clock.
     pub fn after(&self, delay: Duration, f: impl FnOnce() + Send + 'static) -> Timer {
         if delay.is_zero() {
-            let token = self.epoch.child_token();
-            if !token.is_cancelled() {
+            if !self.epoch.is_cancelled() {
                 f();
             }
-            return Timer(token);
+            return Timer(None);
         }
         self.due.fetch_add(1, Ordering::SeqCst);
         let guard = DueGuard(self.due.clone());
-        let token = self.epoch.child_token();
-        let cancelled = token.clone();
         let sched = self.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let _guard = guard;
             tokio::select! {
                 biased;
-                _ = cancelled.cancelled() => {}
+                _ = sched.epoch.cancelled() => {}
                 _ = tokio::time::sleep(delay) => {
                     sched.fired();
                     f();
                 }
             }
         });
-        Timer(token)
+        Timer(Some(task.abort_handle()))
     }
 }
 
