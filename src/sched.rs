@@ -166,11 +166,6 @@ impl Jitter {
         }
     }
 
-    /// No jitter.
-    pub fn none() -> Jitter {
-        Jitter::new(0, 0, 0.0)
-    }
-
     fn delay(&mut self) -> Option<Duration> {
         if self.max_s <= 0.0 {
             return None;

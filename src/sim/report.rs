@@ -13,7 +13,7 @@ use crate::log::{LogHeader, trace_hash};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::RunOutput;
 use crate::sim::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERANCE_S, Violation, check};
-use crate::tool::{ErrorCode, Schema};
+use crate::tool::Schema;
 
 /// Most violations the human report lists; `--json` has them all.
 const REPORT_LINES_MAX: usize = 20;
@@ -503,12 +503,4 @@ pub fn render_table(summary: &Summary) -> String {
         let _ = writeln!(out, "  reproduce with: {command}");
     }
     out
-}
-
-/// Whether `name` is an outcome name or an error code (for `expect.counts`).
-pub fn is_count_name(name: &str) -> bool {
-    matches!(
-        name,
-        "answered" | "pending" | "lost_on_restart" | "open" | "late_answered" | "withdrawn" | "pending_open"
-    ) || ErrorCode::parse(name).is_some()
 }
