@@ -7,8 +7,8 @@ mod baseline;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use asksim::answerer::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::broker::AnswererSlot;
+use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::runtime::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use baseline::{Answerer, Baseline};

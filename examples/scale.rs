@@ -56,9 +56,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use asksim::answerer::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::broker::AnswererSlot;
 use asksim::event::{Event, EventKind};
+use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::runtime::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use clap::{Parser, ValueEnum};

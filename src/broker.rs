@@ -15,8 +15,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentMsg;
-use crate::answerer::{AnswererActor, AnswererArgs, AnswererMsg, Offer, Policy, Reply};
+use crate::answerer::{AnswererActor, AnswererArgs, AnswererMsg, Offer, Reply};
 use crate::event::{EventKind, EventSink};
+use crate::policy::Policy;
 use crate::sched::{Jitter, Sched, Timer, derive_seed};
 use crate::tool::{
     Ask, ErrorCode, Schema, ToolResult, Wait, legacy, result::late_answer_message,

@@ -33,6 +33,7 @@ pub mod broker;
 pub mod cli;
 pub mod event;
 pub mod log;
+pub mod policy;
 pub mod projection;
 pub mod runtime;
 pub mod scenario;

@@ -2,7 +2,7 @@
 //! ordered answerer list, spawn root agents, and read what happened.
 //!
 //! ```
-//! use asksim::answerer::Policy;
+//! use asksim::policy::Policy;
 //! use asksim::broker::AnswererSlot;
 //! use asksim::runtime::{Runtime, RuntimeConfig};
 //! use asksim::tool::{Timeout, ToolConfig};

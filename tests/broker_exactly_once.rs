@@ -9,9 +9,9 @@ mod broker_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use asksim::answerer::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::broker::AnswererSlot;
 use asksim::event::EventKind;
+use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::runtime::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;

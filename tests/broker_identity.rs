@@ -3,9 +3,9 @@
 
 mod broker_support;
 
-use asksim::answerer::Policy;
 use asksim::broker::{AGENTS_PER_TREE_MAX, AnswererSlot, SpawnError};
 use asksim::event::EventKind;
+use asksim::policy::Policy;
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 

@@ -4,9 +4,9 @@
 
 mod broker_support;
 
-use asksim::answerer::{Accepts, Latency, Policy};
 use asksim::broker::AnswererSlot;
 use asksim::event::EventKind;
+use asksim::policy::{Accepts, Latency, Policy};
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 

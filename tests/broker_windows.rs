@@ -5,9 +5,9 @@
 
 mod broker_support;
 
-use asksim::answerer::{Accepts, Latency, Policy};
 use asksim::broker::AnswererSlot;
 use asksim::event::EventKind;
+use asksim::policy::{Accepts, Latency, Policy};
 use asksim::runtime::{Runtime, RuntimeConfig};
 use asksim::tool::{Schema, Timeout, ToolConfig};
 use broker_support::*;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use asksim::scenario::{
-    self, Accepts, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventKind, EventSpec, Latency,
-    Limits, Scenario, ScenarioError, Step,
+    self, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventSpec, Latency,
+    Limits, Policy, Scenario, ScenarioError, Step,
 };
 use asksim::tool::{Mode, Timeout, ToolConfig};
 use proptest::prelude::*;
@@ -99,23 +99,27 @@ fn spec_example_parses_into_the_expected_structure() {
         answerers: vec![
             AnswererSpec {
                 name: "web".into(),
-                accepts: Accepts::Keyed,
-                offer_latency: Latency::Fixed(0.0),
-                latency: Latency::Fixed(2.0),
-                answer: AnswerPolicy::Recommended,
-                hold_after_s: None,
-                crash_at_s: None,
-                crash_after_accepts: None,
+                policy: Policy {
+                    accepts: Accepts::Keyed,
+                    offer_latency: Latency::Fixed(0.0),
+                    latency: Latency::Fixed(2.0),
+                    answer: AnswerPolicy::Recommended,
+                    hold_after_s: None,
+                    crash_at_s: None,
+                    crash_after_accepts: None,
+                },
             },
             AnswererSpec {
                 name: "terminal".into(),
-                accepts: Accepts::All,
-                offer_latency: Latency::Fixed(0.0),
-                latency: Latency::Uniform(1.0, 5.0),
-                answer: AnswerPolicy::Option(1),
-                hold_after_s: None,
-                crash_at_s: None,
-                crash_after_accepts: None,
+                policy: Policy {
+                    accepts: Accepts::All,
+                    offer_latency: Latency::Fixed(0.0),
+                    latency: Latency::Uniform(1.0, 5.0),
+                    answer: AnswerPolicy::Option(1),
+                    hold_after_s: None,
+                    crash_at_s: None,
+                    crash_after_accepts: None,
+                },
             },
         ],
         agents: vec![AgentSpec {
@@ -131,7 +135,7 @@ fn spec_example_parses_into_the_expected_structure() {
         }],
         events: vec![EventSpec {
             at_s: 30.0,
-            kind: EventKind::CancelTurn("root".into()),
+            action: Action::CancelTurn("root".into()),
         }],
         jitter_max_s: None,
         limits: Limits {
@@ -189,12 +193,16 @@ fn every_optional_key_is_read() {
         }
     );
     let bot = &scenario.answerers[0];
-    assert_eq!(bot.accepts, Accepts::Agents(vec!["worker-*".into()]));
-    assert_eq!(bot.offer_latency, Latency::Exp(0.5));
-    assert_eq!(bot.latency, Latency::Never);
-    assert_eq!(bot.answer, AnswerPolicy::Batch(json!([{ "id": "q" }])));
+    assert_eq!(bot.policy.accepts, Accepts::Agents(vec!["worker-*".into()]));
+    assert_eq!(bot.policy.offer_latency, Latency::Exp(0.5));
+    assert_eq!(bot.policy.latency, Latency::Never);
+    assert_eq!(bot.policy.answer, AnswerPolicy::Batch(json!([{ "id": "q" }])));
     assert_eq!(
-        (bot.hold_after_s, bot.crash_at_s, bot.crash_after_accepts),
+        (
+            bot.policy.hold_after_s,
+            bot.policy.crash_at_s,
+            bot.policy.crash_after_accepts
+        ),
         (Some(0.5), Some(7.0), Some(3))
     );
     let root = &scenario.agents[0];
@@ -211,8 +219,8 @@ fn every_optional_key_is_read() {
     );
     assert_eq!(root.on_resume, vec![Step::AskUnresolved { timeout: None }]);
     assert_eq!(
-        scenario.events[0].kind,
-        EventKind::ProcessLoss { restart_after_s: 2.0 }
+        scenario.events[0].action,
+        Action::ProcessLoss { restart_after_s: 2.0 }
     );
 }
 
@@ -330,14 +338,14 @@ fn events_are_stable_sorted_by_time() {
             { "at": 0.0, "cancel_turn": "root" }
         ]
     }));
-    let kinds: Vec<&EventKind> = scenario.events.iter().map(|e| &e.kind).collect();
+    let kinds: Vec<&Action> = scenario.events.iter().map(|e| &e.action).collect();
     assert_eq!(
         kinds,
         [
-            &EventKind::CancelTurn("root".into()),
-            &EventKind::CancelCall("root/2".into()),
-            &EventKind::CrashAnswerer("a".into()),
-            &EventKind::CrashAnswerer("b".into()),
+            &Action::CancelTurn("root".into()),
+            &Action::CancelCall("root/2".into()),
+            &Action::CrashAnswerer("a".into()),
+            &Action::CrashAnswerer("b".into()),
         ]
     );
 }

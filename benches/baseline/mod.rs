@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use asksim::answerer::AnswerPolicy;
+use asksim::policy::AnswerPolicy;
 use asksim::tool::{Question, ToolConfig, ToolResult, Wait, timed, validate_batch};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};

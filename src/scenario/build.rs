@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use super::raw::{Obj, RawAgent, RawAnswerer, RawEvent, RawExpect, RawScenario, RawStep};
 use super::{
-    AGENTS_MAX, ANSWERERS_MAX, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventKind, EventSpec,
-    Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
+    AGENTS_MAX, ANSWERERS_MAX, Action, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventSpec,
+    Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
 };
 use crate::tool::{ErrorCode, Timeout, ToolConfig};
 
@@ -336,13 +336,15 @@ impl Builder {
         }
         Ok(AnswererSpec {
             name: row.name,
-            accepts: row.accepts,
-            offer_latency,
-            latency: latency(&format!("{path}.latency"), row.latency)?,
-            answer: row.answer,
-            hold_after_s,
-            crash_at_s,
-            crash_after_accepts,
+            policy: Policy {
+                accepts: row.accepts,
+                offer_latency,
+                latency: latency(&format!("{path}.latency"), row.latency)?,
+                answer: row.answer,
+                hold_after_s,
+                crash_at_s,
+                crash_after_accepts,
+            },
         })
     }
 
@@ -641,19 +643,19 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
         let mut kinds = Vec::new();
         if let Some(agent) = event.cancel_turn {
             let checked = known_agent(&agent, names);
-            kinds.push(("cancel_turn", checked, EventKind::CancelTurn(agent)));
+            kinds.push(("cancel_turn", checked, Action::CancelTurn(agent)));
         }
         if let Some(call) = event.cancel_call {
             let checked = known_call(&call, names);
-            kinds.push(("cancel_call", checked, EventKind::CancelCall(call)));
+            kinds.push(("cancel_call", checked, Action::CancelCall(call)));
         }
         if let Some(Obj(loss)) = event.process_loss {
             let restart_after_s = seconds(&format!("{path}.process_loss.restart_after"), loss.restart_after)?;
-            kinds.push(("process_loss", Ok(()), EventKind::ProcessLoss { restart_after_s }));
+            kinds.push(("process_loss", Ok(()), Action::ProcessLoss { restart_after_s }));
         }
         if let Some(agent) = event.stop_agent {
             let checked = known_agent(&agent, names);
-            kinds.push(("stop_agent", checked, EventKind::StopAgent(agent)));
+            kinds.push(("stop_agent", checked, Action::StopAgent(agent)));
         }
         if let Some(answerer) = event.crash_answerer {
             let checked = if names.answerers.contains(&answerer) {
@@ -661,7 +663,7 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
             } else {
                 Err(format!("no answerer {answerer:?} in this run"))
             };
-            kinds.push(("crash_answerer", checked, EventKind::CrashAnswerer(answerer)));
+            kinds.push(("crash_answerer", checked, Action::CrashAnswerer(answerer)));
         }
         let Ok([(key, checked, kind)]) = <[_; 1]>::try_from(kinds) else {
             return issue(
@@ -670,7 +672,7 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
             );
         };
         checked.or_else(|message| issue(format!("{path}.{key}"), message))?;
-        out.push(EventSpec { at_s, kind });
+        out.push(EventSpec { at_s, action: kind });
     }
     // A stable sort: events at the same time keep their file order.
     out.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));

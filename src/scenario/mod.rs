@@ -195,28 +195,16 @@ impl Default for Limits {
     }
 }
 
-/// One answerer of the waterfall.
+/// One answerer of the waterfall, after `count` fan-out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnswererSpec {
     /// Its unique name.
     pub name: String,
-    /// Which requests it accepts when offered.
-    pub accepts: Accepts,
-    /// From an offer to its accept or decline.
-    pub offer_latency: Latency,
-    /// From its accept to its submit.
-    pub latency: Latency,
-    /// What it answers, applied to every question of the call.
-    pub answer: AnswerPolicy,
-    /// Seconds after its accept at which it holds the call, if it does.
-    pub hold_after_s: Option<f64>,
-    /// Run time at which it crashes, if it does.
-    pub crash_at_s: Option<f64>,
-    /// It crashes right after this many accepts (at least 1), if it does.
-    pub crash_after_accepts: Option<u64>,
+    /// How it behaves: the same data the built-in answerer acts on.
+    pub policy: Policy,
 }
 
-pub use crate::answerer::{Accepts, AnswerPolicy, Latency};
+pub use crate::policy::{Accepts, AnswerPolicy, Latency, Policy};
 
 /// An agent: a root of the run, or a child inside a [`Step::Spawn`].
 #[derive(Clone, Debug, PartialEq)]
@@ -288,12 +276,12 @@ pub struct EventSpec {
     /// When, in run seconds.
     pub at_s: f64,
     /// What happens.
-    pub kind: EventKind,
+    pub action: Action,
 }
 
 /// What a scheduled event does.
 #[derive(Clone, Debug, PartialEq)]
-pub enum EventKind {
+pub enum Action {
     /// Fire this agent's turn signal.
     CancelTurn(String),
     /// Cancel this call (a callId).

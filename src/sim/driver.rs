@@ -15,12 +15,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::answerer::Policy;
 use crate::broker::AnswererSlot;
 use crate::event::{Event, EventKind, EventSink};
 use crate::projection::Projection;
 use crate::runtime::{Runtime, RuntimeConfig};
-use crate::scenario::{AnswererSpec, Clock, EventKind as Scheduled, EventSpec, Scenario};
+use crate::scenario::{Action as Scheduled, Clock, EventSpec, Scenario};
 use crate::sched::Sched;
 use crate::sim::script::{World, register, spawn_script};
 use crate::tool::{Ask, Question, Schema, Wait};
@@ -76,7 +75,7 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
             .iter()
             .map(|a| AnswererSlot::Policy {
                 name: a.name.clone(),
-                policy: policy(a),
+                policy: a.policy.clone(),
             })
             .collect(),
         offer_timeout_s: scenario.broker.offer_timeout_s,
@@ -87,19 +86,6 @@ fn runtime_config(scenario: &Scenario, seed: u64, clock: Clock) -> RuntimeConfig
         },
         events_max: scenario.limits.events_max,
         ..RuntimeConfig::default()
-    }
-}
-
-/// The built-in answerer's policy for a scenario row.
-fn policy(spec: &AnswererSpec) -> Policy {
-    Policy {
-        accepts: spec.accepts.clone(),
-        offer_latency: spec.offer_latency,
-        latency: spec.latency,
-        answer: spec.answer.clone(),
-        hold_after_s: spec.hold_after_s,
-        crash_at_s: spec.crash_at_s,
-        crash_after_accepts: spec.crash_after_accepts,
     }
 }
 
@@ -189,7 +175,7 @@ impl Run<'_> {
                 });
                 continue;
             }
-            if let Scheduled::ProcessLoss { restart_after_s } = event.kind {
+            if let Scheduled::ProcessLoss { restart_after_s } = event.action {
                 self.process_loss(restart_after_s).await;
                 restart_at = Some(event.at_s + restart_after_s);
                 continue;
@@ -221,7 +207,7 @@ impl Run<'_> {
         let runtime = world.runtime();
         let handle = |name: &str| world.agents.lock().expect("world poisoned").get(name).cloned();
         let not_yet = |what| EventKind::Dropped { what };
-        match &event.kind {
+        match &event.action {
             Scheduled::CancelTurn(name) => match handle(name) {
                 Some(agent) => agent.cancel_turn().await,
                 None => self
@@ -332,7 +318,7 @@ fn restored_ask(recorded: &Value) -> Option<Ask> {
 
 /// A scheduled event as the log's `dropped` records it.
 fn scheduled_json(event: &EventSpec) -> Value {
-    match &event.kind {
+    match &event.action {
         Scheduled::CancelTurn(name) => json!({"at": event.at_s, "cancel_turn": name}),
         Scheduled::CancelCall(call_id) => json!({"at": event.at_s, "cancel_call": call_id}),
         Scheduled::StopAgent(name) => json!({"at": event.at_s, "stop_agent": name}),
