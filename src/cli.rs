@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::event::Event;
-use crate::log::{LogHeader, write_file};
-use crate::scenario::{self, Clock};
-use crate::sim::driver;
+use crate::scenario::{self, Clock, Strategy};
+use crate::sim::driver::{self, RunOptions};
 use crate::sim::report::{Summary, render_table, summarise};
 use crate::tool::{Mode, ToolConfig};
 
@@ -42,6 +41,9 @@ enum Command {
         /// The clock (default: the scenario's `clock`).
         #[arg(long, value_enum)]
         clock: Option<ClockArg>,
+        /// The scheduling strategy: random, pct:D or fifo (default: the scenario's `explore`, else random).
+        #[arg(long, value_name = "STRATEGY")]
+        explore: Option<Strategy>,
         /// Write the event log (JSON Lines) here.
         #[arg(long, value_name = "PATH")]
         log: Option<PathBuf>,
@@ -69,6 +71,9 @@ enum Command {
         /// The clock (default: the scenario's `clock`).
         #[arg(long, value_enum)]
         clock: Option<ClockArg>,
+        /// The scheduling strategy: random, pct:D or fifo (default: the scenario's `explore`, else random).
+        #[arg(long, value_name = "STRATEGY")]
+        explore: Option<Strategy>,
         /// Check invariants and limits only, ignoring the scenario's `expect`.
         #[arg(long)]
         invariants_only: bool,
@@ -146,24 +151,27 @@ pub fn main() -> ExitCode {
             seeds,
             jobs,
             clock,
+            explore,
             invariants_only,
             json,
         } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            sweep(
-                &file,
+            let args = SweepArgs {
                 seeds,
                 jobs,
-                clock.map(ClockArg::clock),
+                clock: clock.map(ClockArg::clock),
+                explore,
                 invariants_only,
                 json,
-            )
+            };
+            sweep(&file, &args)
         }
         Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
             seed,
             clock,
+            explore,
             log,
             chrome_trace,
             json,
@@ -174,6 +182,7 @@ pub fn main() -> ExitCode {
                 file,
                 seed,
                 clock,
+                explore,
                 log,
                 chrome_trace,
                 json,
@@ -194,14 +203,16 @@ fn init_tracing() {
         .try_init();
 }
 
-fn sweep(
-    file: &std::path::Path,
+struct SweepArgs {
     seeds: crate::sim::sweep::SeedRange,
     jobs: usize,
     clock: Option<Clock>,
+    explore: Option<Strategy>,
     invariants_only: bool,
     json: bool,
-) -> ExitCode {
+}
+
+fn sweep(file: &std::path::Path, args: &SweepArgs) -> ExitCode {
     use crate::sim::sweep::{SweepOptions, render};
     let scenario = match scenario::load(file) {
         Ok(scenario) => scenario,
@@ -212,14 +223,16 @@ fn sweep(
     };
     let options = SweepOptions {
         file: file.display().to_string(),
-        seeds,
-        jobs,
-        clock: clock.unwrap_or(scenario.clock),
-        invariants_only,
+        seeds: args.seeds,
+        jobs: args.jobs,
+        clock: args.clock.unwrap_or(scenario.clock),
+        strategy: args.explore.or(scenario.explore).unwrap_or_default(),
+        invariants_only: args.invariants_only,
     };
+    let json = args.json;
     // A progress bar only when a person watches stderr.
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(seeds.to - seeds.from);
+        let bar = indicatif::ProgressBar::new(args.seeds.len());
         let style =
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
@@ -297,6 +310,7 @@ struct RunArgs {
     file: PathBuf,
     seed: Option<u64>,
     clock: Option<Clock>,
+    explore: Option<Strategy>,
     log: Option<PathBuf>,
     chrome_trace: Option<PathBuf>,
     json: bool,
@@ -311,40 +325,50 @@ fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let seed = args.seed.unwrap_or(scenario.seed);
-    let clock = args.clock.unwrap_or(scenario.clock);
+    let mut options = RunOptions::new(
+        &scenario,
+        args.seed.unwrap_or(scenario.seed),
+        args.clock.unwrap_or(scenario.clock),
+    );
+    options.strategy = args.explore.unwrap_or(options.strategy);
+    let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
+    if let Some(path) = &args.log {
+        match std::fs::File::create(path) {
+            Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
+            Err(error) => {
+                eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        }
+    }
     let file = args.file.display().to_string();
-    let output = match driver::run(&scenario, seed, clock) {
+    let output = match driver::run(&scenario, options) {
         Ok(output) => output,
         Err(error) => {
-            eprintln!("asksim: cannot start a runtime: {error}");
-            return ExitCode::FAILURE;
+            let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
+            eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
     let mut summary = summarise(&scenario, &file, &output);
     let mut determinism = None;
     if args.check_determinism {
-        let again = match driver::run(&scenario, seed, clock) {
-            Ok(again) => again,
-            Err(error) => {
-                eprintln!("asksim: cannot start a runtime: {error}");
-                return ExitCode::FAILURE;
-            }
+        let again = RunOptions {
+            seed,
+            clock,
+            strategy,
+            keep_events: true,
+            log: None,
         };
-        determinism = first_difference(&output.events, &again.events);
+        let again = driver::run(&scenario, again).expect("a run without a log cannot fail to write one");
+        determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
-            summary.reproduce = Some(format!("asksim run {file} --seed {seed} --check-determinism"));
-        }
-    }
-    if let Some(path) = &args.log {
-        let header = LogHeader::new(&scenario.name, seed);
-        if let Err(error) = write_file(path, &header, &output.events) {
-            eprintln!("asksim: cannot write the log to {}: {error}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
+            let command = crate::sim::report::reproduce_command(&file, &output);
+            summary.reproduce = Some(format!("{command} --check-determinism"));
         }
     }
     if let Some(path) = &args.chrome_trace {
-        let trace = crate::sim::chrome_trace::chrome_trace(&output.events);
+        let trace = crate::sim::chrome_trace::chrome_trace(output.events());
         if let Err(error) = std::fs::write(path, trace.to_string()) {
             eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
             return ExitCode::from(EXIT_BAD_INPUT);

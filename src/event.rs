@@ -1,15 +1,21 @@
-//! The event stream every run records: what happened, in the broker's order, on the
-//! run's clock. It feeds the durable log (JSON Lines), the invariant checker, the
-//! report and the trace hash. Actors only append to it; nothing here prints.
+//! The recorded event stream every run writes: what happened, in the order the
+//! actors did it, on the run's clock. It feeds the durable log (JSON Lines), the
+//! invariant checker, the projection, the report and the trace hash, as it
+//! happens (see [`crate::record`]). Actors only append to it; nothing here prints.
+//!
+//! Each kind is built in one place: the constructors below are the only writers,
+//! and each is called by the one actor that decides what it records (the broker,
+//! but for `spawn` refusals, `user_message`, invalid-argument `result`s and the
+//! driver's `process_loss`, `restart` and `dropped`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use serde_json::value::RawValue;
 
-use crate::sched::Sched;
-use crate::tool::{AnswerItem, Schema};
+use crate::protocol::{CallId, DeclineReason, Name, Refusal, Sent, WithdrawReason};
+use crate::tool::{AnswerItem, ResultKind, Schema, ToolResult};
 
 /// One recorded event: its place in the stream, its time, and what happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -23,160 +29,248 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// The `questions` argument of a request exactly as the model sent it.
+///
+/// In the log it is the value of `questions`, byte for byte, when that text holds
+/// no line break; otherwise `questions` holds it compacted (one JSON Lines line per
+/// event) and `questions_text` the exact text.
+#[derive(Clone, Debug)]
+pub struct RawQuestions(Arc<RawValue>);
+
+impl RawQuestions {
+    /// The model's text, which must be JSON.
+    pub fn new(text: &str) -> Result<RawQuestions, serde_json::Error> {
+        RawValue::from_string(text.to_owned()).map(|raw| RawQuestions(Arc::from(raw)))
+    }
+
+    /// The exact text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The parsed value.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    fn single_line(&self) -> bool {
+        !self.0.get().contains(['\n', '\r'])
+    }
+}
+
+impl PartialEq for RawQuestions {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl Serialize for RawQuestions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.single_line() {
+            self.0.serialize(serializer)
+        } else {
+            self.value().serialize(serializer)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawQuestions {
+    /// Only a whole log line carries the exact text (see `crate::log`); a value
+    /// read on its own is taken as it is.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        RawQuestions::new(&value.to_string()).map_err(serde::de::Error::custom)
+    }
+}
+
 /// What happened. Field names follow the log format of SPEC §4.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
-    /// An agent started: a root (`owner` null) or a child.
+    /// An agent joined the tree: a root (`owner` null) or a child.
     Spawn {
         /// Its name.
-        agent: String,
+        agent: Name,
         /// The live agent that owns it, if any.
-        owner: Option<String>,
+        owner: Option<Name>,
         /// The durable lineage it carries (never consulted for identity).
         lineage: Option<String>,
+    },
+    /// An agent could not join the tree (a duplicate name, a dead owner, or
+    /// `LIMIT_EXCEEDED`); the spawning script sees the error.
+    SpawnRefused {
+        /// Its name.
+        agent: Name,
+        /// The agent that spawned it, if any.
+        owner: Option<Name>,
+        /// Why: `LIMIT_EXCEEDED`, `duplicate_name`, `owner_not_live`, ….
+        reason: String,
     },
     /// An agent was stopped: it is no longer live, and its handles are stale.
     Stop {
         /// Its name.
-        agent: String,
+        agent: Name,
     },
     /// A valid tool call reached the broker.
     Request {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The calling agent.
-        agent: String,
+        agent: Name,
         /// The definition it came through; the projection reads only this.
         schema: Schema,
         /// Whether answerers see its callId (every timed call).
         keyed: bool,
         /// The `questions` argument as the model sent it.
-        questions: Value,
+        questions: RawQuestions,
+        /// The exact text of `questions` when it holds a line break.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        questions_text: Option<String>,
         /// The `timeout` argument, if the model gave one.
         timeout: Option<f64>,
         /// The effective window in seconds, or -1 for a blocking wait (null for legacy).
         window_s: Option<f64>,
+        /// Its place in the broker's mailbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
     /// A tool call returned to the model: answers, `pending` or an error.
     Result {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The calling agent.
-        agent: String,
+        agent: Name,
         /// The exact text the model saw.
         result: String,
         /// Whether the tool marked it as an error.
         is_error: bool,
+        /// `"answers"`, `"pending"`, or the error code.
+        #[serde(default, with = "outcome", skip_serializing_if = "Option::is_none")]
+        outcome: Option<ResultKind>,
     },
     /// The broker offered a request to an answerer.
     Offer {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
     },
     /// An answerer accepted, and owns the request.
     Accept {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
+        /// The accept's place in the broker's mailbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
-    /// An answerer declined, or did not reply within the offer timeout.
+    /// An answerer declined, did not reply within the offer timeout, or died.
     Decline {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
         /// `"declined"`, `"offer_timeout"` or `"dead"`.
         reason: String,
+        /// The decline's place in the broker's mailbox (a reply only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
     /// The owning answerer held the call's window open.
     Hold {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
+        /// The hold's place in the broker's mailbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
     /// An answerer submitted a batch (accepted or not: see `refused`).
     Answer {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
         /// The batch as submitted.
         batch: Value,
+        /// The batch's place in the broker's mailbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
     /// Something an answerer sent was refused back to it.
     Refused {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The answerer.
-        answerer: String,
+        answerer: Name,
         /// `"submit"` or `"hold"`.
         what: String,
         /// Why: `settled`, `withdrawn`, `unknown`, `not_owner`, `owner_dead`,
-        /// `lost_on_restart`, or the batch's defect.
+        /// `not_in_window`, or the batch's defect.
         reason: String,
     },
-    /// A late answer settled a pending call and was sent to the agent.
+    /// A late answer settled a pending call; its user message is decided.
     LateAnswer {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The calling agent.
-        agent: String,
+        agent: Name,
         /// The answers.
         answers: Vec<AnswerItem>,
         /// The exact user message.
-        message: String,
+        message: Arc<str>,
     },
     /// A pending call was withdrawn.
     Withdraw {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The calling agent.
-        agent: String,
-        /// Why: `NO_ANSWERER`, `cancel_call`, `agent_stopped`.
+        agent: Name,
+        /// Why: `NO_ANSWERER`, `cancel_call`, `agent_stopped`, `not_restorable`.
         reason: String,
-        /// The user message sent to the agent, if any.
-        message: Option<String>,
+        /// The user message decided for the agent, if any.
+        message: Option<Arc<str>>,
     },
-    /// A user message reached an agent.
+    /// A user message reached its agent.
     UserMessage {
         /// The call it is about.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
         /// The receiving agent.
-        agent: String,
+        agent: Name,
         /// The exact message.
-        message: String,
+        message: Arc<str>,
     },
-    /// A turn signal fired.
+    /// A turn signal fired (the broker handled it).
     Cancel {
         /// The agent whose turn it was.
-        agent: String,
+        agent: Name,
     },
     /// An explicit `cancel_call`.
     CancelCall {
         /// The call.
         #[serde(rename = "callId")]
-        call_id: String,
+        call_id: CallId,
     },
-    /// An answerer died.
+    /// The broker handled an answerer's death.
     Crash {
         /// The answerer.
-        answerer: String,
+        answerer: Name,
+        /// The death notice's place in the broker's mailbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mbox: Option<u64>,
     },
     /// The whole runtime died; only the log survives.
     ProcessLoss {
@@ -185,11 +279,35 @@ pub enum EventKind {
     },
     /// The runtime started again from the log.
     Restart,
-    /// A scheduled event fell in a restart gap and was dropped.
+    /// A scheduled event fell in a restart gap (or had nobody to act on) and was
+    /// dropped.
     Dropped {
         /// The event, as scheduled.
         what: Value,
     },
+}
+
+mod outcome {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::tool::ResultKind;
+
+    pub fn serialize<S: Serializer>(kind: &Option<ResultKind>, s: S) -> Result<S::Ok, S::Error> {
+        match kind {
+            Some(kind) => s.serialize_str(kind.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ResultKind>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        match text {
+            None => Ok(None),
+            Some(text) => ResultKind::parse(&text)
+                .map(Some)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown outcome {text:?}"))),
+        }
+    }
 }
 
 impl EventKind {
@@ -212,89 +330,65 @@ impl EventKind {
             _ => None,
         }
     }
-}
 
-struct Recorder {
-    events: Vec<Event>,
-    events_max: u64,
-}
-
-/// Where actors append events. Cheap to clone; the lock is a `std` mutex held only
-/// to push, never across an `.await`.
-#[derive(Clone)]
-pub struct EventSink {
-    inner: Arc<Mutex<Recorder>>,
-    sched: Sched,
-    overflow: CancellationToken,
-}
-
-impl EventSink {
-    /// A sink that stops accepting past `events_max` events and fires `overflow`.
-    pub fn new(sched: Sched, events_max: u64) -> EventSink {
-        EventSink {
-            inner: Arc::new(Mutex::new(Recorder {
-                events: Vec::new(),
-                events_max,
-            })),
-            sched,
-            overflow: CancellationToken::new(),
+    /// A tool result returned to the model (the broker's, or the agent's for
+    /// arguments that never reach the broker).
+    pub fn result(call_id: &CallId, agent: &Name, result: &ToolResult) -> EventKind {
+        EventKind::Result {
+            call_id: call_id.clone(),
+            agent: agent.clone(),
+            result: result.text.clone(),
+            is_error: result.is_error(),
+            outcome: Some(result.kind),
         }
     }
 
-    /// The same stream, stamped by another clock epoch (after a restart).
-    pub fn with_sched(&self, sched: Sched) -> EventSink {
-        EventSink {
-            inner: self.inner.clone(),
-            sched,
-            overflow: self.overflow.clone(),
+    /// What a `result` event says the model got: its kind, recorded beside the
+    /// text (or, for a log written before the kind was recorded, read from it).
+    pub fn result_kind(&self) -> Option<ResultKind> {
+        match self {
+            EventKind::Result {
+                result,
+                is_error,
+                outcome,
+                ..
+            } => Some(outcome.unwrap_or_else(|| ResultKind::of_legacy_text(result, *is_error))),
+            _ => None,
         }
     }
 
-    /// Appends an event stamped now.
-    pub fn record(&self, kind: EventKind) {
-        tracing::debug!(target: "asksim::event", ?kind);
-        let t = self.sched.now_s();
-        let mut recorder = self.inner.lock().expect("event recorder poisoned");
-        if recorder.events.len() as u64 >= recorder.events_max {
-            self.overflow.cancel();
-            return;
+    /// A decline, for `reason`.
+    pub fn decline(call_id: &CallId, answerer: &Name, reason: DeclineReason, mbox: Option<u64>) -> EventKind {
+        EventKind::Decline {
+            call_id: call_id.clone(),
+            answerer: answerer.clone(),
+            reason: reason.as_str().to_owned(),
+            mbox,
         }
-        let seq = recorder.events.len() as u64 + 1;
-        recorder.events.push(Event { seq, t, kind });
     }
 
-    /// Fired when the stream reached its limit.
-    pub fn overflow(&self) -> &CancellationToken {
-        &self.overflow
+    /// Something sent by an answerer, refused back to it.
+    pub fn refused(call_id: &CallId, answerer: &Name, what: Sent, reason: &Refusal) -> EventKind {
+        EventKind::Refused {
+            call_id: call_id.clone(),
+            answerer: answerer.clone(),
+            what: what.as_str().to_owned(),
+            reason: reason.as_str().to_owned(),
+        }
     }
 
-    /// The events so far.
-    pub fn snapshot(&self) -> Vec<Event> {
-        self.inner.lock().expect("event recorder poisoned").events.clone()
-    }
-
-    /// The time of the last event, or 0 before the first.
-    pub fn last_t(&self) -> f64 {
-        self.inner
-            .lock()
-            .expect("event recorder poisoned")
-            .events
-            .last()
-            .map_or(0.0, |e| e.t)
-    }
-
-    /// Moves every event out, leaving the stream empty (at the end of a run).
-    pub fn take(&self) -> Vec<Event> {
-        std::mem::take(&mut self.inner.lock().expect("event recorder poisoned").events)
-    }
-
-    /// How many events so far.
-    pub fn len(&self) -> usize {
-        self.inner.lock().expect("event recorder poisoned").events.len()
-    }
-
-    /// Whether nothing was recorded yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// A pending call withdrawn, with the message decided for its agent.
+    pub fn withdraw(
+        call_id: &CallId,
+        agent: &Name,
+        reason: WithdrawReason,
+        message: Option<Arc<str>>,
+    ) -> EventKind {
+        EventKind::Withdraw {
+            call_id: call_id.clone(),
+            agent: agent.clone(),
+            reason: reason.as_str().to_owned(),
+            message,
+        }
     }
 }

@@ -1,42 +1,54 @@
 //! asksim: a reference runtime of the `ask_user_question` tool and the
 //! `userQuestions` seam behind it, and a deterministic simulator that drives it.
 //!
+//! Data flows one way: scenario → driver → agents → broker → answerers → events →
+//! log / projection / checker → report.
+//!
 //! # Layout
 //!
-//! - [`tool`]: the model-facing tool, pure data and rules: the plugin row
-//!   (`config`), the frozen legacy definition (`legacy`), the timed one (`timed`),
-//!   the limits of SPEC §2.3 (`limits`), result shapes and messages (`result`) and
-//!   answer-batch validation (`batch`).
-//! - [`broker`]: `BrokerActor`, the `userQuestions` seam: identity, waterfall,
-//!   windows, holds, the pending registry, exactly-once settlement.
-//! - [`agent`]: `AgentActor` and `AgentHandle`: numbered tool calls, turn signals,
-//!   children, user messages.
-//! - [`answerer`]: the answerer protocol and `AnswererActor`, driven by a policy.
-//! - [`runtime`]: the library API: start a runtime, spawn roots.
-//! - [`sched`]: timers, the account of what is due, and seeded message jitter.
-//! - [`event`]: the recorded event stream.
-//! - [`log`]: the durable log's lines (JSON Lines), its header and the trace hash.
+//! - [`tool`]: the model-facing tool, pure data and rules: the plugin row, the
+//!   frozen legacy definition, the timed one, the limits of SPEC §2.3, result
+//!   shapes and messages, answer-batch validation.
+//! - [`policy`]: answerer policies as data (what scenarios say an answerer does).
+//! - [`protocol`]: every message between actors and the types they carry.
+//! - [`effect`]: what a handler may do (send, timers, record, spawn, die).
+//! - [`broker`]: the `userQuestions` seam: identity, waterfall, windows, holds,
+//!   the pending registry, exactly-once settlement.
+//! - [`agent`]: the callers: numbered calls, arguments first, turns, user
+//!   messages, and the scenario script an agent runs.
+//! - [`answerer`]: the built-in answerer acting on a policy.
+//! - [`actors`]: the same three as ractor actors on tokio: the library
+//!   ([`Runtime`]) and real-clock runs.
+//! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
+//!   (trace hash, projection, log file as it happens) and the JSON Lines log.
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
 //!   events to every question's state, and its snapshot cache.
-//! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation:
-//!   reading, parsing, `count` fan-out, `repeat` unrolling, name and reference
-//!   checks, and errors located as `file:line:column`.
-//! - [`sim`]: the simulator: the driver (clocks, scheduled events, the end of a
-//!   run), agent scripts, the invariant checker and the report.
-//! - [`cli`]: the `asksim` command line (clap); `main.rs` only calls [`cli::main`].
+//! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
+//! - [`seed`]: the streams derived from a run's one seed.
+//! - [`sim`]: the simulator: the delivery queue and its strategies, the
+//!   simulated world, the driver, the invariant checker, the report, sweeps and
+//!   replays.
+//! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]
 
+pub mod actors;
 pub mod agent;
 pub mod answerer;
 pub mod broker;
 pub mod cli;
+pub mod effect;
 pub mod event;
 pub mod log;
 pub mod policy;
 pub mod projection;
-pub mod runtime;
+pub mod protocol;
+pub mod record;
 pub mod scenario;
-pub mod sched;
+pub mod seed;
 pub mod sim;
 pub mod tool;
+
+pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
+pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
+pub use tool::{Timeout, ToolConfig};

@@ -17,7 +17,7 @@ pub const LOG_FORMAT: &str = "asksim-log";
 pub const LOG_VERSION: u32 = 1;
 /// The projection's state version: bump it whenever the projection's state or
 /// fold changes, so cached snapshots are refolded from the log.
-pub const STATE_VERSION: u32 = 2;
+pub const STATE_VERSION: u32 = 3;
 
 /// The first line of every log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,13 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, RawQuestions};
 use crate::log::STATE_VERSION;
-use crate::tool::Schema;
+use crate::tool::{ErrorCode, ResultKind, Schema};
 
 /// Where a question stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -62,9 +62,11 @@ pub struct QuestionRecord {
     pub agent: String,
     /// The recorded schema: the only thing that tells timed from legacy.
     pub schema: Schema,
-    /// `seq` of its `request` event, where its questions are recorded (the fold
-    /// does not copy them: a restart reads them from the log).
+    /// `seq` of its `request` event.
     pub request_seq: u64,
+    /// When the broker received it, in seconds.
+    #[serde(default)]
+    pub requested_t: f64,
     /// The effective window (seconds, -1 blocking; none for legacy).
     pub window_s: Option<f64>,
     /// Where it stands.
@@ -73,6 +75,37 @@ pub struct QuestionRecord {
     pub settled: Option<String>,
     /// `seq` of the event that put it in its state.
     pub seq: u64,
+    /// Its first tool result, and when (none while it waits, and none for a call
+    /// open at a process loss).
+    #[serde(default, with = "first_result")]
+    pub first: Option<(ResultKind, f64)>,
+    /// It returned `pending`, or was a timed call open at a process loss.
+    #[serde(default)]
+    pub went_pending: bool,
+    /// The `questions` text exactly as the model sent it, kept while a timed
+    /// question can still be re-offered (a restart restores it from this text).
+    #[serde(default, with = "raw_text", skip_serializing_if = "Option::is_none")]
+    pub questions: Option<RawQuestions>,
+    /// The user message decided for the agent (late answer or withdrawal), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Arc<str>>,
+    /// Whether that message reached the agent (SPEC §3.9: exactly once across a loss).
+    #[serde(default)]
+    pub delivered: bool,
+}
+
+/// A call settled by its arguments alone (`INVALID_ARGUMENTS`): it never reached
+/// the broker, so it has a result and no request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RejectedCall {
+    /// The calling agent.
+    pub agent: String,
+    /// What the model got: `"answers"`, `"pending"` or the error code.
+    pub outcome: String,
+    /// The result text.
+    pub result: String,
+    /// When.
+    pub t: f64,
 }
 
 /// An agent as the log tells it.
@@ -86,6 +119,9 @@ pub struct AgentRecord {
     pub live: bool,
     /// Tool calls it made so far (its callId counter).
     pub calls_made: u64,
+    /// The user messages it received, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Arc<str>>,
 }
 
 /// The folded state of a log.
@@ -93,6 +129,9 @@ pub struct AgentRecord {
 pub struct Projection {
     /// Every question, by callId.
     pub questions: BTreeMap<String, QuestionRecord>,
+    /// Every call refused for its arguments, by callId.
+    #[serde(default)]
+    pub rejected: BTreeMap<String, RejectedCall>,
     /// Every agent, by name.
     pub agents: BTreeMap<String, AgentRecord>,
     /// `seq` of the last event folded.
@@ -119,88 +158,153 @@ impl Projection {
                 owner,
                 lineage,
             } => {
-                let calls_made = self.agents.get(agent).map_or(0, |a| a.calls_made);
-                self.agents.insert(
-                    agent.clone(),
-                    AgentRecord {
-                        owner: owner.clone(),
-                        lineage: lineage.clone(),
-                        live: true,
-                        calls_made,
-                    },
-                );
+                let previous = self.agents.remove(&**agent);
+                let record = AgentRecord {
+                    owner: owner.as_deref().map(str::to_owned),
+                    lineage: lineage.clone(),
+                    live: true,
+                    calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
+                    messages: previous.map(|a| a.messages).unwrap_or_default(),
+                };
+                self.agents.insert(agent.to_string(), record);
             }
             EventKind::Stop { agent } => {
-                if let Some(a) = self.agents.get_mut(agent) {
+                if let Some(a) = self.agents.get_mut(&**agent) {
                     a.live = false;
                 }
             }
-            EventKind::Request {
-                call_id,
-                agent,
-                schema,
-                window_s,
-                ..
-            } => {
+            EventKind::Request { call_id, agent, .. } => {
                 self.count_call(agent, call_id);
-                self.questions.insert(
-                    call_id.clone(),
-                    QuestionRecord {
-                        agent: agent.clone(),
-                        schema: *schema,
-                        request_seq: seq,
-                        window_s: *window_s,
-                        state: QuestionState::Open,
-                        settled: None,
-                        seq,
-                    },
-                );
+                self.request(&event.kind, event.t, seq);
             }
             EventKind::Result {
                 call_id,
                 agent,
                 result,
-                is_error,
+                ..
             } => {
                 self.count_call(agent, call_id);
-                let state = result_state(result, *is_error);
-                self.transition(call_id, QuestionState::Open, state, result.clone(), seq);
+                let kind = event.kind.result_kind().expect("a result event has a kind");
+                self.result(call_id, agent, kind, result, event.t, seq);
             }
             EventKind::LateAnswer { call_id, message, .. } => {
-                self.transition(
-                    call_id,
-                    QuestionState::Pending,
-                    QuestionState::LateAnswered,
-                    message.clone(),
-                    seq,
-                );
-            }
-            EventKind::Withdraw { call_id, reason, .. } => {
-                self.transition(
-                    call_id,
-                    QuestionState::Pending,
-                    QuestionState::Withdrawn,
-                    reason.clone(),
-                    seq,
-                );
-            }
-            EventKind::ProcessLoss { .. } => {
-                for question in self
-                    .questions
-                    .values_mut()
-                    .filter(|q| q.state == QuestionState::Open)
-                {
-                    question.seq = seq;
-                    question.state = match question.schema {
-                        Schema::Timed => QuestionState::Pending,
-                        Schema::Legacy => {
-                            question.settled = Some("process_loss".to_owned());
-                            QuestionState::LostOnRestart
-                        }
-                    };
+                let (from, to) = (QuestionState::Pending, QuestionState::LateAnswered);
+                if let Some(q) = self.transition(call_id, from, to, message.to_string(), seq) {
+                    q.message = Some(message.clone());
                 }
             }
+            EventKind::Withdraw {
+                call_id,
+                reason,
+                message,
+                ..
+            } => {
+                let (from, to) = (QuestionState::Pending, QuestionState::Withdrawn);
+                if let Some(q) = self.transition(call_id, from, to, reason.clone(), seq) {
+                    q.message = message.clone();
+                }
+            }
+            EventKind::UserMessage {
+                call_id,
+                agent,
+                message,
+            } => {
+                if let Some(q) = self.questions.get_mut(&**call_id) {
+                    q.delivered = true;
+                }
+                if let Some(a) = self.agents.get_mut(&**agent) {
+                    a.messages.push(message.clone());
+                }
+            }
+            EventKind::ProcessLoss { .. } => self.process_loss(seq),
             _ => {}
+        }
+    }
+
+    fn request(&mut self, kind: &EventKind, t: f64, seq: u64) {
+        let EventKind::Request {
+            call_id,
+            agent,
+            schema,
+            window_s,
+            questions,
+            questions_text,
+            ..
+        } = kind
+        else {
+            return;
+        };
+        let questions = match questions_text {
+            Some(text) => RawQuestions::new(text).ok(),
+            None => Some(questions.clone()),
+        };
+        let record = QuestionRecord {
+            agent: agent.to_string(),
+            schema: *schema,
+            request_seq: seq,
+            requested_t: t,
+            window_s: *window_s,
+            state: QuestionState::Open,
+            settled: None,
+            seq,
+            first: None,
+            went_pending: false,
+            questions: questions.filter(|_| *schema == Schema::Timed),
+            message: None,
+            delivered: false,
+        };
+        self.questions.insert(call_id.to_string(), record);
+    }
+
+    fn result(&mut self, call_id: &str, agent: &str, kind: ResultKind, text: &str, t: f64, seq: u64) {
+        let Some(question) = self.questions.get_mut(call_id) else {
+            self.rejected
+                .entry(call_id.to_owned())
+                .or_insert_with(|| RejectedCall {
+                    agent: agent.to_owned(),
+                    outcome: kind.as_str().to_owned(),
+                    result: text.to_owned(),
+                    t,
+                });
+            return;
+        };
+        if question.state != QuestionState::Open {
+            return;
+        }
+        question.first = Some((kind, t));
+        question.state = match kind {
+            ResultKind::Answers => QuestionState::Answered,
+            ResultKind::Pending => QuestionState::Pending,
+            ResultKind::Error(ErrorCode::Aborted) => QuestionState::Aborted,
+            ResultKind::Error(_) => QuestionState::Errored,
+        };
+        question.went_pending = kind == ResultKind::Pending;
+        question.settled = Some(text.to_owned());
+        question.seq = seq;
+        if question.state != QuestionState::Pending {
+            question.questions = None;
+        }
+    }
+
+    /// Every question open at a process loss: a timed one is pending from the
+    /// restart on, a legacy one is lost.
+    fn process_loss(&mut self, seq: u64) {
+        for question in self
+            .questions
+            .values_mut()
+            .filter(|q| q.state == QuestionState::Open)
+        {
+            question.seq = seq;
+            match question.schema {
+                Schema::Timed => {
+                    question.state = QuestionState::Pending;
+                    question.went_pending = true;
+                }
+                Schema::Legacy => {
+                    question.settled = Some("process_loss".to_owned());
+                    question.state = QuestionState::LostOnRestart;
+                }
+            }
         }
     }
 
@@ -214,28 +318,20 @@ impl Projection {
         }
     }
 
-    fn transition(&mut self, call_id: &str, from: QuestionState, to: QuestionState, how: String, seq: u64) {
-        if let Some(question) = self.questions.get_mut(call_id)
-            && question.state == from
-        {
-            question.state = to;
-            question.settled = Some(how);
-            question.seq = seq;
-        }
-    }
-
-    /// The questions of a call, as its request in `events` (the log this state was
-    /// folded from) recorded them.
-    pub fn questions_of<'a>(&self, events: &'a [Event], call_id: &str) -> Option<&'a Value> {
-        let seq = self.questions.get(call_id)?.request_seq;
-        match &events.get(usize::try_from(seq).ok()?.checked_sub(1)?)?.kind {
-            EventKind::Request {
-                call_id: c,
-                questions,
-                ..
-            } if c == call_id => Some(questions),
-            _ => None,
-        }
+    fn transition(
+        &mut self,
+        call_id: &str,
+        from: QuestionState,
+        to: QuestionState,
+        how: String,
+        seq: u64,
+    ) -> Option<&mut QuestionRecord> {
+        let question = self.questions.get_mut(call_id).filter(|q| q.state == from)?;
+        question.state = to;
+        question.settled = Some(how);
+        question.seq = seq;
+        question.questions = None;
+        Some(question)
     }
 
     /// Timed questions still answerable (open or pending): what a restart re-offers.
@@ -245,8 +341,16 @@ impl Projection {
         })
     }
 
+    /// User messages decided and not yet received, by callId (SPEC §3.9).
+    pub fn undelivered(&self) -> impl Iterator<Item = (&String, &QuestionRecord, &Arc<str>)> {
+        self.questions
+            .iter()
+            .filter(|(_, q)| !q.delivered)
+            .filter_map(|(id, q)| q.message.as_ref().map(|m| (id, q, m)))
+    }
+
     /// The calls a broker would hold open in this state: callId → `"waiting"`
-    /// (open) or `"pending"`, as [`crate::broker::BrokerStatus`] reports them.
+    /// (open) or `"pending"`, as [`crate::protocol::BrokerStatus`] reports them.
     pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
         self.questions
             .iter()
@@ -259,18 +363,49 @@ impl Projection {
     }
 }
 
-fn result_state(result: &str, is_error: bool) -> QuestionState {
-    if is_error {
-        return if result.contains("\"code\":\"ABORTED\"") {
-            QuestionState::Aborted
-        } else {
-            QuestionState::Errored
-        };
+/// Serde for the kept questions text: the exact string.
+mod raw_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::event::RawQuestions;
+
+    pub fn serialize<S: Serializer>(raw: &Option<RawQuestions>, s: S) -> Result<S::Ok, S::Error> {
+        match raw {
+            Some(raw) => s.serialize_some(raw.text()),
+            None => s.serialize_none(),
+        }
     }
-    if result.starts_with("{\"pending\":true") {
-        QuestionState::Pending
-    } else {
-        QuestionState::Answered
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawQuestions>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(text) => RawQuestions::new(&text)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Serde for the first result: `["pending", 5.0]`.
+mod first_result {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::tool::ResultKind;
+
+    pub fn serialize<S: Serializer>(first: &Option<(ResultKind, f64)>, s: S) -> Result<S::Ok, S::Error> {
+        match first {
+            Some((kind, t)) => s.serialize_some(&(kind.as_str(), t)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(ResultKind, f64)>, D::Error> {
+        match Option::<(String, f64)>::deserialize(d)? {
+            Some((kind, t)) => ResultKind::parse(&kind)
+                .map(|k| Some((k, t)))
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown outcome {kind:?}"))),
+            None => Ok(None),
+        }
     }
 }
 

@@ -138,6 +138,7 @@ fn spec_example_parses_into_the_expected_structure() {
             action: Action::CancelTurn("root".into()),
         }],
         jitter_max_s: None,
+        explore: None,
         limits: Limits {
             virtual_s_max: 86_400.0,
             events_max: 10_000_000,

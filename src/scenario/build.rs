@@ -161,6 +161,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         agents: agents.into_iter().map(|agent| finish(agent, None)).collect(),
         events,
         jitter_max_s,
+        explore: None,
         limits,
         expect,
     })

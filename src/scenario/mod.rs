@@ -134,6 +134,8 @@ pub struct Scenario {
     pub events: Vec<EventSpec>,
     /// The largest random delay added to each message between actors, in seconds.
     pub jitter_max_s: Option<f64>,
+    /// The scheduling strategy (`explore`), if the file names one.
+    pub explore: Option<Strategy>,
     /// When a run stops.
     pub limits: Limits,
     /// What the run must produce, if anything.
@@ -149,6 +151,57 @@ impl Scenario {
             agent.collect(&mut out);
         }
         out
+    }
+}
+
+/// The scheduling strategy (SPEC §5 `explore`, `--explore`): which of the
+/// deliveries due at one instant goes first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// Uniformly at random, from the run's seed.
+    #[default]
+    Random,
+    /// Probabilistic concurrency testing with `depth` (≥ 1).
+    Pct {
+        /// The bug depth it targets.
+        depth: u32,
+    },
+    /// First in, first out.
+    Fifo,
+}
+
+/// Largest `pct:D` depth.
+pub const PCT_DEPTH_MAX: u32 = 64;
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Strategy, String> {
+        let expected =
+            || format!("expected \"random\", \"pct:D\" (D from 1 to {PCT_DEPTH_MAX}) or \"fifo\", got {s:?}");
+        match s {
+            "random" => Ok(Strategy::Random),
+            "fifo" => Ok(Strategy::Fifo),
+            _ => {
+                let depth = s.strip_prefix("pct:").ok_or_else(expected)?;
+                let depth: u32 = depth.parse().map_err(|_| expected())?;
+                if (1..=PCT_DEPTH_MAX).contains(&depth) {
+                    Ok(Strategy::Pct { depth })
+                } else {
+                    Err(expected())
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Strategy::Random => f.write_str("random"),
+            Strategy::Pct { depth } => write!(f, "pct:{depth}"),
+            Strategy::Fifo => f.write_str("fifo"),
+        }
     }
 }
 

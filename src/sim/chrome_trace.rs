@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::event::{Event, EventKind};
+use crate::tool::ResultKind;
 
 const AGENTS_PID: u64 = 1;
 const ANSWERERS_PID: u64 = 2;
@@ -70,7 +71,7 @@ impl Trace {
                 self.track(AGENTS_PID, agent);
             }
             EventKind::Request { call_id, agent, .. } => {
-                self.started.insert(call_id.clone(), (agent.clone(), t));
+                self.started.insert(call_id.to_string(), (agent.to_string(), t));
             }
             EventKind::Result {
                 call_id,
@@ -78,10 +79,14 @@ impl Trace {
                 result,
                 ..
             } => {
-                let (agent, start) = self.started.remove(call_id).unwrap_or((agent.clone(), t));
-                let outcome = outcome(result);
-                if outcome == "pending" {
-                    self.pending.insert(call_id.clone(), (agent.clone(), t));
+                let (agent, start) = self.started.remove(&**call_id).unwrap_or((agent.to_string(), t));
+                let kind = event.kind.result_kind().expect("a result has a kind");
+                let outcome = match kind {
+                    ResultKind::Answers => "answered",
+                    other => other.as_str(),
+                };
+                if kind == ResultKind::Pending {
+                    self.pending.insert(call_id.to_string(), (agent.clone(), t));
                 }
                 let args = json!({"result": result});
                 self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
@@ -90,13 +95,19 @@ impl Trace {
                 self.close_pending(call_id, agent, "late_answered", t)
             }
             EventKind::Withdraw { call_id, agent, .. } => self.close_pending(call_id, agent, "withdrawn", t),
-            EventKind::Accept { call_id, answerer } => {
-                self.owned.insert((call_id.clone(), answerer.clone()), t);
+            EventKind::Offer { answerer, .. } | EventKind::Decline { answerer, .. } => {
+                // Every answerer has a track, also one that only ever declines.
+                self.track(ANSWERERS_PID, answerer);
+            }
+            EventKind::Accept {
+                call_id, answerer, ..
+            } => {
+                self.owned.insert((call_id.to_string(), answerer.to_string()), t);
             }
             EventKind::Answer {
                 call_id, answerer, ..
             } => {
-                if let Some(from) = self.owned.remove(&(call_id.clone(), answerer.clone())) {
+                if let Some(from) = self.owned.remove(&(call_id.to_string(), answerer.to_string())) {
                     self.slice(
                         ANSWERERS_PID,
                         answerer,
@@ -107,16 +118,13 @@ impl Trace {
                     );
                 }
             }
-            EventKind::Hold { call_id, answerer } => {
-                self.instant(ANSWERERS_PID, answerer, format!("hold {call_id}"), t)
-            }
-            EventKind::Crash { answerer } => self.instant(ANSWERERS_PID, answerer, "crash".into(), t),
+            EventKind::Hold {
+                call_id, answerer, ..
+            } => self.instant(ANSWERERS_PID, answerer, format!("hold {call_id}"), t),
+            EventKind::Crash { answerer, .. } => self.instant(ANSWERERS_PID, answerer, "crash".into(), t),
             EventKind::Cancel { agent } => self.instant(AGENTS_PID, agent, "turn cancelled".into(), t),
             EventKind::CancelCall { call_id } => {
-                let agent = call_id
-                    .rsplit_once('/')
-                    .map_or(call_id.as_str(), |(a, _)| a)
-                    .to_owned();
+                let agent = call_id.rsplit_once('/').map_or(&**call_id, |(a, _)| a).to_owned();
                 self.instant(AGENTS_PID, &agent, format!("cancel_call {call_id}"), t);
             }
             EventKind::ProcessLoss { restart_after } => {
@@ -180,16 +188,5 @@ impl Trace {
         ];
         events.append(&mut self.out);
         json!({"traceEvents": events, "displayTimeUnit": "ms"})
-    }
-}
-
-fn outcome(result: &str) -> String {
-    let value: Value = serde_json::from_str(result).unwrap_or(Value::Null);
-    if value.get("pending").is_some() {
-        "pending".into()
-    } else if let Some(code) = value.pointer("/error/code").and_then(Value::as_str) {
-        code.to_owned()
-    } else {
-        "answered".into()
     }
 }

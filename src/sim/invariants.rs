@@ -1,14 +1,17 @@
-//! The invariant checker of SPEC §6: a pure pass over a run's event stream. Each
-//! violation names the invariant, the callId and the `seq` of the event at fault.
+//! The invariant checker of SPEC §6: one pass over a run's events, as they come
+//! ([`Checker::visit`]), with what is still owed settled at the end
+//! ([`Checker::finish`]). Each violation names the invariant, the callId and the
+//! `seq` of the event at fault.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, RawQuestions};
 use crate::projection::Projection;
-use crate::tool::Schema;
+use crate::tool::{ErrorCode, ResultKind, Schema};
 
 /// Tolerance for "at that instant" and "within its window" on the virtual clock,
 /// where both are exact: float rounding only.
@@ -62,18 +65,45 @@ impl std::fmt::Display for Violation {
 struct CallInfo {
     agent: String,
     schema: Option<Schema>,
-    questions: Value,
+    questions: Option<RawQuestions>,
     window_s: Option<f64>,
     request_t: f64,
-    result: Option<(u64, f64, String, bool)>,
+    /// Its first tool result: seq, time, kind.
+    result: Option<(u64, f64, ResultKind)>,
     pending: bool,
     held_at: Option<f64>,
     closed: bool,
-    /// Open at a process loss: legacy calls must never settle after it; timed
-    /// ones are pending and must be taken up again after the restart.
+    /// Open at a process loss: a legacy call must never settle after it; a timed
+    /// one is pending and must be taken up again after the restart.
     lost: Option<u64>,
     survived: Option<u64>,
     taken_up: bool,
+}
+
+/// A decided user message owed to an agent.
+struct Owed {
+    seq: u64,
+    agent: String,
+    message: String,
+}
+
+/// The checker's state between events.
+#[derive(Default)]
+pub struct Checker {
+    tolerance_s: f64,
+    calls: HashMap<String, CallInfo>,
+    owners: HashMap<String, Option<String>>,
+    offered: BTreeSet<String>,
+    /// Batches neither delivered nor refused yet: (callId, answerer) → seqs.
+    answers: BTreeMap<(String, String), Vec<u64>>,
+    /// User messages decided and not yet received, by callId.
+    owed: BTreeMap<String, Vec<Owed>>,
+    /// Turn signals and the calls waiting when they fired: (seq, t, callIds).
+    cancels: Vec<(u64, f64, BTreeSet<String>)>,
+    /// Whether a restart followed the last process loss.
+    restarted: bool,
+    last_seq: u64,
+    violations: Vec<Violation>,
 }
 
 /// Checks every invariant over `events` and returns the violations, in order.
@@ -84,48 +114,23 @@ pub fn check(
     broker_open: Option<&BTreeMap<String, &'static str>>,
     tolerance_s: f64,
 ) -> Vec<Violation> {
-    let mut checker = Checker {
-        tolerance_s,
-        ..Checker::default()
-    };
-    for (index, event) in events.iter().enumerate() {
-        checker.visit(events, index, event);
+    let mut checker = Checker::new(tolerance_s);
+    for event in events {
+        checker.visit(event);
     }
-    checker.finish();
-    if let Some(broker_open) = broker_open {
-        let folded = Projection::fold(events).open_calls();
-        let seq = events.last().map_or(0, |e| e.seq);
-        for (call_id, state) in &folded {
-            if broker_open.get(call_id) != Some(state) {
-                let broker = broker_open.get(call_id).copied().unwrap_or("closed");
-                let detail = format!("the projection says {state}, the broker {broker}");
-                checker.violate("projection_matches_broker", call_id, seq, detail);
-            }
-        }
-        for call_id in broker_open.keys().filter(|id| !folded.contains_key(*id)) {
-            let detail = "open at the broker, closed in the projection".to_owned();
-            checker.violate("projection_matches_broker", call_id, seq, detail);
-        }
-    }
-    checker.violations.sort_by_key(|v| v.seq);
-    checker.violations
-}
-
-#[derive(Default)]
-struct Checker {
-    calls: BTreeMap<String, CallInfo>,
-    owners: BTreeMap<String, Option<String>>,
-    offered: BTreeSet<String>,
-    /// (cancel seq, cancel t, calls waiting at that moment)
-    cancels: Vec<(u64, f64, Vec<String>)>,
-    /// Whether a restart followed the last process loss.
-    restarted: bool,
-    /// How far apart two times may be and still count as one instant.
-    tolerance_s: f64,
-    violations: Vec<Violation>,
+    let projection = broker_open.map(|_| Projection::fold(events));
+    checker.finish(broker_open.zip(projection.as_ref()))
 }
 
 impl Checker {
+    /// A checker that counts times within `tolerance_s` as one instant.
+    pub fn new(tolerance_s: f64) -> Checker {
+        Checker {
+            tolerance_s,
+            ..Checker::default()
+        }
+    }
+
     fn violate(&mut self, invariant: &'static str, call_id: &str, seq: u64, detail: String) {
         let call_id = (!call_id.is_empty()).then(|| call_id.to_owned());
         self.violations.push(Violation {
@@ -136,111 +141,130 @@ impl Checker {
         });
     }
 
-    fn visit(&mut self, events: &[Event], index: usize, event: &Event) {
+    /// Takes one more event.
+    pub fn visit(&mut self, event: &Event) {
         let (seq, t) = (event.seq, event.t);
+        self.last_seq = seq;
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => {
-                self.owners.insert(agent.clone(), owner.clone());
+                self.owners
+                    .insert(agent.to_string(), owner.as_deref().map(str::to_owned));
             }
-            EventKind::Request {
-                call_id,
-                agent,
-                schema,
-                keyed,
-                questions,
-                window_s,
-                ..
-            } => {
-                if *schema == Schema::Legacy && *keyed {
-                    self.violate(
-                        "legacy_never_pending_or_keyed",
-                        call_id,
-                        seq,
-                        "a legacy request is keyed".into(),
-                    );
-                }
-                if self.calls.contains_key(call_id) {
-                    self.violate(
-                        "exactly_once",
-                        call_id,
-                        seq,
-                        "a second request under the same callId".into(),
-                    );
-                }
-                let info = CallInfo {
-                    agent: agent.clone(),
-                    schema: Some(*schema),
-                    questions: questions.clone(),
-                    window_s: *window_s,
-                    request_t: t,
-                    ..CallInfo::default()
-                };
-                self.calls.insert(call_id.clone(), info);
-            }
+            EventKind::Request { .. } => self.request(&event.kind, seq, t),
             EventKind::Offer { call_id, .. } => {
-                self.offered.insert(call_id.clone());
+                self.offered.insert(call_id.to_string());
                 self.after_loss(call_id, seq, false);
             }
-            EventKind::ProcessLoss { .. } => {
-                for info in self.calls.values_mut() {
-                    let open = info.result.is_none() || (info.pending && !info.closed);
-                    match info.schema {
-                        Some(Schema::Legacy) if info.result.is_none() => info.lost = Some(seq),
-                        Some(Schema::Timed) if open => {
-                            info.survived = Some(seq);
-                            info.pending = true;
-                            info.taken_up = false;
-                        }
-                        _ => {}
-                    }
-                }
-                self.restarted = false;
-            }
+            EventKind::ProcessLoss { .. } => self.process_loss(seq),
             EventKind::Restart => self.restarted = true,
             EventKind::Hold { call_id, .. } => {
-                if let Some(info) = self.calls.get_mut(call_id) {
+                if let Some(info) = self.calls.get_mut(&**call_id) {
                     info.held_at.get_or_insert(t);
                 }
             }
-            EventKind::Result {
-                call_id,
-                result,
-                is_error,
-                ..
-            } => self.result(call_id, seq, t, result, *is_error),
+            EventKind::Result { call_id, .. } => {
+                let kind = event.kind.result_kind().expect("a result has a kind");
+                self.result(call_id, seq, t, kind, &event.kind);
+            }
             EventKind::Answer {
                 call_id, answerer, ..
-            } => self.answer(events, index, call_id, answerer),
+            } => {
+                let key = (call_id.to_string(), answerer.to_string());
+                self.answers.entry(key).or_default().push(seq);
+            }
+            EventKind::Refused {
+                call_id,
+                answerer,
+                what,
+                ..
+            } if what == "submit" => {
+                let key = (call_id.to_string(), answerer.to_string());
+                if let Some(seqs) = self.answers.get_mut(&key)
+                    && !seqs.is_empty()
+                {
+                    seqs.remove(0);
+                }
+            }
             EventKind::LateAnswer {
                 call_id,
                 answers,
                 message,
                 ..
             } => {
+                self.answers_delivered(call_id);
                 self.closure(call_id, seq);
                 let items = serde_json::to_value(answers).unwrap_or(Value::Null);
                 self.well_formed(call_id, seq, &items);
-                self.delivered(events, index, call_id, message);
+                self.decided(call_id, seq, message);
             }
             EventKind::Withdraw { call_id, message, .. } => {
                 self.after_loss(call_id, seq, false);
                 self.closure(call_id, seq);
                 if let Some(message) = message {
-                    self.delivered(events, index, call_id, message);
+                    self.decided(call_id, seq, message);
                 }
             }
-            EventKind::Cancel { agent } => {
-                let family = self.descendants(agent);
-                let waiting = self
-                    .calls
-                    .iter()
-                    .filter(|(_, c)| c.result.is_none() && family.contains(&c.agent))
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                self.cancels.push((seq, t, waiting));
-            }
+            EventKind::UserMessage {
+                call_id,
+                agent,
+                message,
+            } => self.received(call_id, agent, message),
+            EventKind::Cancel { agent } => self.cancel(agent, seq, t),
             _ => {}
         }
+    }
+
+    fn request(&mut self, kind: &EventKind, seq: u64, t: f64) {
+        let EventKind::Request {
+            call_id,
+            agent,
+            schema,
+            keyed,
+            questions,
+            questions_text,
+            window_s,
+            ..
+        } = kind
+        else {
+            return;
+        };
+        if *schema == Schema::Legacy && *keyed {
+            let detail = "a legacy request is keyed".into();
+            self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
+        }
+        if self.calls.contains_key(&**call_id) {
+            let detail = "a second request under the same callId".into();
+            self.violate("exactly_once", call_id, seq, detail);
+        }
+        let questions = match questions_text {
+            Some(text) => RawQuestions::new(text).ok(),
+            None => Some(questions.clone()),
+        };
+        let info = CallInfo {
+            agent: agent.to_string(),
+            schema: Some(*schema),
+            questions,
+            window_s: *window_s,
+            request_t: t,
+            ..CallInfo::default()
+        };
+        self.calls.insert(call_id.to_string(), info);
+    }
+
+    fn process_loss(&mut self, seq: u64) {
+        for info in self.calls.values_mut() {
+            let open = info.result.is_none() || (info.pending && !info.closed);
+            match info.schema {
+                Some(Schema::Legacy) if info.result.is_none() => info.lost = Some(seq),
+                Some(Schema::Timed) if open => {
+                    info.survived = Some(seq);
+                    info.pending = true;
+                    info.taken_up = false;
+                }
+                _ => {}
+            }
+        }
+        self.restarted = false;
     }
 
     /// Notes an event about a call after a process loss: a legacy call lost at it
@@ -251,32 +275,28 @@ impl Checker {
             return;
         };
         if info.lost.is_some() {
-            self.violate(
-                "timed_survive_loss_legacy_do_not",
-                call_id,
-                seq,
-                "a legacy call lost at a process loss went on".into(),
-            );
+            let detail = "a legacy call lost at a process loss went on".into();
+            self.violate("timed_survive_loss_legacy_do_not", call_id, seq, detail);
         } else if info.survived.is_some() {
             if restarted {
                 info.taken_up = true;
             }
             if is_result {
-                self.violate(
-                    "timed_survive_loss_legacy_do_not",
-                    call_id,
-                    seq,
-                    "a tool result after the process loss".into(),
-                );
+                let detail = "a tool result after the process loss".into();
+                self.violate("timed_survive_loss_legacy_do_not", call_id, seq, detail);
             }
         }
     }
 
-    fn result(&mut self, call_id: &str, seq: u64, t: f64, text: &str, is_error: bool) {
+    fn result(&mut self, call_id: &str, seq: u64, t: f64, kind: ResultKind, event: &EventKind) {
         self.after_loss(call_id, seq, true);
+        if kind == ResultKind::Answers {
+            self.answers_delivered(call_id);
+        }
+        self.cancel_settled(call_id, seq, t);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
-            if !(is_error && text.contains("\"INVALID_ARGUMENTS\"")) {
+            if kind != ResultKind::Error(ErrorCode::InvalidArguments) {
                 self.violate("exactly_once", call_id, seq, "a result without a request".into());
             }
             return;
@@ -290,44 +310,41 @@ impl Checker {
             );
             return;
         }
-        info.result = Some((seq, t, text.to_owned(), is_error));
-        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let pending = value.get("pending") == Some(&Value::Bool(true));
-        info.pending = pending;
+        info.result = Some((seq, t, kind));
+        info.pending = kind == ResultKind::Pending;
         let (schema, window_s, request_t, held_at) =
             (info.schema, info.window_s, info.request_t, info.held_at);
-        if pending && schema == Some(Schema::Legacy) {
-            self.violate(
-                "legacy_never_pending_or_keyed",
-                call_id,
-                seq,
-                "a legacy call returned pending".into(),
-            );
+        if info.pending && schema == Some(Schema::Legacy) {
+            let detail = "a legacy call returned pending".into();
+            self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
         if let (Some(Schema::Timed), Some(w)) = (schema, window_s)
             && w > 0.0
             && t > request_t + w + self.tolerance_s
             && held_at.is_none_or(|h| h > request_t + w + self.tolerance_s)
         {
-            self.violate(
-                "window_respected",
-                call_id,
-                seq,
-                format!("settled at {t} s, past its window of {w} s from {request_t} s, unheld"),
-            );
+            let detail = format!("settled at {t} s, past its window of {w} s from {request_t} s, unheld");
+            self.violate("window_respected", call_id, seq, detail);
         }
-        if is_error && text.contains("\"DELEGATED_CALLER\"") && self.offered.contains(call_id) {
-            self.violate(
-                "delegated_never_offered",
-                call_id,
-                seq,
-                "a delegated caller's request was offered".into(),
-            );
+        if kind == ResultKind::Error(ErrorCode::DelegatedCaller) && self.offered.contains(call_id) {
+            let detail = "a delegated caller's request was offered".into();
+            self.violate("delegated_never_offered", call_id, seq, detail);
         }
-        if let Some(items) = value.get("answers") {
-            let items = items.clone();
-            self.well_formed(call_id, seq, &items);
+        if let (ResultKind::Answers, EventKind::Result { result, .. }) = (kind, event) {
+            let value: Value = serde_json::from_str(result).unwrap_or(Value::Null);
+            if let Some(items) = value.get("answers") {
+                let items = items.clone();
+                self.well_formed(call_id, seq, &items);
+            }
         }
+    }
+
+    /// A batch for `call_id` was delivered: every batch for it is accounted for.
+    fn answers_delivered(&mut self, call_id: &str) {
+        self.answers
+            .range_mut((call_id.to_owned(), String::new())..)
+            .take_while(|((c, _), _)| c == call_id)
+            .for_each(|(_, seqs)| seqs.clear());
     }
 
     fn closure(&mut self, call_id: &str, seq: u64) {
@@ -347,73 +364,76 @@ impl Checker {
         info.closed = true;
     }
 
-    fn answer(&mut self, events: &[Event], index: usize, call_id: &str, answerer: &str) {
-        let settled = events[index + 1..].iter().find_map(|e| match &e.kind {
-            EventKind::Refused {
-                call_id: c,
-                answerer: a,
-                what,
-                ..
-            } if c == call_id && a == answerer && what == "submit" => Some(true),
-            EventKind::Result {
-                call_id: c,
-                is_error: false,
-                ..
+    /// A user message was decided: it is owed to the call's agent, and a late
+    /// answer must carry the call's callId and its questions exactly as asked.
+    fn decided(&mut self, call_id: &str, seq: u64, message: &str) {
+        let Some(info) = self.calls.get(call_id) else {
+            return;
+        };
+        let owed = Owed {
+            seq,
+            agent: info.agent.clone(),
+            message: message.to_owned(),
+        };
+        #[derive(serde::Deserialize)]
+        struct Sent<'a> {
+            kind: &'a str,
+            #[serde(rename = "callId")]
+            call_id: &'a str,
+            #[serde(borrow)]
+            questions: Option<&'a RawValue>,
+        }
+        let mismatch = match serde_json::from_str::<Sent>(message) {
+            Ok(sent) if sent.kind == "answer_to_pending_question" => {
+                sent.call_id != call_id
+                    || sent.questions.map(RawValue::get) != info.questions.as_ref().map(RawQuestions::text)
             }
-            | EventKind::LateAnswer { call_id: c, .. }
-                if c == call_id =>
-            {
-                Some(true)
-            }
-            _ => None,
-        });
-        if settled.is_none() {
-            let seq = events[index].seq;
-            self.violate(
-                "no_answer_lost",
-                call_id,
-                seq,
-                format!("a batch from {answerer} was neither delivered nor refused"),
-            );
+            Ok(sent) => sent.call_id != call_id,
+            Err(_) => true,
+        };
+        if mismatch {
+            let detail = "the message's callId or questions differ from the call's".into();
+            self.violate("late_answer_reaches_caller", call_id, seq, detail);
+        }
+        self.owed.entry(call_id.to_owned()).or_default().push(owed);
+    }
+
+    fn received(&mut self, call_id: &str, agent: &str, message: &str) {
+        if let Some(owed) = self.owed.get_mut(call_id)
+            && let Some(at) = owed.iter().position(|o| o.agent == agent && o.message == message)
+        {
+            owed.remove(at);
         }
     }
 
-    fn delivered(&mut self, events: &[Event], index: usize, call_id: &str, message: &str) {
-        let agent = self
+    fn cancel(&mut self, agent: &str, seq: u64, t: f64) {
+        let family = self.descendants(agent);
+        // Calls that went pending, or were open at a process loss (pending from the
+        // restart on), belong to no turn any more (SPEC §3.8, §3.9).
+        let waiting = self
             .calls
-            .get(call_id)
-            .map(|c| c.agent.clone())
-            .unwrap_or_default();
-        let reached = events[index + 1..].iter().any(|e| {
-            matches!(&e.kind, EventKind::UserMessage { call_id: c, agent: a, message: m }
-                if c == call_id && *a == agent && m == message)
-        });
-        let seq = events[index].seq;
-        if !reached {
-            self.violate(
-                "late_answer_reaches_caller",
-                call_id,
-                seq,
-                format!("no user message reached {agent}"),
-            );
-            return;
+            .iter()
+            .filter(|(_, c)| c.result.is_none() && c.lost.is_none() && c.survived.is_none())
+            .filter(|(_, c)| family.contains(&c.agent))
+            .map(|(id, _)| id.clone())
+            .collect();
+        self.cancels.push((seq, t, waiting));
+    }
+
+    /// A result for `call_id`: it settles the cancels that were waiting for it,
+    /// if it came at their instant.
+    fn cancel_settled(&mut self, call_id: &str, seq: u64, t: f64) {
+        let tolerance_s = self.tolerance_s;
+        let mut late = Vec::new();
+        for (cancel_seq, cancel_t, waiting) in &mut self.cancels {
+            if waiting.remove(call_id) && (t - *cancel_t).abs() > tolerance_s {
+                late.push((*cancel_seq, *cancel_t));
+            }
         }
-        let questions = self
-            .calls
-            .get(call_id)
-            .map(|c| c.questions.clone())
-            .unwrap_or(Value::Null);
-        let sent: Value = serde_json::from_str(message).unwrap_or(Value::Null);
-        if sent.get("kind").and_then(Value::as_str) == Some("answer_to_pending_question")
-            && (sent.get("questions") != Some(&questions)
-                || sent.get("callId").and_then(Value::as_str) != Some(call_id))
-        {
-            self.violate(
-                "late_answer_reaches_caller",
-                call_id,
-                seq,
-                "the message's callId or questions differ".into(),
-            );
+        for (cancel_seq, cancel_t) in late {
+            let detail =
+                format!("still waiting after the turn signal at {cancel_t} s (settled at seq {seq})");
+            self.violate("turn_cancel_settles_descendants", call_id, cancel_seq, detail);
         }
     }
 
@@ -421,7 +441,12 @@ impl Checker {
         let Some(info) = self.calls.get(call_id) else {
             return;
         };
-        let questions = info.questions.as_array().cloned().unwrap_or_default();
+        let questions = info
+            .questions
+            .as_ref()
+            .map(RawQuestions::value)
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default();
         let problem = match info.schema {
             Some(Schema::Timed) => timed_items_problem(&questions, items),
             Some(Schema::Legacy) => legacy_items_problem(&questions, items),
@@ -447,7 +472,13 @@ impl Checker {
         }
     }
 
-    fn finish(&mut self) {
+    /// Settles what is still owed and compares the folded projection with the
+    /// broker's final state, when given. Returns every violation, by `seq`.
+    pub fn finish(
+        mut self,
+        broker: Option<(&BTreeMap<String, &'static str>, &Projection)>,
+    ) -> Vec<Violation> {
+        self.owed_at_end();
         if self.restarted {
             let forgotten: Vec<(String, u64)> = self
                 .calls
@@ -460,22 +491,47 @@ impl Checker {
                 self.violate("timed_survive_loss_legacy_do_not", &call_id, seq, detail);
             }
         }
+        if let Some((broker_open, projection)) = broker {
+            self.projection_matches(broker_open, projection);
+        }
+        self.violations.sort_by_key(|v| v.seq);
+        self.violations
+    }
+
+    fn owed_at_end(&mut self) {
+        for ((call_id, answerer), seqs) in std::mem::take(&mut self.answers) {
+            for seq in seqs {
+                let detail = format!("a batch from {answerer} was neither delivered nor refused");
+                self.violate("no_answer_lost", &call_id, seq, detail);
+            }
+        }
+        for (call_id, owed) in std::mem::take(&mut self.owed) {
+            for o in owed {
+                let detail = format!("no user message reached {}", o.agent);
+                self.violate("late_answer_reaches_caller", &call_id, o.seq, detail);
+            }
+        }
         for (seq, t, waiting) in std::mem::take(&mut self.cancels) {
             for call_id in waiting {
-                let settled_t = self
-                    .calls
-                    .get(&call_id)
-                    .and_then(|c| c.result.as_ref())
-                    .map(|r| r.1);
-                if settled_t.is_none_or(|s| (s - t).abs() > self.tolerance_s) {
-                    self.violate(
-                        "turn_cancel_settles_descendants",
-                        &call_id,
-                        seq,
-                        format!("still waiting after the turn signal at {t} s"),
-                    );
-                }
+                let detail = format!("still waiting after the turn signal at {t} s");
+                self.violate("turn_cancel_settles_descendants", &call_id, seq, detail);
             }
+        }
+    }
+
+    fn projection_matches(&mut self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) {
+        let folded = projection.open_calls();
+        let seq = self.last_seq;
+        for (call_id, state) in &folded {
+            if broker_open.get(call_id) != Some(state) {
+                let broker = broker_open.get(call_id).copied().unwrap_or("closed");
+                let detail = format!("the projection says {state}, the broker {broker}");
+                self.violate("projection_matches_broker", call_id, seq, detail);
+            }
+        }
+        for call_id in broker_open.keys().filter(|id| !folded.contains_key(*id)) {
+            let detail = "open at the broker, closed in the projection".to_owned();
+            self.violate("projection_matches_broker", call_id, seq, detail);
         }
     }
 }

@@ -1,10 +1,13 @@
-//! The simulator: drives the runtime from a scenario, checks the invariants of
+//! The simulator: runs a scenario on the virtual clock under a controlled
+//! scheduler (or on the actor runtime on the real clock), checks the invariants of
 //! SPEC §6 on its event stream, and reports.
 //!
-//! - `driver`: clocks, scheduled events, and the end of a run.
-//! - `script`: the agents' scripts over their handles.
+//! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `strategy`: which tied delivery goes first (random, PCT, FIFO).
+//! - `world`: the simulated actors and the driver's schedule.
+//! - `driver`: one run, on either clock, with crashes caught.
 //! - `invariants`: the checker.
-//! - `report`: outcomes, expectations, the summary and the trace hash.
+//! - `report`: outcomes, expectations, the summary.
 //! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
 //! - `sweep`: one scenario under many seeds, in parallel.
 //! - `replay`: a log folded into the projection, listed and re-checked.
@@ -12,7 +15,9 @@
 pub mod chrome_trace;
 pub mod driver;
 pub mod invariants;
+pub mod queue;
 pub mod replay;
 pub mod report;
-pub mod script;
+pub mod strategy;
 pub mod sweep;
+pub mod world;

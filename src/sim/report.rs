@@ -1,5 +1,7 @@
 //! Outcomes, expectations and the run summary (SPEC §6): what `asksim run` prints,
-//! as a table or as JSON. A pure function of the scenario and the run's output.
+//! as a table or as JSON. A pure function of the scenario and the run's output:
+//! outcomes and latencies come from the projection's states, never from reading
+//! result texts again.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,12 +10,11 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::EventKind;
-use crate::log::{LogHeader, trace_hash};
+use crate::projection::{Projection, QuestionRecord, QuestionState};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::RunOutput;
 use crate::sim::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERANCE_S, Violation, check};
-use crate::tool::Schema;
+use crate::tool::{ResultKind, ToolResult};
 
 /// Most violations the human report lists; `--json` has them all.
 const REPORT_LINES_MAX: usize = 20;
@@ -23,7 +24,7 @@ const REPORT_LINES_MAX: usize = 20;
 pub struct Outcomes {
     /// Answers returned to the tool call.
     pub answered: u64,
-    /// The call returned `pending`.
+    /// The call returned `pending` (or was a timed call open at a process loss).
     pub pending: u64,
     /// Errors by code.
     pub errors: BTreeMap<String, u64>,
@@ -52,6 +53,42 @@ impl Outcomes {
             "pending_open" => self.pending_open,
             code => self.errors.get(code).copied().unwrap_or(0),
         }
+    }
+
+    /// Adds `other` into these totals.
+    pub fn add(&mut self, other: &Outcomes) {
+        self.answered += other.answered;
+        self.pending += other.pending;
+        self.lost_on_restart += other.lost_on_restart;
+        self.open += other.open;
+        self.late_answered += other.late_answered;
+        self.withdrawn += other.withdrawn;
+        self.pending_open += other.pending_open;
+        for (code, n) in &other.errors {
+            *self.errors.entry(code.clone()).or_insert(0) += n;
+        }
+    }
+
+    fn question(&mut self, question: &QuestionRecord) {
+        if question.went_pending {
+            self.pending += 1;
+            match question.state {
+                QuestionState::LateAnswered => self.late_answered += 1,
+                QuestionState::Withdrawn => self.withdrawn += 1,
+                _ => self.pending_open += 1,
+            }
+            return;
+        }
+        match (question.state, question.first) {
+            (QuestionState::LostOnRestart, _) => self.lost_on_restart += 1,
+            (_, Some((ResultKind::Answers, _))) => self.answered += 1,
+            (_, Some((ResultKind::Error(code), _))) => self.error(code.as_str()),
+            _ => self.open += 1,
+        }
+    }
+
+    fn error(&mut self, code: &str) {
+        *self.errors.entry(code.to_owned()).or_insert(0) += 1;
     }
 }
 
@@ -104,6 +141,8 @@ pub struct Summary {
     pub seed: u64,
     /// `"virtual"` or `"real"`.
     pub clock: &'static str,
+    /// The scheduling strategy (`random`, `pct:D`, `fifo`).
+    pub explore: String,
     /// Tool calls made.
     pub calls: u64,
     /// How they settled.
@@ -114,6 +153,9 @@ pub struct Summary {
     pub expectations: ExpectationReport,
     /// SHA-256 of the event log.
     pub trace_hash: String,
+    /// SHA-256 of the event lines without `seq` and `t`: equal for two runs
+    /// exactly when they did the same things in the same order.
+    pub order_hash: String,
     /// Seconds on the run's clock.
     pub virtual_s: f64,
     /// Seconds of wall time.
@@ -126,7 +168,9 @@ pub struct Summary {
     /// Per wall second.
     pub throughput: Throughput,
     /// The limit that stopped the run, or null.
-    pub limit: Option<String>,
+    pub limit: Option<&'static str>,
+    /// The panic that ended the run, or null (outcome `crashed`).
+    pub crashed: Option<String>,
     /// Events recorded.
     pub events: u64,
     /// The command that reproduces a failed run.
@@ -134,23 +178,43 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Whether every invariant and expectation held and no limit was hit.
+    /// Whether every invariant and expectation held, no limit was hit and nothing
+    /// panicked.
     pub fn passed(&self) -> bool {
-        self.invariants.violations.is_empty() && self.expectations.failed == 0 && self.limit.is_none()
+        self.invariants.violations.is_empty()
+            && self.expectations.failed == 0
+            && self.limit.is_none()
+            && self.crashed.is_none()
     }
+}
+
+/// The command that reproduces a run of `file`: every flag that changes it.
+pub fn reproduce_command(file: &str, output: &RunOutput) -> String {
+    let clock = match output.clock {
+        Clock::Virtual => "virtual",
+        Clock::Real => "real",
+    };
+    format!(
+        "asksim run {file} --seed {} --clock {clock} --explore {}",
+        output.seed, output.strategy
+    )
 }
 
 /// Analyses a run of `scenario` loaded from `file`.
 pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
-    let (calls, outcomes, latency) = outcomes(output);
-    let lateness = lateness(output);
+    let projection = output.projection();
+    let outcomes = outcomes(projection);
+    let calls = (projection.questions.len() + projection.rejected.len()) as u64;
     let tolerance_s = match output.clock {
         Clock::Virtual => VIRTUAL_TOLERANCE_S,
         Clock::Real => REAL_TOLERANCE_S,
     };
-    let violations = check(&output.events, Some(&output.open), tolerance_s);
+    let violations = if output.crashed.is_some() {
+        Vec::new()
+    } else {
+        check(output.events(), Some(&output.open), tolerance_s)
+    };
     let expectations = expectations(scenario, output, &outcomes);
-    let header = LogHeader::new(&scenario.name, output.seed);
     let mut summary = Summary {
         scenario: scenario.name.clone(),
         seed: output.seed,
@@ -158,6 +222,7 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
             Clock::Virtual => "virtual",
             Clock::Real => "real",
         },
+        explore: output.strategy.to_string(),
         calls,
         throughput: Throughput {
             calls_per_s: per_s(calls, output.wall_s),
@@ -169,22 +234,19 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
             violations,
         },
         expectations,
-        trace_hash: trace_hash(&header, &output.events),
+        trace_hash: output.recording.trace_hash.clone(),
+        order_hash: output.recording.order_hash.clone(),
         virtual_s: output.virtual_s,
         wall_s: output.wall_s,
-        latency_s: latency,
-        lateness_s: lateness,
-        limit: output.limit.clone(),
-        events: output.events.len() as u64,
+        latency_s: latency(projection),
+        lateness_s: lateness(projection),
+        limit: output.limit.map(|l| l.as_str()),
+        crashed: output.crashed.clone(),
+        events: output.recording.count,
         reproduce: None,
     };
     if !summary.passed() {
-        let clock = if output.clock == Clock::Real {
-            " --clock real"
-        } else {
-            ""
-        };
-        summary.reproduce = Some(format!("asksim run {file} --seed {}{clock}", output.seed));
+        summary.reproduce = Some(reproduce_command(file, output));
     }
     summary
 }
@@ -198,6 +260,10 @@ fn histogram() -> Histogram<u64> {
     Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds")
 }
 
+fn record(h: &mut Histogram<u64>, seconds: f64) {
+    h.saturating_record((seconds.max(0.0) * 1e6) as u64);
+}
+
 fn percentiles(h: &Histogram<u64>) -> LatencySummary {
     let seconds = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
     LatencySummary {
@@ -207,131 +273,68 @@ fn percentiles(h: &Histogram<u64>) -> LatencySummary {
     }
 }
 
-/// For every call that returned `pending`: how long after its window's end.
-fn lateness(output: &RunOutput) -> LatencySummary {
-    let mut due: BTreeMap<&str, f64> = BTreeMap::new();
-    let mut late = histogram();
-    for event in &output.events {
-        match &event.kind {
-            EventKind::Request {
-                call_id,
-                window_s: Some(w),
-                ..
-            } if *w > 0.0 => {
-                due.insert(call_id, event.t + w);
-            }
-            EventKind::Result { call_id, result, .. } if result.starts_with("{\"pending\":true") => {
-                if let Some(end) = due.remove(call_id.as_str()) {
-                    late.saturating_record(((event.t - end).max(0.0) * 1e6) as u64);
-                }
-            }
-            _ => {}
-        }
-    }
-    percentiles(&late)
-}
-
-/// How a call first settled.
-enum First<'a> {
-    /// Its first tool result: the text and whether it is an error.
-    Result(&'a str, bool),
-    /// Open at a process loss: a timed call is pending from the restart on, a
-    /// legacy one is lost.
-    AtLoss(Schema),
-}
-
-fn outcomes(output: &RunOutput) -> (u64, Outcomes, LatencySummary) {
+/// How the calls settled, from the projection's states.
+pub fn outcomes(projection: &Projection) -> Outcomes {
     let mut outcomes = Outcomes::default();
-    let mut started: BTreeMap<&str, (f64, Schema)> = BTreeMap::new();
-    let mut first: BTreeMap<&str, First> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    let mut closed: BTreeMap<&str, &'static str> = BTreeMap::new();
-    let mut latency = histogram();
-    for event in &output.events {
-        match &event.kind {
-            EventKind::Request { call_id, schema, .. } => {
-                started.insert(call_id, (event.t, *schema));
-                order.push(call_id);
-            }
-            EventKind::Result {
-                call_id,
-                result,
-                is_error,
-                ..
-            } => {
-                if first.contains_key(call_id.as_str()) {
-                    continue;
-                }
-                if !started.contains_key(call_id.as_str()) {
-                    order.push(call_id);
-                }
-                let start = started.get(call_id.as_str()).map_or(event.t, |s| s.0);
-                latency.saturating_record(((event.t - start).max(0.0) * 1e6) as u64);
-                first.insert(call_id, First::Result(result, *is_error));
-            }
-            EventKind::ProcessLoss { .. } => {
-                for (call_id, (_, schema)) in &started {
-                    if !first.contains_key(call_id) {
-                        first.insert(call_id, First::AtLoss(*schema));
-                    }
-                }
-            }
-            EventKind::LateAnswer { call_id, .. } => {
-                closed.insert(call_id, "late_answered");
-            }
-            EventKind::Withdraw { call_id, .. } => {
-                closed.insert(call_id, "withdrawn");
-            }
-            _ => {}
+    for question in projection.questions.values() {
+        outcomes.question(question);
+    }
+    for rejected in projection.rejected.values() {
+        outcomes.error(&rejected.outcome);
+    }
+    outcomes
+}
+
+/// From each call's start to its first tool result.
+fn latency(projection: &Projection) -> LatencySummary {
+    let mut h = histogram();
+    for question in projection.questions.values() {
+        if let Some((_, t)) = question.first {
+            record(&mut h, t - question.requested_t);
         }
     }
-    for call_id in &order {
-        let went_pending = match first.get(call_id) {
-            None => {
-                outcomes.open += 1;
-                false
-            }
-            Some(First::Result(text, true)) => {
-                let code = serde_json::from_str::<Value>(text)
-                    .ok()
-                    .and_then(|v| {
-                        v.pointer("/error/code")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                    })
-                    .unwrap_or_else(|| "UNKNOWN".to_owned());
-                *outcomes.errors.entry(code).or_insert(0) += 1;
-                false
-            }
-            Some(First::Result(text, false)) => {
-                let pending = text.starts_with("{\"pending\":true");
-                if !pending {
-                    outcomes.answered += 1;
-                }
-                pending
-            }
-            Some(First::AtLoss(Schema::Legacy)) => {
-                outcomes.lost_on_restart += 1;
-                false
-            }
-            Some(First::AtLoss(Schema::Timed)) => true,
+    for _ in projection.rejected.values() {
+        record(&mut h, 0.0);
+    }
+    percentiles(&h)
+}
+
+/// For every call that returned `pending`: how long after its window's end.
+fn lateness(projection: &Projection) -> LatencySummary {
+    let mut h = histogram();
+    for question in projection.questions.values() {
+        if let (Some((ResultKind::Pending, t)), Some(w)) = (question.first, question.window_s)
+            && w > 0.0
+        {
+            record(&mut h, t - (question.requested_t + w));
+        }
+    }
+    percentiles(&h)
+}
+
+/// The tool result each call returned first, as JSON.
+fn first_results(projection: &Projection) -> BTreeMap<&str, Value> {
+    let mut results = BTreeMap::new();
+    for (call_id, question) in &projection.questions {
+        let text = match question.first {
+            Some((ResultKind::Pending, _)) => Some(ToolResult::pending(call_id).text),
+            Some(_) => question.settled.clone(),
+            None => None,
         };
-        if went_pending {
-            outcomes.pending += 1;
-            match closed.get(call_id) {
-                Some(&"late_answered") => outcomes.late_answered += 1,
-                Some(_) => outcomes.withdrawn += 1,
-                None => outcomes.pending_open += 1,
-            }
+        if let Some(text) = text {
+            results.insert(
+                call_id.as_str(),
+                serde_json::from_str(&text).unwrap_or(Value::Null),
+            );
         }
     }
-    let seconds = |q: f64| latency.value_at_quantile(q) as f64 / 1e6;
-    let summary = LatencySummary {
-        p50: seconds(0.5),
-        p99: seconds(0.99),
-        max: latency.max() as f64 / 1e6,
-    };
-    (order.len() as u64, outcomes, summary)
+    for (call_id, rejected) in &projection.rejected {
+        results.insert(
+            call_id.as_str(),
+            serde_json::from_str(&rejected.result).unwrap_or(Value::Null),
+        );
+    }
+    results
 }
 
 fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) -> ExpectationReport {
@@ -347,22 +350,8 @@ fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) ->
             report.failures.push(what);
         }
     };
-    let mut results: BTreeMap<&str, Value> = BTreeMap::new();
-    let mut messages: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
-    for event in &output.events {
-        match &event.kind {
-            EventKind::Result { call_id, result, .. } if !results.contains_key(call_id.as_str()) => {
-                results.insert(call_id, serde_json::from_str(result).unwrap_or(Value::Null));
-            }
-            EventKind::UserMessage { agent, message, .. } => {
-                messages
-                    .entry(agent)
-                    .or_default()
-                    .push(serde_json::from_str(message).unwrap_or(Value::Null));
-            }
-            _ => {}
-        }
-    }
+    let projection = output.projection();
+    let results = first_results(projection);
     for (call_id, expected) in &expect.results {
         let actual = results.get(call_id.as_str()).cloned().unwrap_or(Value::Null);
         verdict(
@@ -371,11 +360,20 @@ fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes) ->
         );
     }
     for (agent, expected) in &expect.user_messages {
-        let actual = messages.get(agent.as_str()).cloned().unwrap_or_default();
-        let shown = Value::Array(actual.clone());
+        let actual: Vec<Value> = projection
+            .agents
+            .get(agent)
+            .map(|a| {
+                a.messages
+                    .iter()
+                    .map(|m| serde_json::from_str(m).unwrap_or(Value::Null))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (expected_json, actual_json) = (Value::Array(expected.clone()), Value::Array(actual.clone()));
         verdict(
             &actual == expected,
-            format!("user_messages[{agent}]: expected {expected:?}, got {shown}"),
+            format!("user_messages[{agent}]: expected {expected_json}, got {actual_json}"),
         );
     }
     for (name, expected) in &expect.counts {
@@ -412,25 +410,18 @@ pub fn result_matches(actual: &Value, expected: &Value) -> bool {
     &actual == expected
 }
 
-/// The human report: a table, the violations and failures, and the verdict.
-pub fn render_table(summary: &Summary) -> String {
+/// The rows of the human table.
+fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
     let o = &summary.outcomes;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "asksim run: {} (seed {}, {} clock)",
-        summary.scenario, summary.seed, summary.clock
-    );
     let errors = if o.errors.is_empty() {
         "-".to_owned()
     } else {
-        o.errors
-            .iter()
-            .map(|(c, n)| format!("{c} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let each: Vec<String> = o.errors.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        each.join(", ")
     };
-    let rows: Vec<(&str, String)> = vec![
+    let (inv, exp) = (&summary.invariants, &summary.expectations);
+    let (lateness, latency) = (&summary.lateness_s, &summary.latency_s);
+    vec![
         ("calls", summary.calls.to_string()),
         ("answered", o.answered.to_string()),
         (
@@ -445,18 +436,11 @@ pub fn render_table(summary: &Summary) -> String {
         ("open", o.open.to_string()),
         (
             "invariants",
-            format!(
-                "{} checked, {} violated",
-                summary.invariants.checked.len(),
-                summary.invariants.violations.len()
-            ),
+            format!("{} checked, {} violated", inv.checked.len(), inv.violations.len()),
         ),
         (
             "expectations",
-            format!(
-                "{} passed, {} failed",
-                summary.expectations.passed, summary.expectations.failed
-            ),
+            format!("{} passed, {} failed", exp.passed, exp.failed),
         ),
         (
             "virtual time",
@@ -466,21 +450,31 @@ pub fn render_table(summary: &Summary) -> String {
             "lateness",
             format!(
                 "p50 {:.6} s, p99 {:.6} s, max {:.6} s (pending past its window)",
-                summary.lateness_s.p50, summary.lateness_s.p99, summary.lateness_s.max
+                lateness.p50, lateness.p99, lateness.max
             ),
         ),
         (
             "latency",
             format!(
                 "p50 {:.3} s, p99 {:.3} s, max {:.3} s",
-                summary.latency_s.p50, summary.latency_s.p99, summary.latency_s.max
+                latency.p50, latency.p99, latency.max
             ),
         ),
         ("events", summary.events.to_string()),
-        ("limit", summary.limit.clone().unwrap_or_else(|| "-".to_owned())),
+        ("limit", summary.limit.unwrap_or("-").to_owned()),
         ("trace_hash", summary.trace_hash.clone()),
-    ];
-    for (name, value) in rows {
+    ]
+}
+
+/// The human report: a table, the violations and failures, and the verdict.
+pub fn render_table(summary: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "asksim run: {} (seed {}, {} clock, explore {})",
+        summary.scenario, summary.seed, summary.clock, summary.explore
+    );
+    for (name, value) in rows(summary) {
         let _ = writeln!(out, "  {name:<16}{value}");
     }
     let shown = REPORT_LINES_MAX;
@@ -494,8 +488,11 @@ pub fn render_table(summary: &Summary) -> String {
     for failure in &summary.expectations.failures {
         let _ = writeln!(out, "  EXPECTATION FAILED {failure}");
     }
-    if let Some(limit) = &summary.limit {
+    if let Some(limit) = summary.limit {
         let _ = writeln!(out, "  LIMIT HIT {limit}: the run was stopped");
+    }
+    if let Some(panic) = &summary.crashed {
+        let _ = writeln!(out, "  CRASHED the run panicked: {panic}");
     }
     let verdict = if summary.passed() { "PASS" } else { "FAIL" };
     let _ = writeln!(out, "  {:<16}{verdict}", "result");

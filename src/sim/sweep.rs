@@ -1,33 +1,56 @@
 //! `asksim sweep`: one scenario under many seeds, in parallel. Each seed runs on
-//! its own current-thread runtime on a worker thread, so every run stays as
-//! deterministic as a single `asksim run`; results are gathered by seed, so the
-//! report does not depend on which worker finished first.
+//! its own, as deterministic as a single `asksim run`; results are gathered by
+//! seed, so the report does not depend on which worker finished first. Every seed
+//! asked for gives a result: a run that panicked is a failing seed (`crashed`),
+//! never a missing one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use serde::Serialize;
 
-use crate::log::events_hash;
 use crate::scenario::{Clock, Scenario};
-use crate::sim::driver;
+use crate::sim::driver::{self, RunOptions};
 use crate::sim::invariants::Violation;
 use crate::sim::report::{Outcomes, Summary, summarise};
+use crate::sim::strategy::Strategy;
 
 /// Most seeds one sweep runs.
 pub const SEEDS_MAX: u64 = 10_000_000;
 /// Most worker threads.
 pub const JOBS_MAX: usize = 256;
 
-/// A half-open range of seeds, `A..B`, or an inclusive one, `A..=B`.
+/// A range of seeds: `A..B` (B excluded) or `A..=B`, up to `u64::MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SeedRange {
     /// First seed.
     pub from: u64,
-    /// One past the last seed.
-    pub to: u64,
+    /// One past the last seed (past `u64::MAX` for `A..=18446744073709551615`).
+    pub to: u128,
+}
+
+impl SeedRange {
+    /// How many seeds.
+    pub fn len(&self) -> u64 {
+        (self.to - u128::from(self.from)) as u64
+    }
+
+    /// Whether it holds none (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `index`-th seed.
+    pub fn seed(&self, index: u64) -> u64 {
+        self.from + index
+    }
+}
+
+impl std::fmt::Display for SeedRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..{}", self.from, self.to)
+    }
 }
 
 impl std::str::FromStr for SeedRange {
@@ -40,19 +63,16 @@ impl std::str::FromStr for SeedRange {
                 .map_err(|e| format!("bad seed {n:?}: {e}"))
         };
         let (from, to) = if let Some((a, b)) = s.split_once("..=") {
-            (
-                number(a)?,
-                number(b)?.checked_add(1).ok_or("the range ends past u64::MAX")?,
-            )
+            (number(a)?, u128::from(number(b)?) + 1)
         } else if let Some((a, b)) = s.split_once("..") {
-            (number(a)?, number(b)?)
+            (number(a)?, u128::from(number(b)?))
         } else {
             return Err(format!("expected A..B or A..=B, got {s:?}"));
         };
-        if from >= to {
+        if u128::from(from) >= to {
             return Err(format!("the range {s:?} holds no seed"));
         }
-        if to - from > SEEDS_MAX {
+        if to - u128::from(from) > u128::from(SEEDS_MAX) {
             return Err(format!("the range {s:?} holds more than {SEEDS_MAX} seeds"));
         }
         Ok(SeedRange { from, to })
@@ -71,7 +91,9 @@ pub struct Failure {
     /// Failed expectations.
     pub failures: Vec<String>,
     /// The limit that stopped it, if one did.
-    pub limit: Option<String>,
+    pub limit: Option<&'static str>,
+    /// The panic that ended it, if one did.
+    pub crashed: Option<String>,
 }
 
 /// What a sweep reports.
@@ -81,7 +103,9 @@ pub struct SweepReport {
     pub scenario: String,
     /// The seeds run.
     pub seeds: SeedRange,
-    /// Runs made.
+    /// The scheduling strategy.
+    pub explore: String,
+    /// Runs made: always the number of seeds asked for.
     pub runs: u64,
     /// Runs that held every invariant and expectation.
     pub passed: u64,
@@ -89,9 +113,11 @@ pub struct SweepReport {
     pub failed: Vec<Failure>,
     /// Outcomes summed over every run.
     pub totals: Outcomes,
-    /// Distinct event streams (the log less its header, which names the seed):
-    /// how many interleavings the seeds explored.
+    /// Distinct event orders (times left out): how many interleavings the seeds
+    /// explored.
     pub distinct_traces: u64,
+    /// Distinct event streams with their times.
+    pub distinct_timings: u64,
     /// Seconds of wall time.
     pub wall_s: f64,
 }
@@ -106,9 +132,39 @@ pub struct SweepOptions {
     pub jobs: usize,
     /// The clock.
     pub clock: Clock,
+    /// The scheduling strategy.
+    pub strategy: Strategy,
     /// Check invariants and limits only, not the scenario's `expect` (whose exact
     /// results usually hold for one seed only).
     pub invariants_only: bool,
+}
+
+/// One seed's result, as a sweep keeps it.
+pub struct SeedResult {
+    /// The run's summary.
+    pub summary: Summary,
+    /// Its order hash.
+    pub order_hash: String,
+    /// Its timing hash.
+    pub timing_hash: String,
+}
+
+/// Runs one seed of a sweep. A run whose log could not be written (none is asked
+/// for here) still gives a summary.
+pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedResult {
+    let run = RunOptions {
+        seed,
+        clock: options.clock,
+        strategy: options.strategy,
+        keep_events: true,
+        log: None,
+    };
+    let output = driver::run(scenario, run).expect("a sweep writes no log");
+    SeedResult {
+        summary: summarise(scenario, &options.file, &output),
+        order_hash: output.recording.order_hash,
+        timing_hash: output.recording.timing_hash,
+    }
 }
 
 /// Runs the sweep; `progress` is called with the number of runs done after each.
@@ -119,96 +175,77 @@ pub fn sweep(scenario: &Scenario, options: &SweepOptions, progress: impl Fn(u64)
     if options.invariants_only {
         scenario.expect = None;
     }
-    let scenario = Arc::new(scenario);
-    let next = Arc::new(AtomicU64::new(options.seeds.from));
-    let (tx, rx) = mpsc::channel::<(u64, Summary, String)>();
+    let count = options.seeds.len();
+    let next = AtomicU64::new(0);
+    let (tx, rx) = mpsc::channel::<(u64, SeedResult)>();
     let jobs = options.jobs.clamp(1, JOBS_MAX);
-    let workers: Vec<_> = (0..jobs)
-        .map(|_| {
-            let (scenario, next, tx, file, to, clock) = (
-                scenario.clone(),
-                next.clone(),
-                tx.clone(),
-                options.file.clone(),
-                options.seeds.to,
-                options.clock,
-            );
-            std::thread::spawn(move || {
+    let results: BTreeMap<u64, SeedResult> = std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let (scenario, next, tx) = (&scenario, &next, tx.clone());
+            scope.spawn(move || {
                 loop {
-                    let seed = next.fetch_add(1, Ordering::SeqCst);
-                    if seed >= to {
+                    // An index, not a seed: it never passes `count + jobs`, so it
+                    // cannot wrap whatever the seeds are.
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    if index >= count {
                         return;
                     }
-                    let Ok(output) = driver::run(&scenario, seed, clock) else {
-                        return;
-                    };
-                    let interleaving = events_hash(&output.events);
-                    if tx
-                        .send((seed, summarise(&scenario, &file, &output), interleaving))
-                        .is_err()
-                    {
+                    let seed = options.seeds.seed(index);
+                    if tx.send((seed, run_seed(scenario, options, seed))).is_err() {
                         return;
                     }
                 }
-            })
-        })
-        .collect();
-    drop(tx);
-    let mut results: BTreeMap<u64, (Summary, String)> = BTreeMap::new();
-    for (seed, summary, interleaving) in rx {
-        results.insert(seed, (summary, interleaving));
-        progress(results.len() as u64);
-    }
-    for worker in workers {
-        let _ = worker.join();
-    }
+            });
+        }
+        drop(tx);
+        let mut results = BTreeMap::new();
+        for (seed, result) in rx {
+            results.insert(seed, result);
+            progress(results.len() as u64);
+        }
+        results
+    });
     report(&scenario, options, results, wall.elapsed().as_secs_f64())
 }
 
-fn report(
+/// Folds the results of every seed into the report.
+pub fn report(
     scenario: &Scenario,
     options: &SweepOptions,
-    results: BTreeMap<u64, (Summary, String)>,
+    results: BTreeMap<u64, SeedResult>,
     wall_s: f64,
 ) -> SweepReport {
     let mut totals = Outcomes::default();
-    let mut traces = BTreeSet::new();
+    let mut orders = BTreeSet::new();
+    let mut timings = BTreeSet::new();
     let mut failed = Vec::new();
-    for (seed, (summary, interleaving)) in &results {
-        add(&mut totals, &summary.outcomes);
-        traces.insert(interleaving.clone());
+    for (seed, result) in &results {
+        let summary = &result.summary;
+        totals.add(&summary.outcomes);
+        orders.insert(result.order_hash.as_str());
+        timings.insert(result.timing_hash.as_str());
         if !summary.passed() {
             failed.push(Failure {
                 seed: *seed,
                 reproduce: summary.reproduce.clone().unwrap_or_default(),
                 violations: summary.invariants.violations.clone(),
                 failures: summary.expectations.failures.clone(),
-                limit: summary.limit.clone(),
+                limit: summary.limit,
+                crashed: summary.crashed.clone(),
             });
         }
     }
     SweepReport {
         scenario: scenario.name.clone(),
         seeds: options.seeds,
+        explore: options.strategy.to_string(),
         runs: results.len() as u64,
         passed: results.len() as u64 - failed.len() as u64,
         failed,
         totals,
-        distinct_traces: traces.len() as u64,
+        distinct_traces: orders.len() as u64,
+        distinct_timings: timings.len() as u64,
         wall_s,
-    }
-}
-
-fn add(totals: &mut Outcomes, o: &Outcomes) {
-    totals.answered += o.answered;
-    totals.pending += o.pending;
-    totals.lost_on_restart += o.lost_on_restart;
-    totals.open += o.open;
-    totals.late_answered += o.late_answered;
-    totals.withdrawn += o.withdrawn;
-    totals.pending_open += o.pending_open;
-    for (code, n) in &o.errors {
-        *totals.errors.entry(code.clone()).or_insert(0) += n;
     }
 }
 
@@ -216,11 +253,10 @@ fn add(totals: &mut Outcomes, o: &Outcomes) {
 pub fn render(report: &SweepReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let seeds = report.seeds;
     let _ = writeln!(
         out,
-        "asksim sweep: {} (seeds {}..{}, {} runs)",
-        report.scenario, seeds.from, seeds.to, report.runs
+        "asksim sweep: {} (seeds {}, {} runs, explore {})",
+        report.scenario, report.seeds, report.runs, report.explore
     );
     for failure in &report.failed {
         let _ = writeln!(out, "  FAIL seed {}: {}", failure.seed, failure.reproduce);
@@ -230,8 +266,11 @@ pub fn render(report: &SweepReport) -> String {
         for f in &failure.failures {
             let _ = writeln!(out, "    EXPECTATION FAILED {f}");
         }
-        if let Some(limit) = &failure.limit {
+        if let Some(limit) = failure.limit {
             let _ = writeln!(out, "    LIMIT HIT {limit}");
+        }
+        if let Some(panic) = &failure.crashed {
+            let _ = writeln!(out, "    CRASHED {panic}");
         }
     }
     let t = &report.totals;
@@ -253,10 +292,11 @@ pub fn render(report: &SweepReport) -> String {
     }
     let _ = writeln!(
         out,
-        "  {} passed, {} failed; {} distinct traces; {:.2} s wall",
+        "  {} passed, {} failed; {} distinct traces ({} distinct timings); {:.2} s wall",
         report.passed,
         report.failed.len(),
         report.distinct_traces,
+        report.distinct_timings,
         report.wall_s
     );
     out

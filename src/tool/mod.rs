@@ -20,7 +20,7 @@ pub mod timed;
 pub use batch::{BatchRefusal, validate_batch};
 pub use config::{ConfigError, Mode, Timeout, ToolConfig};
 pub use question::{AnswerItem, Ask, Question, QuestionOption, Schema, Wait};
-pub use result::{ErrorCode, PENDING_MESSAGE, ToolResult};
+pub use result::{ErrorCode, PENDING_MESSAGE, ResultKind, ToolResult};
 
 /// The tool's name, the same in both definitions.
 pub const TOOL_NAME: &str = "ask_user_question";

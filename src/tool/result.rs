@@ -61,14 +61,61 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// A tool result: the compact JSON text the model reads, and whether the tool
-/// marks it as an error.
+/// What a tool result is, carried beside its text so that nothing has to read
+/// the text again to learn it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResultKind {
+    /// The answers, in the window or after a blocking wait.
+    Answers,
+    /// `{"pending":true,…}`: the window ran out.
+    Pending,
+    /// `{"error":…}`, with its code.
+    Error(ErrorCode),
+}
+
+impl ResultKind {
+    /// `"answers"`, `"pending"`, or the error code, as the log's `outcome` field
+    /// records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultKind::Answers => "answers",
+            ResultKind::Pending => "pending",
+            ResultKind::Error(code) => code.as_str(),
+        }
+    }
+
+    /// The kind named by `s` (the inverse of [`ResultKind::as_str`]).
+    pub fn parse(s: &str) -> Option<ResultKind> {
+        match s {
+            "answers" => Some(ResultKind::Answers),
+            "pending" => Some(ResultKind::Pending),
+            code => ErrorCode::parse(code).map(ResultKind::Error),
+        }
+    }
+
+    /// The kind of a result written before the log recorded it: read once from
+    /// the text, when an old log is loaded (see `crate::log`).
+    pub fn of_legacy_text(text: &str, is_error: bool) -> ResultKind {
+        let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        if is_error {
+            let code = value.pointer("/error/code").and_then(serde_json::Value::as_str);
+            return ResultKind::Error(code.and_then(ErrorCode::parse).unwrap_or(ErrorCode::Aborted));
+        }
+        if value.get("pending") == Some(&serde_json::Value::Bool(true)) {
+            ResultKind::Pending
+        } else {
+            ResultKind::Answers
+        }
+    }
+}
+
+/// A tool result: the compact JSON text the model reads, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolResult {
     /// Compact JSON (`serde_json::to_string`).
     pub text: String,
-    /// True for `{"error":…}` results.
-    pub is_error: bool,
+    /// Answers, pending, or an error with its code.
+    pub kind: ResultKind,
 }
 
 impl ToolResult {
@@ -91,7 +138,7 @@ impl ToolResult {
         };
         ToolResult {
             text: to_json(&error),
-            is_error: true,
+            kind: ResultKind::Error(code),
         }
     }
 
@@ -111,7 +158,7 @@ impl ToolResult {
         };
         ToolResult {
             text: to_json(&pending),
-            is_error: false,
+            kind: ResultKind::Pending,
         }
     }
 
@@ -119,17 +166,21 @@ impl ToolResult {
     pub fn answers(text: String) -> ToolResult {
         ToolResult {
             text,
-            is_error: false,
+            kind: ResultKind::Answers,
         }
     }
 
-    /// The error code of an error result, read back from its text.
+    /// Whether the tool marks it as an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self.kind, ResultKind::Error(_))
+    }
+
+    /// The error code of an error result.
     pub fn error_code(&self) -> Option<ErrorCode> {
-        if !self.is_error {
-            return None;
+        match self.kind {
+            ResultKind::Error(code) => Some(code),
+            _ => None,
         }
-        let value: serde_json::Value = serde_json::from_str(&self.text).ok()?;
-        ErrorCode::parse(value.get("error")?.get("code")?.as_str()?)
     }
 }
 

@@ -1,0 +1,335 @@
+//! Agents as ractor actors, and [`AgentHandle`], how a library user drives one.
+//!
+//! Each turn is also a `CancellationToken` (a child's derives from its owner's),
+//! so code outside the runtime may fire it directly; one watcher per turn tells
+//! the broker. A request made under a token that already fired is preceded by
+//! that news, so the broker never offers it.
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{Host, Runtime, Shared, Timers, execute, guarded};
+use crate::agent::AgentState;
+use crate::effect::{Out, Spawn};
+use crate::protocol::{
+    AgentId, AgentMsg, BrokerMsg, CallOutcome, CallReply, Envelope, Name, Registration, SpawnError, Turn,
+};
+use crate::tool::{ErrorCode, ToolResult};
+
+/// A message in an agent actor's mailbox.
+pub(crate) enum AgentMail {
+    /// A protocol message; counted when the runtime's own actors sent it.
+    Core { msg: AgentMsg, counted: bool },
+    /// The current turn's token and turn (a new turn first when `new`).
+    Token {
+        new: bool,
+        reply: oneshot::Sender<(CancellationToken, Turn)>,
+    },
+}
+
+pub(crate) struct AgentActor;
+
+pub(crate) struct AgentArgs {
+    pub shared: Arc<Shared>,
+    pub state: AgentState,
+    pub parent_token: Option<CancellationToken>,
+    pub registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
+}
+
+pub(crate) struct AgentShell {
+    shared: Arc<Shared>,
+    state: AgentState,
+    timers: Timers,
+    out: Out,
+    token: CancellationToken,
+    parent_token: Option<CancellationToken>,
+}
+
+impl AgentShell {
+    fn new_token(&mut self) {
+        self.token = match &self.parent_token {
+            Some(parent) => parent.child_token(),
+            None => CancellationToken::new(),
+        };
+        watch(
+            &self.shared,
+            self.state.id(),
+            &self.token,
+            self.state.turn().clone(),
+        );
+    }
+}
+
+/// Tells the broker when `token` fires, unless the runtime dies first.
+fn watch(shared: &Arc<Shared>, agent: AgentId, token: &CancellationToken, turn: Turn) {
+    let (shared, token) = (shared.clone(), token.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            biased;
+            _ = shared.epoch.cancelled() => {}
+            _ = token.cancelled() => shared.route(Envelope::Broker(BrokerMsg::CancelTurn { agent, turn })),
+        }
+    });
+}
+
+impl Host for AgentShell {
+    async fn spawn(&mut self, shared: &Arc<Shared>, spawn: Spawn) {
+        let id = shared
+            .next_agent
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let state = AgentState::child(id, spawn.spec.clone(), shared.tool, spawn.owner, &spawn.turn);
+        let registration = Registration {
+            agent: id,
+            name: state.name().clone(),
+            owner: Some(spawn.owner),
+            lineage: spawn.spec.lineage_parent.clone(),
+            turn: state.turn().clone(),
+        };
+        let args = AgentArgs {
+            shared: shared.clone(),
+            state,
+            parent_token: Some(self.token.clone()),
+            registered: None,
+        };
+        if start(shared, args).await.is_ok() {
+            shared.route(Envelope::Broker(BrokerMsg::Register(registration)));
+        }
+    }
+
+    fn die(&mut self) {}
+
+    fn before_send(&mut self, shared: &Arc<Shared>, envelope: &Envelope) {
+        if let Envelope::Broker(BrokerMsg::Request(request)) = envelope
+            && self.token.is_cancelled()
+        {
+            let fired = BrokerMsg::CancelTurn {
+                agent: request.agent,
+                turn: request.turn.clone(),
+            };
+            shared.route(Envelope::Broker(fired));
+        }
+    }
+}
+
+/// Starts an agent actor and enters it in the runtime's directory.
+pub(crate) async fn start(shared: &Arc<Shared>, args: AgentArgs) -> Result<ActorRef<AgentMail>, SpawnError> {
+    let (id, name) = (args.state.id(), args.state.name().clone());
+    let (actor, _) = Actor::spawn(None, AgentActor, args)
+        .await
+        .map_err(|_| SpawnError::RuntimeStopped)?;
+    shared
+        .agents
+        .lock()
+        .expect("agents poisoned")
+        .insert(id, actor.clone());
+    shared.names.lock().expect("names poisoned").insert(name, id);
+    Ok(actor)
+}
+
+impl Actor for AgentActor {
+    type Msg = AgentMail;
+    type State = AgentShell;
+    type Arguments = AgentArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<AgentMail>,
+        args: AgentArgs,
+    ) -> Result<AgentShell, ActorProcessingErr> {
+        let mut state = args.state;
+        if let Some(reply) = args.registered {
+            state.on_registered(reply);
+        }
+        let mut shell = AgentShell {
+            shared: args.shared,
+            state,
+            timers: Timers::default(),
+            out: Out::default(),
+            token: CancellationToken::new(),
+            parent_token: args.parent_token,
+        };
+        shell.new_token();
+        Ok(shell)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AgentMail>,
+        mail: AgentMail,
+        shell: &mut AgentShell,
+    ) -> Result<(), ActorProcessingErr> {
+        match mail {
+            AgentMail::Core { msg, counted } => {
+                if let AgentMsg::TurnFired(turn) = &msg
+                    && shell.state.turn().fired_by(*turn)
+                {
+                    shell.token.cancel();
+                }
+                shell.out.reset(shell.shared.now(), None);
+                let (state, out) = (&mut shell.state, &mut shell.out);
+                let ok = guarded(&shell.shared, || state.handle(msg, out));
+                let mut out = std::mem::take(&mut shell.out);
+                let mut timers = std::mem::take(&mut shell.timers);
+                let shared = shell.shared.clone();
+                execute(&shared, &mut out, &mut timers, shell).await;
+                (shell.out, shell.timers) = (out, timers);
+                if counted {
+                    shell.shared.handled();
+                }
+                if !ok {
+                    myself.stop(Some("panic".into()));
+                }
+            }
+            AgentMail::Token { new, reply } => {
+                if new {
+                    shell.state.new_turn();
+                    shell.new_token();
+                }
+                let _ = reply.send((shell.token.clone(), shell.state.turn().clone()));
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<AgentMail>,
+        shell: &mut AgentShell,
+    ) -> Result<(), ActorProcessingErr> {
+        shell.timers.cancel_all();
+        Ok(())
+    }
+}
+
+/// A handle on one agent: make tool calls, spawn children, cancel turns, read
+/// user messages. Cheap to clone. A handle whose agent was stopped is stale: its
+/// calls settle as `NOT_RUNTIME_ROOT`.
+#[derive(Clone)]
+pub struct AgentHandle {
+    pub(crate) id: AgentId,
+    pub(crate) name: Name,
+    pub(crate) actor: ActorRef<AgentMail>,
+    pub(crate) runtime: Runtime,
+}
+
+impl AgentHandle {
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> AgentId {
+        self.id
+    }
+
+    fn tell(&self, msg: AgentMsg) -> bool {
+        self.actor
+            .send_message(AgentMail::Core { msg, counted: false })
+            .is_ok()
+    }
+
+    /// Makes an `ask_user_question` call with the model's raw JSON arguments and
+    /// waits for its result: answers, `pending`, or an error.
+    pub async fn ask(&self, arguments: &str) -> CallOutcome {
+        let span = tracing::info_span!("call", agent = %self.name, call_id = tracing::field::Empty);
+        self.ask_in(arguments, span.clone()).instrument(span).await
+    }
+
+    async fn ask_in(&self, arguments: &str, span: tracing::Span) -> CallOutcome {
+        let (numbered, numbered_rx) = oneshot::channel();
+        let (result, result_rx) = oneshot::channel();
+        let msg = AgentMsg::Call {
+            arguments: arguments.to_owned(),
+            reply: CallReply { numbered, result },
+        };
+        if !self.tell(msg) {
+            // The agent's actor is gone with its runtime: still arguments first.
+            let result = match self.runtime.tool().prepare(arguments) {
+                Err(error) => error.to_result(),
+                Ok(_) => ToolResult::error(ErrorCode::NotRuntimeRoot, "the agent's runtime has stopped"),
+            };
+            return CallOutcome {
+                call_id: format!("{}/?", self.name),
+                result,
+            };
+        }
+        let call_id = numbered_rx.await.unwrap_or_else(|_| format!("{}/?", self.name));
+        span.record("call_id", call_id.as_str());
+        let result = result_rx.await.unwrap_or_else(|_| {
+            ToolResult::error(ErrorCode::Aborted, "the runtime stopped before the call settled")
+        });
+        tracing::info!(result = %result.text, "settled");
+        CallOutcome { call_id, result }
+    }
+
+    /// Starts a child agent owned by this one; its turn derives from this agent's
+    /// current turn.
+    pub async fn spawn_child(&self, name: &str) -> Result<AgentHandle, SpawnError> {
+        let (token, turn) = self.token(false).await.ok_or(SpawnError::OwnerNotLive)?;
+        self.runtime
+            .spawn_agent(name, Some((self.id, token, turn)), None)
+            .await
+    }
+
+    async fn token(&self, new: bool) -> Option<(CancellationToken, Turn)> {
+        let (reply, rx) = oneshot::channel();
+        self.actor.send_message(AgentMail::Token { new, reply }).ok()?;
+        rx.await.ok()
+    }
+
+    /// The current turn signal.
+    pub async fn turn(&self) -> Option<CancellationToken> {
+        self.token(false).await.map(|(token, _)| token)
+    }
+
+    /// Starts a new turn and returns its signal.
+    pub async fn new_turn(&self) -> Option<CancellationToken> {
+        self.token(true).await.map(|(token, _)| token)
+    }
+
+    /// Fires the current turn signal: every unsettled call of this turn and of all
+    /// descendant turns settles as `ABORTED`.
+    pub async fn cancel_turn(&self) {
+        if let Some((token, turn)) = self.token(false).await {
+            let fired = BrokerMsg::CancelTurn { agent: self.id, turn };
+            let _ = self.runtime.broker().send_message(fired.into());
+            token.cancel();
+        }
+    }
+
+    /// Waits until a call of this agent is closed for good (late answer or
+    /// withdrawal). Only calls that went `pending` ever close this way.
+    pub async fn closed(&self, call_id: &str) {
+        let (reply, rx) = oneshot::channel();
+        if self.tell(AgentMsg::AwaitClosed {
+            call_id: call_id.to_owned(),
+            reply,
+        }) {
+            let _ = rx.await;
+        }
+    }
+
+    /// Every user message the agent received so far, in order.
+    pub async fn user_messages(&self) -> Vec<String> {
+        let (reply, rx) = oneshot::channel();
+        if !self.tell(AgentMsg::Messages(reply)) {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Stops the agent: it is no longer live, its children become roots, its open
+    /// calls are aborted or withdrawn, and this handle is stale from now on.
+    pub fn stop(&self) {
+        let _ = self
+            .runtime
+            .broker()
+            .send_message(BrokerMsg::Stop(self.id).into());
+    }
+}

@@ -1,0 +1,151 @@
+//! The broker as a ractor actor: its answerers start linked under its
+//! supervision, and an answerer's death reaches the broker's state as a message
+//! queued behind whatever that answerer sent before dying.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use super::answerer::{AnswererActor, AnswererArgs};
+use super::{AnswererRef, Host, Shared, Timers, execute, guarded};
+use crate::broker::BrokerState;
+use crate::effect::{Out, Spawn};
+use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg};
+
+/// How the broker's waterfall is made up.
+pub(crate) enum Slot {
+    /// The built-in answerer with this state.
+    Builtin(crate::answerer::AnswererState),
+    /// A user's actor.
+    User(ActorRef<AnswererMsg>),
+}
+
+pub(crate) struct BrokerActor;
+
+pub(crate) struct BrokerArgs {
+    pub shared: Arc<Shared>,
+    pub state: BrokerState,
+    pub slots: Vec<Slot>,
+}
+
+pub(crate) struct BrokerShell {
+    shared: Arc<Shared>,
+    state: BrokerState,
+    timers: Timers,
+    out: Out,
+    cells: Vec<ractor::ActorId>,
+}
+
+struct NoHost;
+
+impl Host for NoHost {
+    async fn spawn(&mut self, _: &Arc<Shared>, _: Spawn) {}
+    fn die(&mut self) {}
+}
+
+impl Actor for BrokerActor {
+    type Msg = BrokerMail;
+    type State = BrokerShell;
+    type Arguments = BrokerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<BrokerMail>,
+        args: BrokerArgs,
+    ) -> Result<BrokerShell, ActorProcessingErr> {
+        let mut actors = Vec::with_capacity(args.slots.len());
+        let mut cells = Vec::with_capacity(args.slots.len());
+        let _ = args.shared.broker.set(myself.clone());
+        for (index, slot) in args.slots.into_iter().enumerate() {
+            let (actor, counted) = match slot {
+                Slot::Builtin(state) => {
+                    let answerer_args = AnswererArgs {
+                        shared: args.shared.clone(),
+                        state,
+                        index,
+                    };
+                    let (actor, _) =
+                        Actor::spawn_linked(None, AnswererActor, answerer_args, myself.get_cell()).await?;
+                    (actor, true)
+                }
+                Slot::User(actor) => {
+                    actor.get_cell().link(myself.get_cell());
+                    (actor, false)
+                }
+            };
+            cells.push(actor.get_id());
+            actors.push(AnswererRef {
+                actor,
+                outstanding: std::sync::Mutex::new(counted.then_some(0)),
+            });
+        }
+        let _ = args.shared.answerers.set(actors);
+        Ok(BrokerShell {
+            shared: args.shared,
+            state: args.state,
+            timers: Timers::default(),
+            out: Out::default(),
+            cells,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<BrokerMail>,
+        mail: BrokerMail,
+        shell: &mut BrokerShell,
+    ) -> Result<(), ActorProcessingErr> {
+        let BrokerMail { msg, counted } = mail;
+        shell.out.reset(shell.shared.now(), None);
+        let (state, out) = (&mut shell.state, &mut shell.out);
+        let ok = guarded(&shell.shared, || state.handle(msg, out));
+        execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut NoHost).await;
+        if counted {
+            shell.shared.handled();
+        }
+        if !ok {
+            myself.stop(Some("panic".into()));
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<BrokerMail>,
+        event: SupervisionEvent,
+        shell: &mut BrokerShell,
+    ) -> Result<(), ActorProcessingErr> {
+        // An answerer died (stopped, crashed or panicked): fail its requests over.
+        // ractor delivers supervision events ahead of ordinary messages, so acting
+        // here would let the death overtake a submit the answerer sent before it
+        // died. Queue the death behind them instead.
+        let cell = match event {
+            SupervisionEvent::ActorTerminated(cell, ..) | SupervisionEvent::ActorFailed(cell, _) => cell,
+            _ => return Ok(()),
+        };
+        if shell.shared.shutting_down.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        if let Some(answerer) = shell.cells.iter().position(|id| *id == cell.get_id()) {
+            shell.shared.in_flight.fetch_add(1, Ordering::SeqCst);
+            let mail = BrokerMail {
+                msg: BrokerMsg::AnswererDied { answerer },
+                counted: true,
+            };
+            if myself.send_message(mail).is_err() {
+                shell.shared.handled();
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<BrokerMail>,
+        shell: &mut BrokerShell,
+    ) -> Result<(), ActorProcessingErr> {
+        shell.timers.cancel_all();
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! The actor runtime: the broker, agents and answerers as ractor actors on tokio,
+//! for the library ([`Runtime`]) and for real-clock scenario runs ([`scenario`]).
+//!
+//! Each actor wraps the same state as the simulator runs ([`crate::broker`],
+//! [`crate::agent`], [`crate::answerer`]) and carries out its effects here: sends
+//! go to ractor mailboxes (ractor keeps them in order between two actors), timers
+//! are tokio timers, events go to the shared recorder. What this runtime adds is
+//! only what a real process needs: turn signals as `CancellationToken`s users may
+//! fire directly, replies to library callers, supervision of answerers, and an
+//! account of what is in flight so a real-clock run knows when it is over.
+
+mod agent;
+mod answerer;
+mod broker;
+mod runtime;
+pub mod scenario;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use ractor::ActorRef;
+use serde_json::Value;
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::effect::{Effect, Out, Spawn, TimerId};
+use crate::protocol::{AgentId, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
+use crate::record::Recorder;
+use crate::tool::ToolConfig;
+
+pub use agent::AgentHandle;
+pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
+
+use agent::AgentMail;
+
+/// What every actor of one runtime shares.
+pub(crate) struct Shared {
+    broker: OnceLock<ActorRef<BrokerMail>>,
+    agents: Mutex<HashMap<AgentId, ActorRef<AgentMail>>>,
+    names: Mutex<BTreeMap<Name, AgentId>>,
+    /// The waterfall's actors.
+    answerers: OnceLock<Vec<AnswererRef>>,
+    recorder: Arc<Mutex<Recorder>>,
+    /// The run's start (shared across restarts): every `t` counts from it.
+    start: tokio::time::Instant,
+    /// Messages the runtime's actors sent and have not handled yet.
+    in_flight: AtomicI64,
+    /// Timers started and not fired or cancelled (faults excluded).
+    due: Arc<AtomicI64>,
+    /// Every timer and watcher of this runtime dies with it.
+    epoch: CancellationToken,
+    next_agent: Arc<AtomicU64>,
+    tool: ToolConfig,
+    finals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// The first panic in an actor of this runtime.
+    crashed: Arc<Mutex<Option<String>>>,
+    shutting_down: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    fn now(&self) -> Nanos {
+        self.start.elapsed().as_nanos().min(u64::MAX as u128) as u64
+    }
+
+    fn broker(&self) -> Option<&ActorRef<BrokerMail>> {
+        self.broker.get()
+    }
+
+    fn agent(&self, id: AgentId) -> Option<ActorRef<AgentMail>> {
+        self.agents.lock().expect("agents poisoned").get(&id).cloned()
+    }
+
+    /// Sends `envelope` to its receiver, counted as in flight until handled
+    /// (a user's own answerer never reports handling, so what it gets is not
+    /// counted).
+    fn route(&self, envelope: Envelope) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let counted = match envelope {
+            Envelope::Broker(msg) => self
+                .broker()
+                .is_some_and(|b| b.send_message(BrokerMail { msg, counted: true }).is_ok()),
+            Envelope::Agent(id, msg) => self
+                .agent(id)
+                .is_some_and(|a| a.send_message(AgentMail::Core { msg, counted: true }).is_ok()),
+            Envelope::Answerer(index, mut msg) => {
+                if let AnswererMsg::Offer(offer) = &mut msg {
+                    offer.broker = self.broker().cloned();
+                }
+                self.answerers
+                    .get()
+                    .and_then(|a| a.get(index))
+                    .is_some_and(|slot| slot.send(msg))
+            }
+            Envelope::Driver(_) => false,
+        };
+        if !counted {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A counted message was handled.
+    fn handled(&self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A counted message was handled by the built-in answerer at `index`.
+    fn answerer_handled(&self, index: usize) {
+        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index)) {
+            let mut outstanding = slot.outstanding.lock().expect("slot poisoned");
+            if let Some(n) = outstanding.as_mut() {
+                *n -= 1;
+                self.handled();
+            }
+        }
+    }
+
+    /// The built-in answerer at `index` died: what was queued for it will never
+    /// be handled, and nothing sent to it from now on is counted.
+    fn answerer_died(&self, index: usize) {
+        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index)) {
+            let mut outstanding = slot.outstanding.lock().expect("slot poisoned");
+            if let Some(n) = outstanding.take() {
+                self.in_flight.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn record_panic(&self, message: String) {
+        let mut crashed = self.crashed.lock().expect("crash slot poisoned");
+        crashed.get_or_insert(message);
+    }
+}
+
+/// One answerer of the waterfall as the runtime reaches it.
+pub(crate) struct AnswererRef {
+    actor: ActorRef<AnswererMsg>,
+    /// Messages queued for a built-in answerer and not handled yet; `None` for a
+    /// user's actor (which never reports handling) and once the answerer died.
+    outstanding: Mutex<Option<i64>>,
+}
+
+impl AnswererRef {
+    /// Sends `msg`; true if it is counted in flight (the caller then counts it).
+    fn send(&self, msg: AnswererMsg) -> bool {
+        let mut outstanding = self.outstanding.lock().expect("slot poisoned");
+        let sent = self.actor.send_message(msg).is_ok();
+        match outstanding.as_mut() {
+            Some(n) if sent => {
+                *n += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One actor's running timers.
+#[derive(Default)]
+pub(crate) struct Timers {
+    running: HashMap<TimerId, AbortHandle>,
+    swept_at: usize,
+}
+
+impl Timers {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        struct Due(Option<Arc<AtomicI64>>);
+        impl Drop for Due {
+            fn drop(&mut self) {
+                if let Some(due) = &self.0 {
+                    due.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        let due = (!fault).then(|| {
+            shared.due.fetch_add(1, Ordering::SeqCst);
+            Due(Some(shared.due.clone()))
+        });
+        let shared_for_task = shared.clone();
+        let task = tokio::spawn(async move {
+            let _due = due;
+            tokio::select! {
+                biased;
+                _ = shared_for_task.epoch.cancelled() => {}
+                _ = tokio::time::sleep(std::time::Duration::from_nanos(after)) => shared_for_task.route(envelope),
+            }
+        });
+        self.running.insert(id, task.abort_handle());
+        if self.running.len() > 2 * self.swept_at.max(64) {
+            self.running.retain(|_, task| !task.is_finished());
+            self.swept_at = self.running.len();
+        }
+    }
+
+    fn cancel(&mut self, id: TimerId) {
+        if let Some(task) = self.running.remove(&id) {
+            task.abort();
+        }
+    }
+
+    fn cancel_all(&mut self) {
+        for (_, task) in self.running.drain() {
+            task.abort();
+        }
+    }
+}
+
+/// What an actor's effects may need from the actor itself.
+pub(crate) trait Host {
+    /// Starts a child agent (agents only).
+    fn spawn(&mut self, shared: &Arc<Shared>, spawn: Spawn) -> impl std::future::Future<Output = ()> + Send;
+    /// The actor dies (answerers only).
+    fn die(&mut self);
+    /// A message the actor sends to the broker is about to go (agents check
+    /// their turn token here).
+    fn before_send(&mut self, _shared: &Arc<Shared>, _envelope: &Envelope) {}
+}
+
+/// Carries out what the actor at `from` did.
+pub(crate) async fn execute<H: Host>(shared: &Arc<Shared>, out: &mut Out, timers: &mut Timers, host: &mut H) {
+    let now = out.now();
+    let effects: Vec<Effect> = out.drain().collect();
+    for effect in effects {
+        match effect {
+            Effect::Send(envelope) => {
+                host.before_send(shared, &envelope);
+                shared.route(envelope);
+            }
+            Effect::Timer {
+                id,
+                after,
+                msg,
+                fault,
+            } => timers.start(shared, id, after, msg, fault),
+            Effect::Cancel(id) => timers.cancel(id),
+            Effect::Record(kind) => {
+                let mut recorder = shared.recorder.lock().expect("recorder poisoned");
+                recorder.record(crate::protocol::seconds(now), kind);
+            }
+            Effect::Spawn(spawn) => host.spawn(shared, spawn).await,
+            Effect::Die => host.die(),
+            Effect::Finished { agent, final_result } => {
+                let mut finals = shared.finals.lock().expect("finals poisoned");
+                finals.insert(agent.to_string(), final_result);
+            }
+        }
+    }
+}
+
+/// Runs a handler, turning a panic into the runtime's crash report.
+pub(crate) fn guarded(shared: &Shared, handler: impl FnOnce()) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(handler)) {
+        Ok(()) => true,
+        Err(panic) => {
+            shared.record_panic(crate::sim::driver::panic_message(panic.as_ref()));
+            false
+        }
+    }
+}

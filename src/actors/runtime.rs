@@ -1,0 +1,438 @@
+//! The library's front door: start a runtime from a tool configuration and an
+//! ordered answerer list, spawn root agents, and read what happened.
+//!
+//! ```
+//! use asksim::{AnswererSlot, Policy, Runtime, RuntimeConfig, Timeout, ToolConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let config = RuntimeConfig {
+//!     tool: ToolConfig::timed(Timeout::Window(30.0)),
+//!     answerers: vec![AnswererSlot::Policy { name: "web".into(), policy: Policy::recommended_after(2.0) }],
+//!     ..RuntimeConfig::default()
+//! };
+//! let runtime = Runtime::start(config).await.unwrap();
+//! let root = runtime.spawn_root("root", None).await.unwrap();
+//! let outcome = root
+//!     .ask(r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm",
+//!              "options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":5}"#)
+//!     .await;
+//! assert_eq!(outcome.call_id, "root/1");
+//! assert_eq!(outcome.result.text, r#"{"answers":[{"id":"go","selected":["Yes (Recommended)"]}]}"#);
+//! runtime.shutdown().await;
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use ractor::{Actor, ActorRef};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::{AgentArgs, AgentMail};
+use super::broker::{BrokerActor, BrokerArgs, Slot};
+use super::{AgentHandle, Shared};
+use crate::agent::{AgentSetup, AgentState};
+use crate::answerer::AnswererState;
+use crate::broker::{BrokerConfig, BrokerLimits, BrokerState, OFFER_TIMEOUT_S_DEFAULT};
+use crate::event::Event;
+use crate::log::LogHeader;
+use crate::policy::Policy;
+use crate::protocol::{
+    AgentId, AnswererMsg, BrokerMail, BrokerMsg, BrokerStatus, CallId, Name, Registration, SpawnError, Turn,
+    TurnId,
+};
+use crate::record::Recorder;
+use crate::scenario::EVENTS_MAX_DEFAULT;
+use crate::seed::answerer_stream;
+use crate::tool::ToolConfig;
+
+/// One answerer of the waterfall.
+pub enum AnswererSlot {
+    /// The built-in policy actor.
+    Policy {
+        /// Its name.
+        name: String,
+        /// Its behaviour.
+        policy: Policy,
+    },
+    /// A user's own actor speaking the answerer protocol ([`AnswererMsg`]); the
+    /// runtime links it under the broker's supervision.
+    Actor {
+        /// Its name.
+        name: String,
+        /// The actor.
+        actor: ActorRef<AnswererMsg>,
+    },
+}
+
+impl AnswererSlot {
+    /// The answerer's name.
+    pub fn name(&self) -> &str {
+        match self {
+            AnswererSlot::Policy { name, .. } | AnswererSlot::Actor { name, .. } => name,
+        }
+    }
+}
+
+/// What a runtime starts from.
+pub struct RuntimeConfig {
+    /// The plugin row: which definition is registered.
+    pub tool: ToolConfig,
+    /// The waterfall, in order.
+    pub answerers: Vec<AnswererSlot>,
+    /// Seconds an offeree has to accept or decline.
+    pub offer_timeout_s: f64,
+    /// Seed of every random stream in the runtime.
+    pub seed: u64,
+    /// Most events recorded.
+    pub events_max: u64,
+    /// The broker's limits.
+    pub limits: BrokerLimits,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            tool: ToolConfig::default(),
+            answerers: Vec::new(),
+            offer_timeout_s: OFFER_TIMEOUT_S_DEFAULT,
+            seed: 0,
+            events_max: EVENTS_MAX_DEFAULT,
+            limits: BrokerLimits::default(),
+        }
+    }
+}
+
+/// Why a runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The broker refused its configuration.
+    #[error("the runtime could not start: {0}")]
+    Broker(#[from] crate::broker::BrokerError),
+    /// An actor could not be spawned.
+    #[error("the runtime could not start: {0}")]
+    Spawn(String),
+}
+
+/// The recorded events of a runtime.
+#[derive(Clone)]
+pub struct EventLog(Arc<Mutex<Recorder>>);
+
+impl EventLog {
+    /// Every event so far.
+    pub fn snapshot(&self) -> Vec<Event> {
+        self.0.lock().expect("recorder poisoned").events().to_vec()
+    }
+
+    /// How many events so far.
+    pub fn len(&self) -> u64 {
+        self.0.lock().expect("recorder poisoned").len()
+    }
+
+    /// Whether none was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a runtime started again after a process loss keeps of the one before:
+/// the clock, the recorder, the agent ids, the final results and any crash.
+#[derive(Clone)]
+pub(crate) struct Continuity {
+    pub recorder: Arc<Mutex<Recorder>>,
+    pub start: tokio::time::Instant,
+    pub next_agent: Arc<AtomicU64>,
+    pub finals: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    pub crashed: Arc<Mutex<Option<String>>>,
+}
+
+impl Continuity {
+    pub fn new(recorder: Recorder) -> Continuity {
+        Continuity {
+            recorder: Arc::new(Mutex::new(recorder)),
+            start: tokio::time::Instant::now(),
+            next_agent: Arc::new(AtomicU64::new(0)),
+            finals: Arc::new(Mutex::new(BTreeMap::new())),
+            crashed: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+/// A running runtime: a broker, its answerers and the agents spawned on it.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    broker: ActorRef<BrokerMail>,
+    answerer_names: Vec<Name>,
+}
+
+impl Runtime {
+    /// Starts the broker and the answerers on the current tokio runtime.
+    pub async fn start(config: RuntimeConfig) -> Result<Runtime, StartError> {
+        let header = LogHeader::new("library", config.seed);
+        let recorder = Recorder::new(&header, config.events_max, true);
+        Runtime::start_in(config, Continuity::new(recorder)).await
+    }
+
+    pub(crate) async fn start_in(
+        config: RuntimeConfig,
+        continuity: Continuity,
+    ) -> Result<Runtime, StartError> {
+        let names: Vec<Name> = config.answerers.iter().map(|a| Name::from(a.name())).collect();
+        let state = BrokerState::new(BrokerConfig {
+            answerers: names.clone(),
+            offer_timeout_s: config.offer_timeout_s,
+            limits: config.limits,
+        })?;
+        let slots = config
+            .answerers
+            .into_iter()
+            .enumerate()
+            .map(|(index, slot)| match slot {
+                AnswererSlot::Policy { name, policy } => {
+                    let stream = answerer_stream(config.seed, index);
+                    Slot::Builtin(AnswererState::new(index, name.as_str().into(), policy, stream))
+                }
+                AnswererSlot::Actor { actor, .. } => Slot::User(actor),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            broker: OnceLock::new(),
+            agents: Mutex::new(HashMap::new()),
+            names: Mutex::new(BTreeMap::new()),
+            answerers: OnceLock::new(),
+            recorder: continuity.recorder,
+            start: continuity.start,
+            in_flight: AtomicI64::new(0),
+            due: Arc::new(AtomicI64::new(0)),
+            epoch: CancellationToken::new(),
+            next_agent: continuity.next_agent,
+            tool: config.tool,
+            finals: continuity.finals,
+            crashed: continuity.crashed,
+            shutting_down: AtomicBool::new(false),
+        });
+        let args = BrokerArgs {
+            shared: shared.clone(),
+            state,
+            slots,
+        };
+        let (broker, _) = Actor::spawn(None, BrokerActor, args)
+            .await
+            .map_err(|e| StartError::Spawn(e.to_string()))?;
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                shared,
+                broker,
+                answerer_names: names,
+            }),
+        })
+    }
+
+    /// Spawns a runtime root. `lineage` is durable history only: it never decides
+    /// who may ask.
+    pub async fn spawn_root(&self, name: &str, lineage: Option<String>) -> Result<AgentHandle, SpawnError> {
+        self.spawn_agent(name, None, lineage).await
+    }
+
+    pub(crate) async fn spawn_agent(
+        &self,
+        name: &str,
+        owner: Option<(AgentId, CancellationToken, Turn)>,
+        lineage: Option<String>,
+    ) -> Result<AgentHandle, SpawnError> {
+        let shared = &self.inner.shared;
+        let id = shared.next_agent.fetch_add(1, Ordering::SeqCst) + 1;
+        let own = TurnId { agent: id, n: 1 };
+        let (owner_id, parent_token, parent_turn) = match owner {
+            Some((id, token, turn)) => (Some(id), Some(token), Some(turn)),
+            None => (None, None, None),
+        };
+        let turn = parent_turn
+            .as_ref()
+            .map_or_else(|| Turn::root(own), |t| t.derive(own));
+        let state = AgentState::new(AgentSetup {
+            id,
+            name: name.into(),
+            tool: shared.tool,
+            turn: turn.clone(),
+            parent_turn,
+            owner: owner_id,
+            calls_made: 0,
+            pending: Default::default(),
+            script: None,
+        });
+        self.start_agent(state, parent_token, owner_id, lineage).await
+    }
+
+    /// Starts an agent actor, registers it with the broker and waits for the
+    /// answer.
+    pub(crate) async fn start_agent(
+        &self,
+        state: AgentState,
+        parent_token: Option<CancellationToken>,
+        owner: Option<AgentId>,
+        lineage: Option<String>,
+    ) -> Result<AgentHandle, SpawnError> {
+        let shared = &self.inner.shared;
+        let (id, name, turn) = (state.id(), state.name().clone(), state.turn().clone());
+        let (registered, registered_rx) = oneshot::channel();
+        let args = AgentArgs {
+            shared: shared.clone(),
+            state,
+            parent_token,
+            registered: Some(registered),
+        };
+        let actor = super::agent::start(shared, args).await?;
+        let registration = Registration {
+            agent: id,
+            name: name.clone(),
+            owner,
+            lineage,
+            turn,
+        };
+        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(
+            registration,
+        )));
+        match registered_rx.await {
+            Ok(Ok(())) => Ok(AgentHandle {
+                id,
+                name,
+                actor,
+                runtime: self.clone(),
+            }),
+            Ok(Err(error)) => {
+                actor.stop(None);
+                Err(error)
+            }
+            Err(_) => {
+                actor.stop(None);
+                Err(SpawnError::RuntimeStopped)
+            }
+        }
+    }
+
+    /// Starts a scenario agent (a root, or one resumed after a restart) running
+    /// `script`; its registration is answered through its own mailbox.
+    pub(crate) async fn start_scripted(
+        &self,
+        setup: AgentSetup,
+        lineage: Option<String>,
+        redeliver: Vec<(CallId, Arc<str>)>,
+    ) -> Option<AgentId> {
+        let shared = &self.inner.shared;
+        let id = setup.id;
+        let (name, turn) = (setup.name.clone(), setup.turn.clone());
+        let mut state = AgentState::new(setup);
+        let now = shared.now();
+        let mut out = crate::effect::Out::new(now);
+        for (call_id, message) in redeliver {
+            state.redeliver(call_id, message, &mut out);
+        }
+        for effect in out.drain() {
+            if let crate::effect::Effect::Record(kind) = effect {
+                let mut recorder = shared.recorder.lock().expect("recorder poisoned");
+                recorder.record(crate::protocol::seconds(now), kind);
+            }
+        }
+        let args = AgentArgs {
+            shared: shared.clone(),
+            state,
+            parent_token: None,
+            registered: None,
+        };
+        super::agent::start(shared, args).await.ok()?;
+        let registration = Registration {
+            agent: id,
+            name,
+            owner: None,
+            lineage,
+            turn,
+        };
+        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(
+            registration,
+        )));
+        Some(id)
+    }
+
+    /// A fresh agent id of this run.
+    pub(crate) fn next_agent_id(&self) -> AgentId {
+        self.inner.shared.next_agent.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Cancels one call explicitly: a waiting call settles as `ABORTED`, a pending
+    /// one is withdrawn without a message.
+    pub fn cancel_call(&self, call_id: &str) {
+        self.send(BrokerMsg::CancelCall {
+            call_id: call_id.into(),
+        });
+    }
+
+    /// Kills the named answerer, as a crash would.
+    pub fn crash_answerer(&self, name: &str) {
+        let index = self.inner.answerer_names.iter().position(|n| &**n == name);
+        let slots = self.inner.shared.answerers.get();
+        if let Some(slot) = index.and_then(|i| slots.and_then(|a| a.get(i))) {
+            slot.actor.stop(Some("crash".into()));
+        }
+    }
+
+    /// The broker's open calls now.
+    pub async fn status(&self) -> BrokerStatus {
+        let (reply, rx) = oneshot::channel();
+        self.send(BrokerMsg::Status(reply));
+        rx.await.unwrap_or_default()
+    }
+
+    /// The registered tool.
+    pub fn tool(&self) -> ToolConfig {
+        self.inner.shared.tool
+    }
+
+    /// The recorded events.
+    pub fn events(&self) -> EventLog {
+        EventLog(self.inner.shared.recorder.clone())
+    }
+
+    /// The broker actor, for answerers of the user's own.
+    pub fn broker(&self) -> &ActorRef<BrokerMail> {
+        &self.inner.broker
+    }
+
+    fn send(&self, msg: BrokerMsg) {
+        let _ = self.inner.broker.send_message(msg.into());
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// Stops the broker, its answerers and every agent, and cancels every timer:
+    /// everything in memory dies (a real-clock process loss uses it too). Agents'
+    /// handles go stale.
+    pub async fn shutdown(&self) {
+        let shared = &self.inner.shared;
+        shared.epoch.cancel();
+        shared.shutting_down.store(true, Ordering::SeqCst);
+        let _ = self.inner.broker.stop_children_and_wait(None, None).await;
+        let _ = self.inner.broker.stop_and_wait(None, None).await;
+        let agents: Vec<ActorRef<AgentMail>> = shared
+            .agents
+            .lock()
+            .expect("agents poisoned")
+            .drain()
+            .map(|(_, a)| a)
+            .collect();
+        for agent in agents {
+            let _ = agent.stop_and_wait(None, None).await;
+        }
+    }
+}

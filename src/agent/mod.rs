@@ -1,0 +1,268 @@
+//! Agents: the callers. An agent numbers its tool calls, applies the tool's
+//! argument rules (before the broker checks identity), carries its turn, receives
+//! its tool results and user messages, and runs its model script ([`script`]):
+//! the scenario's steps, or nothing when a library user drives it.
+
+mod script;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::effect::{Out, TimerId};
+use crate::event::EventKind;
+use crate::protocol::{
+    AgentId, AgentMsg, BrokerMsg, CallId, CallReply, Name, Request, SpawnError, Turn, TurnId,
+};
+use crate::scenario::AgentSpec;
+use crate::tool::{ResultKind, ToolConfig, ToolResult};
+
+pub use script::Script;
+
+/// Who waits for a call's result.
+#[derive(Debug)]
+enum Waiter {
+    /// The agent's own script.
+    Script,
+    /// A library caller.
+    Caller(oneshot::Sender<ToolResult>),
+}
+
+/// What an agent starts from.
+#[derive(Debug)]
+pub struct AgentSetup {
+    /// Its id.
+    pub id: AgentId,
+    /// Its unique name.
+    pub name: Name,
+    /// The registered tool.
+    pub tool: ToolConfig,
+    /// Its first turn.
+    pub turn: Turn,
+    /// The turn its turns derive from (its owner's turn at spawn), if any.
+    pub parent_turn: Option<Turn>,
+    /// Its owner, to tell when its script ends.
+    pub owner: Option<AgentId>,
+    /// Calls made in an earlier life (after a restart the counter continues).
+    pub calls_made: u64,
+    /// Calls of an earlier life that are pending (restored after a restart).
+    pub pending: BTreeSet<CallId>,
+    /// The script it runs once registered, if any.
+    pub script: Option<Script>,
+}
+
+/// An agent's state.
+#[derive(Debug)]
+pub struct AgentState {
+    id: AgentId,
+    name: Name,
+    tool: ToolConfig,
+    turn: Turn,
+    turns: u32,
+    parent_turn: Option<Turn>,
+    owner: Option<AgentId>,
+    calls_made: u64,
+    /// Calls that returned `pending` and may still close.
+    pending: BTreeSet<CallId>,
+    /// Pending calls closed for good.
+    closed: BTreeSet<CallId>,
+    waiting: BTreeMap<CallId, Waiter>,
+    await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
+    registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    messages: Vec<Arc<str>>,
+    script: Option<Script>,
+    next_timer: TimerId,
+}
+
+impl AgentState {
+    /// An agent not yet registered.
+    pub fn new(setup: AgentSetup) -> AgentState {
+        AgentState {
+            id: setup.id,
+            name: setup.name,
+            tool: setup.tool,
+            turns: setup.turn.id().n,
+            turn: setup.turn,
+            parent_turn: setup.parent_turn,
+            owner: setup.owner,
+            calls_made: setup.calls_made,
+            pending: setup.pending,
+            closed: BTreeSet::new(),
+            waiting: BTreeMap::new(),
+            await_closed: BTreeMap::new(),
+            registered: None,
+            messages: Vec::new(),
+            script: setup.script,
+            next_timer: 0,
+        }
+    }
+
+    /// The scenario entry of a script-driven agent spawned by `owner`: its first
+    /// turn derives from `turn`.
+    pub fn child(
+        id: AgentId,
+        spec: Arc<AgentSpec>,
+        tool: ToolConfig,
+        owner: AgentId,
+        turn: &Turn,
+    ) -> AgentState {
+        let own = turn.derive(TurnId { agent: id, n: 1 });
+        AgentState::new(AgentSetup {
+            id,
+            name: spec.name.as_str().into(),
+            tool,
+            turn: own,
+            parent_turn: Some(turn.clone()),
+            owner: Some(owner),
+            calls_made: 0,
+            pending: BTreeSet::new(),
+            script: Some(Script::new(spec, false)),
+        })
+    }
+
+    /// Its id.
+    pub fn id(&self) -> AgentId {
+        self.id
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// Its current turn.
+    pub fn turn(&self) -> &Turn {
+        &self.turn
+    }
+
+    /// Starts a new turn (derived from its owner's turn at spawn, for a child).
+    pub fn new_turn(&mut self) -> &Turn {
+        self.turns += 1;
+        let id = TurnId {
+            agent: self.id,
+            n: self.turns,
+        };
+        self.turn = match &self.parent_turn {
+            Some(parent) => parent.derive(id),
+            None => Turn::root(id),
+        };
+        &self.turn
+    }
+
+    /// Replies to `reply` once the broker answered its registration.
+    pub fn on_registered(&mut self, reply: oneshot::Sender<Result<(), SpawnError>>) {
+        self.registered = Some(reply);
+    }
+
+    /// Handles one message.
+    pub fn handle(&mut self, msg: AgentMsg, out: &mut Out) {
+        match msg {
+            AgentMsg::Registered(result) => {
+                let ok = result.is_ok();
+                if let Some(reply) = self.registered.take() {
+                    let _ = reply.send(result);
+                }
+                if ok {
+                    self.advance(out);
+                }
+            }
+            AgentMsg::Spawned { child, result } => self.spawned(child, result, out),
+            AgentMsg::Settled { call_id, result } => self.settled(call_id, result, out),
+            AgentMsg::Closed { call_id, message } => self.closed(call_id, message, out),
+            AgentMsg::TurnFired(turn) => {
+                if self.turn.fired_by(turn) {
+                    self.turn_fired(out);
+                }
+            }
+            AgentMsg::ChildEnded { child, final_result } => self.child_ended(child, final_result, out),
+            AgentMsg::WorkDone { step } => self.work_done(step, out),
+            AgentMsg::Call { arguments, reply } => {
+                let CallReply { numbered, result } = reply;
+                let call_id = self.call(&arguments, Waiter::Caller(result), out);
+                let _ = numbered.send(call_id.to_string());
+            }
+            AgentMsg::AwaitClosed { call_id, reply } => {
+                if self.closed.contains(call_id.as_str()) {
+                    let _ = reply.send(());
+                } else {
+                    self.await_closed.entry(call_id.into()).or_default().push(reply);
+                }
+            }
+            AgentMsg::Messages(reply) => {
+                let _ = reply.send(self.messages.iter().map(|m| m.to_string()).collect());
+            }
+            AgentMsg::Turn { new, reply } => {
+                if new {
+                    self.new_turn();
+                }
+                let _ = reply.send(self.turn.clone());
+            }
+        }
+    }
+
+    /// Delivers a user message decided before a process loss and never received
+    /// (SPEC §3.9): before anything else reaches the resumed agent.
+    pub fn redeliver(&mut self, call_id: CallId, message: Arc<str>, out: &mut Out) {
+        self.closed(call_id, Some(message), out);
+    }
+
+    /// Makes one tool call: numbers it, checks its arguments (SPEC §2.3: before
+    /// identity; invalid ones never reach the broker) and sends the request.
+    fn call(&mut self, arguments: &str, waiter: Waiter, out: &mut Out) -> CallId {
+        self.calls_made += 1;
+        let call_id: CallId = format!("{}/{}", self.name, self.calls_made).into();
+        match self.tool.prepare(arguments) {
+            Err(error) => {
+                let result = error.to_result();
+                out.record(EventKind::result(&call_id, &self.name, &result));
+                self.waiting.insert(call_id.clone(), waiter);
+                self.settled(call_id.clone(), result, out);
+            }
+            Ok(ask) => {
+                self.waiting.insert(call_id.clone(), waiter);
+                out.to_broker(BrokerMsg::Request(Request {
+                    agent: self.id,
+                    call_id: call_id.clone(),
+                    ask,
+                    turn: self.turn.clone(),
+                }));
+            }
+        }
+        call_id
+    }
+
+    fn settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {
+        if result.kind == ResultKind::Pending {
+            self.pending.insert(call_id.clone());
+        }
+        match self.waiting.remove(&call_id) {
+            Some(Waiter::Caller(reply)) => {
+                let _ = reply.send(result);
+            }
+            Some(Waiter::Script) => self.script_settled(call_id, result, out),
+            None => {}
+        }
+    }
+
+    fn closed(&mut self, call_id: CallId, message: Option<Arc<str>>, out: &mut Out) {
+        if let Some(message) = message {
+            out.record(EventKind::UserMessage {
+                call_id: call_id.clone(),
+                agent: self.name.clone(),
+                message: message.clone(),
+            });
+            self.messages.push(message);
+        }
+        for waiter in self.await_closed.remove(&call_id).unwrap_or_default() {
+            let _ = waiter.send(());
+        }
+        self.closed.insert(call_id.clone());
+        self.script_closed(&call_id, out);
+    }
+
+    fn timer_id(&mut self) -> TimerId {
+        self.next_timer += 1;
+        self.next_timer
+    }
+}

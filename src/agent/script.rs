@@ -1,0 +1,319 @@
+//! The simulated model loop: an agent's scenario steps, run one at a time.
+//!
+//! A step that waits (a call in flight, `work`, a `spawn` until the broker has
+//! answered, `join`, `await_answer`) leaves the script parked until the message
+//! it waits for arrives. A script ends when its steps run out or its turn fires
+//! (SPEC §3.8): a fired turn ends `work`, `join`, `await_answer` and `spawn` waits
+//! at once, and a call in flight when it fires ends the script as soon as its
+//! (aborted) result is recorded. The agent stays live: late answers still reach it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::{AgentState, Waiter};
+use crate::effect::{Out, Spawn};
+use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, nanos};
+use crate::scenario::{AgentSpec, Step};
+use crate::tool::{ErrorCode, Mode, ToolResult};
+
+/// What a parked script waits for.
+#[derive(Clone, Debug, PartialEq)]
+enum Wait {
+    Call(CallId),
+    Work(usize),
+    Spawn(Name),
+    Join(Name),
+    Closed(CallId),
+}
+
+/// A child spawned by this script.
+#[derive(Debug)]
+enum Child {
+    /// The broker has not answered its registration yet.
+    Starting,
+    Running,
+    Ended(Value),
+    Failed,
+}
+
+/// One run of an agent's `script` or `on_resume`.
+#[derive(Debug)]
+pub struct Script {
+    spec: Arc<AgentSpec>,
+    on_resume: bool,
+    pc: usize,
+    wait: Option<Wait>,
+    /// The arguments of the call in flight, for `unresolved` if it is delegated.
+    asking: Option<String>,
+    /// The turn fired while a call was in flight: end once its result is in.
+    ending: bool,
+    ended: bool,
+    results: Map<String, Value>,
+    unresolved: Vec<Value>,
+    errors: Vec<Value>,
+    children: BTreeMap<Name, Child>,
+    joined_unresolved: Vec<Value>,
+}
+
+impl Script {
+    /// The agent's `script`, or its `on_resume` after a restart.
+    pub fn new(spec: Arc<AgentSpec>, on_resume: bool) -> Script {
+        Script {
+            spec,
+            on_resume,
+            pc: 0,
+            wait: None,
+            asking: None,
+            ending: false,
+            ended: false,
+            results: Map::new(),
+            unresolved: Vec::new(),
+            errors: Vec::new(),
+            children: BTreeMap::new(),
+            joined_unresolved: Vec::new(),
+        }
+    }
+
+    fn steps(&self) -> &[Step] {
+        if self.on_resume {
+            &self.spec.on_resume
+        } else {
+            &self.spec.script
+        }
+    }
+
+    /// The agent's final result (SPEC §5); `errors` only when a spawn failed.
+    fn final_result(&self, agent: &str) -> Value {
+        let mut value = json!({"agent": agent, "results": self.results, "unresolved": self.unresolved});
+        if !self.errors.is_empty() {
+            value["errors"] = Value::Array(self.errors.clone());
+        }
+        value
+    }
+}
+
+impl AgentState {
+    /// Runs the script from where it stands until a step waits or it ends.
+    pub(super) fn advance(&mut self, out: &mut Out) {
+        loop {
+            let Some(script) = self.script.as_mut().filter(|s| !s.ended && s.wait.is_none()) else {
+                return;
+            };
+            let Some(step) = script.steps().get(script.pc).cloned() else {
+                self.finish(out);
+                return;
+            };
+            let pc = script.pc;
+            script.pc += 1;
+            self.step(pc, step, out);
+        }
+    }
+
+    fn step(&mut self, pc: usize, step: Step, out: &mut Out) {
+        match step {
+            Step::Ask { arguments } | Step::AskRaw { arguments } => self.script_call(&arguments, out),
+            Step::AskUnresolved { timeout } => {
+                if let Some(arguments) = self.unresolved_arguments(timeout) {
+                    self.script_call(&arguments, out);
+                }
+            }
+            Step::Work(s) => {
+                let after = nanos(s);
+                if after > 0 {
+                    let timer = self.timer_id();
+                    out.timer(
+                        timer,
+                        after,
+                        Envelope::Agent(self.id, AgentMsg::WorkDone { step: pc }),
+                    );
+                    self.park(Wait::Work(pc));
+                }
+            }
+            Step::Spawn(spec) => {
+                let name: Name = spec.name.as_str().into();
+                let spec = Arc::new(spec);
+                out.spawn(Spawn {
+                    spec,
+                    owner: self.id,
+                    turn: self.turn.clone(),
+                });
+                let script = self.script.as_mut().expect("a step runs in a script");
+                script.children.insert(name.clone(), Child::Starting);
+                self.park(Wait::Spawn(name));
+            }
+            Step::Join(child) => {
+                let script = self.script.as_mut().expect("a step runs in a script");
+                match script.children.get(child.as_str()) {
+                    Some(Child::Starting | Child::Running) => self.park(Wait::Join(child.as_str().into())),
+                    Some(Child::Ended(final_result)) => {
+                        let final_result = final_result.clone();
+                        self.take_unresolved(&final_result);
+                    }
+                    Some(Child::Failed) | None => {}
+                }
+            }
+            Step::AwaitAnswer(call_id) => {
+                if self.pending.contains(call_id.as_str()) && !self.closed.contains(call_id.as_str()) {
+                    self.park(Wait::Closed(call_id.as_str().into()));
+                }
+            }
+        }
+    }
+
+    fn park(&mut self, wait: Wait) {
+        if let Some(script) = self.script.as_mut() {
+            script.wait = Some(wait);
+        }
+    }
+
+    /// Continues the script if it waits for exactly `wait`.
+    fn resume(&mut self, wait: &Wait, out: &mut Out) {
+        let Some(script) = self.script.as_mut().filter(|s| s.wait.as_ref() == Some(wait)) else {
+            return;
+        };
+        script.wait = None;
+        if script.ending {
+            self.finish(out);
+        } else {
+            self.advance(out);
+        }
+    }
+
+    fn script_call(&mut self, arguments: &str, out: &mut Out) {
+        let call_id: CallId = format!("{}/{}", self.name, self.calls_made + 1).into();
+        self.park(Wait::Call(call_id.clone()));
+        if let Some(script) = self.script.as_mut() {
+            script.asking = Some(arguments.to_owned());
+        }
+        let made = self.call(arguments, Waiter::Script, out);
+        debug_assert_eq!(made, call_id);
+    }
+
+    /// A call of the script settled: its result goes into the final result.
+    pub(super) fn script_settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {
+        let Some(script) = self.script.as_mut() else {
+            return;
+        };
+        let value: Value = serde_json::from_str(&result.text).unwrap_or(Value::Null);
+        let arguments = script.asking.take().unwrap_or_default();
+        if result.error_code() == Some(ErrorCode::DelegatedCaller) {
+            let questions = serde_json::from_str::<Value>(&arguments)
+                .ok()
+                .and_then(|v| v.get("questions").cloned())
+                .unwrap_or(Value::Null);
+            script
+                .unresolved
+                .push(json!({"callId": call_id.as_ref(), "questions": questions}));
+        }
+        script.results.insert(call_id.to_string(), value);
+        self.resume(&Wait::Call(call_id), out);
+    }
+
+    pub(super) fn script_closed(&mut self, call_id: &CallId, out: &mut Out) {
+        self.resume(&Wait::Closed(call_id.clone()), out);
+    }
+
+    pub(super) fn work_done(&mut self, step: usize, out: &mut Out) {
+        self.resume(&Wait::Work(step), out);
+    }
+
+    pub(super) fn spawned(&mut self, child: Name, result: Result<(), SpawnError>, out: &mut Out) {
+        let Some(script) = self.script.as_mut() else {
+            return;
+        };
+        let Some(entry) = script.children.get_mut(&child) else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                if matches!(entry, Child::Starting) {
+                    *entry = Child::Running;
+                }
+            }
+            Err(error) => {
+                *entry = Child::Failed;
+                script.errors.push(json!({
+                    "spawn": child.as_ref(),
+                    "error": {"code": error.as_str(), "message": error.to_string()},
+                }));
+            }
+        }
+        self.resume(&Wait::Spawn(child), out);
+    }
+
+    pub(super) fn child_ended(&mut self, child: Name, final_result: Value, out: &mut Out) {
+        let Some(script) = self.script.as_mut() else {
+            return;
+        };
+        if let Some(entry) = script.children.get_mut(&child) {
+            *entry = Child::Ended(final_result.clone());
+        }
+        if script.wait.as_ref() == Some(&Wait::Join(child.clone())) {
+            self.take_unresolved(&final_result);
+            self.resume(&Wait::Join(child), out);
+        }
+    }
+
+    fn take_unresolved(&mut self, final_result: &Value) {
+        if let (Some(script), Some(unresolved)) = (
+            self.script.as_mut(),
+            final_result.get("unresolved").and_then(Value::as_array),
+        ) {
+            script.joined_unresolved.extend(unresolved.iter().cloned());
+        }
+    }
+
+    /// The turn fired: the script ends now, or once the call in flight settles.
+    pub(super) fn turn_fired(&mut self, out: &mut Out) {
+        let Some(script) = self.script.as_mut().filter(|s| !s.ended) else {
+            return;
+        };
+        match script.wait {
+            Some(Wait::Call(_)) => script.ending = true,
+            _ => self.finish(out),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Out) {
+        let Some(script) = self.script.as_mut().filter(|s| !s.ended) else {
+            return;
+        };
+        script.ended = true;
+        script.wait = None;
+        let final_result = script.final_result(&self.name);
+        let is_child_script = !script.on_resume;
+        out.finished(self.name.clone(), final_result.clone());
+        if let Some(owner) = self.owner.filter(|_| is_child_script) {
+            out.to_agent(
+                owner,
+                AgentMsg::ChildEnded {
+                    child: self.name.clone(),
+                    final_result,
+                },
+            );
+        }
+    }
+
+    /// One call asking every question the joined children could not ask.
+    fn unresolved_arguments(&self, timeout: Option<f64>) -> Option<String> {
+        let script = self.script.as_ref()?;
+        let questions: Vec<Value> = script
+            .joined_unresolved
+            .iter()
+            .filter_map(|u| u.get("questions").and_then(Value::as_array))
+            .flatten()
+            .cloned()
+            .collect();
+        if questions.is_empty() {
+            return None;
+        }
+        let mut arguments = Map::new();
+        arguments.insert("questions".into(), Value::Array(questions));
+        if let (Some(t), Mode::Timed) = (timeout, self.tool.mode) {
+            arguments.insert("timeout".into(), json!(t));
+        }
+        Some(Value::Object(arguments).to_string())
+    }
+}

@@ -1,0 +1,241 @@
+//! The live agent tree as the broker knows it: who is registered, who owns whom,
+//! each tree's size, and each agent's current turn. Identity is decided here
+//! (SPEC §3.1): lineage is recorded elsewhere and never read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
+
+/// One registered agent.
+#[derive(Debug)]
+struct Entry {
+    name: Name,
+    owner: Option<AgentId>,
+    children: BTreeSet<AgentId>,
+    root: AgentId,
+    live: bool,
+    turn: Turn,
+}
+
+/// Who a caller is, for the identity check of SPEC §3.1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// No agent of this runtime has the id (a stale or foreign handle).
+    Unknown,
+    /// The agent stopped: it is no longer live.
+    Stopped(Name),
+    /// A live child owned by another live agent.
+    Delegated(Name),
+    /// The exact live runtime root: it may ask.
+    Root(Name),
+}
+
+/// The agent tree.
+#[derive(Debug, Default)]
+pub struct AgentTree {
+    agents: BTreeMap<AgentId, Entry>,
+    names: BTreeMap<Name, AgentId>,
+    tree_sizes: BTreeMap<AgentId, usize>,
+    agents_per_tree_max: usize,
+}
+
+impl AgentTree {
+    /// An empty tree whose trees hold at most `agents_per_tree_max` agents each
+    /// (live or stopped).
+    pub fn new(agents_per_tree_max: usize) -> AgentTree {
+        AgentTree {
+            agents_per_tree_max,
+            ..AgentTree::default()
+        }
+    }
+
+    /// Adds an agent: a root, or a child of a live agent. Over the tree's limit,
+    /// nothing is added.
+    pub fn register(&mut self, reg: &Registration) -> Result<(), SpawnError> {
+        if reg.name.is_empty() || reg.name.contains('/') {
+            return Err(SpawnError::BadName(reg.name.to_string()));
+        }
+        if self.names.contains_key(&reg.name) || self.agents.contains_key(&reg.agent) {
+            return Err(SpawnError::DuplicateName(reg.name.to_string()));
+        }
+        let root = match reg.owner {
+            None => reg.agent,
+            Some(owner) => match self.agents.get(&owner) {
+                Some(entry) if entry.live => entry.root,
+                _ => return Err(SpawnError::OwnerNotLive),
+            },
+        };
+        let size = self.tree_sizes.entry(root).or_insert(0);
+        if *size >= self.agents_per_tree_max {
+            return Err(SpawnError::LimitExceeded(self.agents_per_tree_max));
+        }
+        *size += 1;
+        if let Some(owner) = reg.owner {
+            self.agents
+                .get_mut(&owner)
+                .expect("the owner was found live above")
+                .children
+                .insert(reg.agent);
+        }
+        self.names.insert(reg.name.clone(), reg.agent);
+        self.agents.insert(
+            reg.agent,
+            Entry {
+                name: reg.name.clone(),
+                owner: reg.owner,
+                children: BTreeSet::new(),
+                root,
+                live: true,
+                turn: reg.turn.clone(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops a live agent: it is no longer live, and ownership ends on both sides,
+    /// so its children become roots. Returns its name, or `None` if it was not live.
+    pub fn stop(&mut self, agent: AgentId) -> Option<Name> {
+        let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
+        entry.live = false;
+        let name = entry.name.clone();
+        let children = std::mem::take(&mut entry.children);
+        let owner = entry.owner.take();
+        for child in children {
+            if let Some(child) = self.agents.get_mut(&child) {
+                child.owner = None;
+            }
+        }
+        if let Some(owner) = owner.and_then(|o| self.agents.get_mut(&o)) {
+            owner.children.remove(&agent);
+        }
+        Some(name)
+    }
+
+    /// Who `agent` is (SPEC §3.1).
+    pub fn identity(&self, agent: AgentId) -> Identity {
+        match self.agents.get(&agent) {
+            None => Identity::Unknown,
+            Some(e) if !e.live => Identity::Stopped(e.name.clone()),
+            Some(e) if e.owner.is_some() => Identity::Delegated(e.name.clone()),
+            Some(e) => Identity::Root(e.name.clone()),
+        }
+    }
+
+    /// An agent's name, if it ever registered.
+    pub fn name(&self, agent: AgentId) -> Option<&Name> {
+        self.agents.get(&agent).map(|e| &e.name)
+    }
+
+    /// Whether the agent is registered and live.
+    pub fn is_live(&self, agent: AgentId) -> bool {
+        self.agents.get(&agent).is_some_and(|e| e.live)
+    }
+
+    /// The live agents whose current turn is fired by `turn`, in id order.
+    pub fn fired_by(&self, turn: TurnId) -> Vec<AgentId> {
+        self.agents
+            .iter()
+            .filter(|(_, e)| e.live && e.turn.fired_by(turn))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Records an agent's new current turn (library `new_turn`).
+    pub fn set_turn(&mut self, agent: AgentId, turn: Turn) {
+        if let Some(entry) = self.agents.get_mut(&agent) {
+            entry.turn = turn;
+        }
+    }
+
+    /// How many agents were ever registered.
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Whether none ever was.
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reg(agent: AgentId, name: &str, owner: Option<AgentId>) -> Registration {
+        Registration {
+            agent,
+            name: name.into(),
+            owner,
+            lineage: None,
+            turn: Turn::root(TurnId { agent, n: 1 }),
+        }
+    }
+
+    #[test]
+    fn a_child_is_delegated_until_its_owner_stops() {
+        let mut tree = AgentTree::new(10);
+        tree.register(&reg(1, "root", None)).unwrap();
+        tree.register(&reg(2, "child", Some(1))).unwrap();
+        assert_eq!(tree.identity(2), Identity::Delegated("child".into()));
+        assert_eq!(tree.stop(1), Some("root".into()));
+        assert_eq!(tree.identity(2), Identity::Root("child".into()));
+        assert_eq!(tree.identity(1), Identity::Stopped("root".into()));
+        assert_eq!(tree.identity(9), Identity::Unknown);
+        assert_eq!(tree.stop(1), None, "a stopped agent stops once");
+    }
+
+    #[test]
+    fn a_tree_over_its_limit_adds_nothing_and_stopped_agents_count() {
+        let mut tree = AgentTree::new(2);
+        tree.register(&reg(1, "root", None)).unwrap();
+        tree.register(&reg(2, "a", Some(1))).unwrap();
+        tree.stop(2);
+        assert_eq!(
+            tree.register(&reg(3, "b", Some(1))),
+            Err(SpawnError::LimitExceeded(2))
+        );
+        assert_eq!(tree.len(), 2);
+        assert!(tree.name(3).is_none());
+        tree.register(&reg(4, "other-root", None)).unwrap();
+    }
+
+    #[test]
+    fn names_are_unique_and_owners_must_be_live() {
+        let mut tree = AgentTree::new(10);
+        tree.register(&reg(1, "root", None)).unwrap();
+        assert!(matches!(
+            tree.register(&reg(2, "root", None)),
+            Err(SpawnError::DuplicateName(_))
+        ));
+        assert!(matches!(
+            tree.register(&reg(3, "a/b", None)),
+            Err(SpawnError::BadName(_))
+        ));
+        tree.stop(1);
+        assert_eq!(
+            tree.register(&reg(4, "late", Some(1))),
+            Err(SpawnError::OwnerNotLive)
+        );
+    }
+
+    #[test]
+    fn a_fired_turn_reaches_every_agent_whose_turn_derives_from_it() {
+        let mut tree = AgentTree::new(10);
+        let root_turn = Turn::root(TurnId { agent: 1, n: 1 });
+        let child_turn = root_turn.derive(TurnId { agent: 2, n: 1 });
+        tree.register(&Registration {
+            turn: root_turn,
+            ..reg(1, "root", None)
+        })
+        .unwrap();
+        tree.register(&Registration {
+            turn: child_turn,
+            ..reg(2, "child", Some(1))
+        })
+        .unwrap();
+        tree.register(&reg(3, "other", None)).unwrap();
+        assert_eq!(tree.fired_by(TurnId { agent: 1, n: 1 }), vec![1, 2]);
+        assert_eq!(tree.fired_by(TurnId { agent: 2, n: 1 }), vec![2]);
+    }
+}

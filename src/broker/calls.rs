@@ -1,0 +1,211 @@
+//! The broker's call table: every open call by ticket, the callId index, and how
+//! closed tickets closed (for the reason a late message is refused with).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::effect::TimerId;
+use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId};
+use crate::tool::Ask;
+
+/// Where an open call stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// In its window or blocking: the caller waits for its tool result.
+    Waiting,
+    /// Returned `pending`: open until answered late or withdrawn.
+    Pending,
+}
+
+/// How a closed call closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// Its tool result was returned (answers or an error), or its late answer.
+    Settled,
+    /// It was withdrawn after going pending.
+    Withdrawn,
+}
+
+/// One open call.
+#[derive(Debug)]
+pub struct Call {
+    pub call_id: CallId,
+    pub agent: AgentId,
+    pub agent_name: Name,
+    pub ask: Ask,
+    pub phase: Phase,
+    /// The caller's turn; `None` for a question restored after a restart, which
+    /// belongs to no turn (it is pending).
+    pub turn: Option<Turn>,
+    /// The next waterfall place to offer.
+    pub next: AnswererIx,
+    /// The answerer whose reply to an offer is awaited.
+    pub offered: Option<AnswererIx>,
+    /// Offers made so far; an offer timeout names the one it is for.
+    pub attempt: u32,
+    pub owner: Option<AnswererIx>,
+    /// Held by its owner: the window does not count.
+    pub held: bool,
+    /// When the window ends, for a call with one.
+    pub window_end: Option<Nanos>,
+    /// Windows started so far; a window timer names the one it is for.
+    pub window_attempt: u32,
+    pub window: Option<TimerId>,
+    pub offer_timer: Option<TimerId>,
+}
+
+impl Call {
+    /// The timers the call has running.
+    pub fn timers(&self) -> impl Iterator<Item = TimerId> {
+        self.window.into_iter().chain(self.offer_timer)
+    }
+}
+
+/// Every open call, and what became of closed ones.
+#[derive(Debug, Default)]
+pub struct CallTable {
+    open: BTreeMap<Ticket, Call>,
+    by_call_id: HashMap<CallId, Ticket>,
+    closed: HashMap<Ticket, (CallId, Closed)>,
+    next_ticket: Ticket,
+}
+
+impl CallTable {
+    /// Opens a call and returns its ticket.
+    pub fn open(&mut self, call: Call) -> Ticket {
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let previous = self.by_call_id.insert(call.call_id.clone(), ticket);
+        assert!(previous.is_none(), "callId {} opened twice", call.call_id);
+        self.open.insert(ticket, call);
+        ticket
+    }
+
+    /// Closes a call, remembering how; the call comes back to be settled.
+    pub fn close(&mut self, ticket: Ticket, how: Closed) -> Option<Call> {
+        let call = self.open.remove(&ticket)?;
+        self.by_call_id.remove(&call.call_id);
+        self.closed.insert(ticket, (call.call_id.clone(), how));
+        Some(call)
+    }
+
+    pub fn get(&self, ticket: Ticket) -> Option<&Call> {
+        self.open.get(&ticket)
+    }
+
+    pub fn get_mut(&mut self, ticket: Ticket) -> Option<&mut Call> {
+        self.open.get_mut(&ticket)
+    }
+
+    /// The open call with this callId.
+    pub fn ticket_of(&self, call_id: &str) -> Option<Ticket> {
+        self.by_call_id.get(call_id).copied()
+    }
+
+    /// How a closed ticket closed, or `None` if it is open or was never issued.
+    pub fn closed(&self, ticket: Ticket) -> Option<Closed> {
+        self.closed.get(&ticket).map(|(_, how)| *how)
+    }
+
+    /// The callId of an open or closed ticket.
+    pub fn call_id_of(&self, ticket: Ticket) -> Option<&CallId> {
+        self.open
+            .get(&ticket)
+            .map(|c| &c.call_id)
+            .or_else(|| self.closed.get(&ticket).map(|(id, _)| id))
+    }
+
+    /// Waiting calls whose turn `turn` fires, in ticket order.
+    pub fn waiting_fired_by(&self, turn: TurnId) -> Vec<Ticket> {
+        self.open
+            .iter()
+            .filter(|(_, c)| c.phase == Phase::Waiting && c.turn.as_ref().is_some_and(|t| t.fired_by(turn)))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// Open calls of `agent`, in ticket order.
+    pub fn of_agent(&self, agent: AgentId) -> Vec<Ticket> {
+        self.open
+            .iter()
+            .filter(|(_, c)| c.agent == agent)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// Open calls `answerer` owns or has been offered, in ticket order.
+    pub fn involving(&self, answerer: AnswererIx) -> Vec<Ticket> {
+        self.open
+            .iter()
+            .filter(|(_, c)| c.owner == Some(answerer) || c.offered == Some(answerer))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// Every open call, in ticket order.
+    pub fn iter(&self) -> impl Iterator<Item = &Call> {
+        self.open.values()
+    }
+
+    /// How many calls are open.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{Timeout, ToolConfig};
+
+    fn call(call_id: &str) -> Call {
+        let ask = ToolConfig::timed(Timeout::Window(5.0))
+            .prepare(r#"{"questions":[{"id":"q","question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#)
+            .expect("valid arguments");
+        Call {
+            call_id: call_id.into(),
+            agent: 1,
+            agent_name: "root".into(),
+            ask,
+            phase: Phase::Waiting,
+            turn: None,
+            next: 0,
+            offered: None,
+            attempt: 0,
+            owner: None,
+            held: false,
+            window_end: None,
+            window_attempt: 0,
+            window: None,
+            offer_timer: None,
+        }
+    }
+
+    #[test]
+    fn a_closed_ticket_remembers_its_call_and_how_it_closed() {
+        let mut table = CallTable::default();
+        let ticket = table.open(call("root/1"));
+        assert_eq!(table.ticket_of("root/1"), Some(ticket));
+        assert!(table.close(ticket, Closed::Withdrawn).is_some());
+        assert_eq!(table.ticket_of("root/1"), None);
+        assert_eq!(table.closed(ticket), Some(Closed::Withdrawn));
+        assert_eq!(table.call_id_of(ticket).map(|c| &**c), Some("root/1"));
+        assert!(
+            table.close(ticket, Closed::Settled).is_none(),
+            "a call closes once"
+        );
+        assert_eq!(table.closed(ticket + 1), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "opened twice")]
+    fn one_call_id_opens_once() {
+        let mut table = CallTable::default();
+        table.open(call("root/1"));
+        table.open(call("root/1"));
+    }
+}

@@ -1,0 +1,404 @@
+//! The `userQuestions` seam: identity checks, the waterfall, foreground windows,
+//! holds, the pending registry and the error taxonomy (SPEC §3).
+//!
+//! [`BrokerState::handle`] takes one message at a time, and every decision is
+//! taken in that order: message order alone picks the winner of every race (SPEC
+//! §3.7). Whatever loses is refused back to its sender and recorded, never
+//! dropped. The broker reads no clock and starts no task: its timers are
+//! [`Out::timer`]s, carried out by whichever executor runs it.
+//!
+//! Its rooms: [`agents`] (the agent tree and identity), [`calls`] (the call
+//! table), `waterfall` (offers, accepts, declines, offer timeouts, deaths) and
+//! `settle` (windows, holds, batches, and closing a call).
+
+mod agents;
+mod calls;
+mod settle;
+mod waterfall;
+
+use std::collections::BTreeSet;
+
+use crate::effect::{Out, TimerId};
+use crate::event::{EventKind, RawQuestions};
+use crate::protocol::{
+    AgentMsg, AnswererIx, BrokerMsg, BrokerStatus, CallId, Name, Nanos, Registration, Request, Restored,
+    Turn, TurnId, WithdrawReason, nanos,
+};
+use crate::tool::{ErrorCode, Schema, ToolResult, Wait};
+use agents::{AgentTree, Identity};
+use calls::{Call, CallTable, Phase};
+use settle::End;
+
+/// Most calls open at once (in their window, blocking or pending) per broker.
+/// Sized for the scale target of SPEC §8 (10⁶ concurrent pending questions).
+pub const OPEN_CALLS_MAX: usize = 2_000_000;
+/// Most answerers in one waterfall.
+pub const ANSWERERS_MAX: usize = 1_024;
+/// Most agents in one tree (a root and all its descendants, live or stopped).
+pub const AGENTS_PER_TREE_MAX: usize = 100_000;
+/// The broker's offer timeout when none is configured (SPEC §3.2), in seconds.
+pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
+
+/// The broker's limits. Requests over them settle as `LIMIT_EXCEEDED` and nothing
+/// is queued; the defaults are the named constants, and a runtime may set them
+/// lower (tests and scenarios do), never higher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrokerLimits {
+    /// Calls open at once (waiting or pending), at most [`OPEN_CALLS_MAX`].
+    pub open_calls_max: usize,
+    /// Agents in one tree, at most [`AGENTS_PER_TREE_MAX`].
+    pub agents_per_tree_max: usize,
+}
+
+impl Default for BrokerLimits {
+    fn default() -> Self {
+        BrokerLimits {
+            open_calls_max: OPEN_CALLS_MAX,
+            agents_per_tree_max: AGENTS_PER_TREE_MAX,
+        }
+    }
+}
+
+impl BrokerLimits {
+    /// The limits, capped at the named constants.
+    pub fn capped(self) -> BrokerLimits {
+        BrokerLimits {
+            open_calls_max: self.open_calls_max.min(OPEN_CALLS_MAX),
+            agents_per_tree_max: self.agents_per_tree_max.min(AGENTS_PER_TREE_MAX),
+        }
+    }
+}
+
+/// What a broker starts from.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    /// The waterfall's answerers, by name, in order.
+    pub answerers: Vec<Name>,
+    /// Seconds an offeree has to accept or decline.
+    pub offer_timeout_s: f64,
+    /// The broker's limits.
+    pub limits: BrokerLimits,
+}
+
+/// Why a broker could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerError {
+    /// More answerers than [`ANSWERERS_MAX`].
+    #[error("LIMIT_EXCEEDED: more than {ANSWERERS_MAX} answerers")]
+    TooManyAnswerers,
+}
+
+/// One answerer of the waterfall, as the broker knows it.
+#[derive(Debug)]
+struct Slot {
+    name: Name,
+    alive: bool,
+}
+
+/// The broker's state: the agent tree, the waterfall and every call.
+#[derive(Debug)]
+pub struct BrokerState {
+    answerers: Vec<Slot>,
+    offer_timeout: Nanos,
+    limits: BrokerLimits,
+    agents: AgentTree,
+    calls: CallTable,
+    /// Turns whose signal fired: a request made under one settles at once.
+    fired: BTreeSet<TurnId>,
+    next_timer: TimerId,
+}
+
+impl BrokerState {
+    /// A broker with an empty tree and no call.
+    pub fn new(config: BrokerConfig) -> Result<BrokerState, BrokerError> {
+        if config.answerers.len() > ANSWERERS_MAX {
+            return Err(BrokerError::TooManyAnswerers);
+        }
+        let limits = config.limits.capped();
+        Ok(BrokerState {
+            answerers: config
+                .answerers
+                .into_iter()
+                .map(|name| Slot { name, alive: true })
+                .collect(),
+            offer_timeout: nanos(config.offer_timeout_s),
+            limits,
+            agents: AgentTree::new(limits.agents_per_tree_max),
+            calls: CallTable::default(),
+            fired: BTreeSet::new(),
+            next_timer: 0,
+        })
+    }
+
+    /// Handles one message.
+    pub fn handle(&mut self, msg: BrokerMsg, out: &mut Out) {
+        tracing::trace!(target: "asksim::msg", to = "broker", msg = msg.name());
+        match msg {
+            BrokerMsg::Register(reg) => self.register(reg, out),
+            BrokerMsg::Stop(agent) => self.stop_agent(agent, out),
+            BrokerMsg::Request(request) => self.request(request, out),
+            BrokerMsg::Accept { ticket, answerer } => self.accept(ticket, answerer, out),
+            BrokerMsg::Decline { ticket, answerer } => self.decline(ticket, answerer, out),
+            BrokerMsg::Hold { ticket, answerer } => self.hold(ticket, answerer, out),
+            BrokerMsg::Submit {
+                ticket,
+                answerer,
+                batch,
+            } => self.submit(ticket, answerer, batch, out),
+            BrokerMsg::OfferTimeout { ticket, attempt } => self.offer_timeout(ticket, attempt, out),
+            BrokerMsg::WindowExpired { ticket, attempt } => self.window_expired(ticket, attempt, out),
+            BrokerMsg::CancelTurn { agent, turn } => self.cancel_turn(agent, turn, out),
+            BrokerMsg::CancelCall { call_id } => self.cancel_call(call_id, out),
+            BrokerMsg::Restore(restored) => self.restore(restored, out),
+            BrokerMsg::AnswererDied { answerer } => self.answerer_died(answerer, out),
+            BrokerMsg::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+        }
+    }
+
+    /// The open calls now: callId → `"waiting"` or `"pending"`.
+    pub fn status(&self) -> BrokerStatus {
+        let open = self
+            .calls
+            .iter()
+            .map(|c| {
+                let phase = match c.phase {
+                    Phase::Waiting => "waiting",
+                    Phase::Pending => "pending",
+                };
+                (c.call_id.to_string(), phase)
+            })
+            .collect();
+        BrokerStatus { open }
+    }
+
+    /// The answerer at `index`, if the waterfall has it.
+    pub fn answerer_name(&self, index: AnswererIx) -> Option<&Name> {
+        self.answerers.get(index).map(|s| &s.name)
+    }
+
+    /// The waterfall place of the answerer named `name`.
+    pub fn answerer_index(&self, name: &str) -> Option<AnswererIx> {
+        self.answerers.iter().position(|s| &*s.name == name)
+    }
+
+    fn timer_id(&mut self) -> TimerId {
+        self.next_timer += 1;
+        self.next_timer
+    }
+
+    fn register(&mut self, reg: Registration, out: &mut Out) {
+        let owner_name = reg.owner.and_then(|o| self.agents.name(o).cloned());
+        let result = self.agents.register(&reg);
+        match &result {
+            Ok(()) => out.record(EventKind::Spawn {
+                agent: reg.name.clone(),
+                owner: owner_name,
+                lineage: reg.lineage.clone(),
+            }),
+            Err(error) => out.record(EventKind::SpawnRefused {
+                agent: reg.name.clone(),
+                owner: owner_name,
+                reason: error.as_str().to_owned(),
+            }),
+        }
+        if let Some(owner) = reg.owner {
+            let spawned = AgentMsg::Spawned {
+                child: reg.name.clone(),
+                result: result.clone(),
+            };
+            out.to_agent(owner, spawned);
+        }
+        // A child spawned under a turn that already fired is born with it fired:
+        // it hears so before its script could take a step.
+        if let Some(fired) = reg
+            .turn
+            .chain()
+            .iter()
+            .find(|t| self.fired.contains(t))
+            .filter(|_| result.is_ok())
+        {
+            out.to_agent(reg.agent, AgentMsg::TurnFired(*fired));
+        }
+        out.to_agent(reg.agent, AgentMsg::Registered(result));
+    }
+
+    fn stop_agent(&mut self, agent: crate::protocol::AgentId, out: &mut Out) {
+        let Some(name) = self.agents.stop(agent) else {
+            return;
+        };
+        out.record(EventKind::Stop { agent: name });
+        for ticket in self.calls.of_agent(agent) {
+            let end = End::Abort("the calling agent stopped", WithdrawReason::AgentStopped);
+            self.end_call(ticket, end, out);
+        }
+    }
+
+    fn request(&mut self, request: Request, out: &mut Out) {
+        let Request {
+            agent,
+            call_id,
+            ask,
+            turn,
+        } = request;
+        let identity = self.agents.identity(agent);
+        let agent_name = match &identity {
+            Identity::Unknown => Name::from("?"),
+            Identity::Stopped(n) | Identity::Delegated(n) | Identity::Root(n) => n.clone(),
+        };
+        record_request(&call_id, &agent_name, &ask, out);
+        let refusal = match identity {
+            Identity::Unknown => Some((
+                ErrorCode::NotRuntimeRoot,
+                "the caller is not a live agent of this runtime (unknown or stale handle)",
+            )),
+            Identity::Stopped(_) => Some((
+                ErrorCode::NotRuntimeRoot,
+                "the caller has stopped and is no longer the live runtime root",
+            )),
+            Identity::Delegated(_) => Some((
+                ErrorCode::DelegatedCaller,
+                "this agent is a child owned by another agent and may not ask the user; put the unresolved question or decision in your final result",
+            )),
+            // A request whose turn fired before it arrived settles at once: it
+            // never reaches an answerer.
+            Identity::Root(_) if turn.chain().iter().any(|t| self.fired.contains(t)) => Some((
+                ErrorCode::Aborted,
+                "the turn was cancelled before the call settled",
+            )),
+            Identity::Root(_) if self.calls.len() >= self.limits.open_calls_max => Some((
+                ErrorCode::LimitExceeded,
+                "too many open questions; nothing was queued",
+            )),
+            Identity::Root(_) => None,
+        };
+        if let Some((code, message)) = refusal {
+            let result = ToolResult::error(code, message);
+            out.record(EventKind::result(&call_id, &agent_name, &result));
+            out.to_agent(agent, AgentMsg::Settled { call_id, result });
+            return;
+        }
+        let window_s = match ask.wait {
+            Wait::Window(s) => Some(s),
+            Wait::Blocking => None,
+        };
+        let ticket = self.calls.open(Call {
+            call_id,
+            agent,
+            agent_name,
+            ask,
+            phase: Phase::Waiting,
+            turn: Some(turn),
+            next: 0,
+            offered: None,
+            attempt: 0,
+            owner: None,
+            held: false,
+            window_end: window_s.map(|s| out.now().saturating_add(nanos(s))),
+            window_attempt: 0,
+            window: None,
+            offer_timer: None,
+        });
+        if let Some(s) = window_s {
+            self.start_window(ticket, nanos(s), out);
+        }
+        self.offer_next(ticket, out);
+    }
+
+    fn restore(&mut self, restored: Restored, out: &mut Out) {
+        let Restored {
+            agent,
+            agent_name,
+            call_id,
+            ask,
+        } = restored;
+        let ask = match ask {
+            Some(ask) if self.agents.is_live(agent) => ask,
+            // Nothing can answer it or nobody is there to read the answer: it is
+            // withdrawn, so the log and the broker agree.
+            _ => {
+                let reason = WithdrawReason::NotRestorable;
+                out.record(EventKind::withdraw(&call_id, &agent_name, reason, None));
+                return;
+            }
+        };
+        let ticket = self.calls.open(Call {
+            call_id,
+            agent,
+            agent_name,
+            ask,
+            phase: Phase::Pending,
+            turn: None,
+            next: 0,
+            offered: None,
+            attempt: 0,
+            owner: None,
+            held: false,
+            window_end: None,
+            window_attempt: 0,
+            window: None,
+            offer_timer: None,
+        });
+        self.offer_next(ticket, out);
+    }
+
+    /// A turn fired (SPEC §3.8). Its agents hear it first, so a script waiting
+    /// on a call ends when that call's aborted result arrives; then every waiting
+    /// call of the turn and of the turns derived from it settles as `ABORTED`. A
+    /// turn derived from one that already fired has fired with it: nothing to do.
+    fn cancel_turn(&mut self, agent: crate::protocol::AgentId, turn: Turn, out: &mut Out) {
+        if turn.chain().iter().any(|t| self.fired.contains(t)) {
+            return;
+        }
+        let name = self
+            .agents
+            .name(agent)
+            .cloned()
+            .unwrap_or_else(|| Name::from("?"));
+        out.record(EventKind::Cancel { agent: name });
+        let id = turn.id();
+        self.fired.insert(id);
+        for fired in self.agents.fired_by(id) {
+            out.to_agent(fired, AgentMsg::TurnFired(id));
+        }
+        for ticket in self.calls.waiting_fired_by(id) {
+            self.end_call(ticket, End::TurnFired, out);
+        }
+    }
+
+    fn cancel_call(&mut self, call_id: CallId, out: &mut Out) {
+        out.record(EventKind::CancelCall {
+            call_id: call_id.clone(),
+        });
+        if let Some(ticket) = self.calls.ticket_of(&call_id) {
+            let end = End::Abort("the call was cancelled", WithdrawReason::CancelCall);
+            self.end_call(ticket, end, out);
+        }
+    }
+}
+
+/// The `request` event: the call as the broker received it, with the questions
+/// exactly as the model sent them.
+fn record_request(call_id: &CallId, agent: &Name, ask: &crate::tool::Ask, out: &mut Out) {
+    let questions = RawQuestions::new(&ask.questions_raw).expect("validated arguments hold JSON questions");
+    let questions_text = ask
+        .questions_raw
+        .contains(['\n', '\r'])
+        .then(|| ask.questions_raw.to_string());
+    out.record(EventKind::Request {
+        call_id: call_id.clone(),
+        agent: agent.clone(),
+        schema: ask.schema,
+        keyed: ask.keyed(),
+        questions,
+        questions_text,
+        timeout: ask.timeout_arg,
+        window_s: match (ask.schema, ask.wait) {
+            (Schema::Legacy, _) => None,
+            (Schema::Timed, Wait::Window(s)) => Some(s),
+            (Schema::Timed, Wait::Blocking) => Some(-1.0),
+        },
+        mbox: out.mbox(),
+    });
+}

@@ -1,0 +1,148 @@
+//! The waterfall (SPEC §3.2): offers in order, one at a time; the first accept
+//! owns the request; a decline, an offer timeout or a death moves on; an owner's
+//! death fails the request over to the rest of the waterfall.
+
+use super::settle::End;
+use super::{BrokerState, Phase};
+use crate::effect::Out;
+use crate::event::EventKind;
+use crate::protocol::{AnswererIx, AnswererMsg, BrokerMsg, DeclineReason, Envelope, Offer, Ticket};
+
+impl BrokerState {
+    /// Offers the request to the next live answerer, or closes it as `NO_ANSWERER`
+    /// when the waterfall ran out.
+    pub(super) fn offer_next(&mut self, ticket: Ticket, out: &mut Out) {
+        let timer = self.timer_id();
+        let offer_timeout = self.offer_timeout;
+        let call = self.calls.get_mut(ticket).expect("offer_next on an open ticket");
+        call.offered = None;
+        while call.next < self.answerers.len() {
+            let index = call.next;
+            call.next += 1;
+            let slot = &self.answerers[index];
+            if !slot.alive {
+                continue;
+            }
+            call.attempt += 1;
+            call.offered = Some(index);
+            call.offer_timer = Some(timer);
+            let offer = Offer {
+                ticket,
+                answerer: index,
+                call_id: call.ask.keyed().then(|| call.call_id.clone()),
+                agent: call.agent_name.clone(),
+                schema: call.ask.schema,
+                questions: call.ask.questions.clone(),
+                broker: None,
+            };
+            out.record(EventKind::Offer {
+                call_id: call.call_id.clone(),
+                answerer: slot.name.clone(),
+            });
+            let attempt = call.attempt;
+            let msg = BrokerMsg::OfferTimeout { ticket, attempt };
+            out.timer(timer, offer_timeout, Envelope::Broker(msg));
+            out.to_answerer(index, AnswererMsg::Offer(offer));
+            return;
+        }
+        self.end_call(ticket, End::NoAnswerer, out);
+    }
+
+    pub(super) fn accept(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
+        let offered = self.calls.get(ticket).and_then(|c| c.offered);
+        if offered != Some(answerer) {
+            // Closed before the accept arrived, or a late accept after the offer
+            // timed out (the waterfall moved on): nothing to own.
+            withdraw_from(answerer, ticket, out);
+            return;
+        }
+        let call = self.calls.get_mut(ticket).expect("an offered call is open");
+        if let Some(timer) = call.offer_timer.take() {
+            out.cancel(timer);
+        }
+        assert!(call.owner.is_none(), "an offered call has no owner");
+        call.offered = None;
+        call.owner = Some(answerer);
+        out.record(EventKind::Accept {
+            call_id: call.call_id.clone(),
+            answerer: self.answerers[answerer].name.clone(),
+            mbox: out.mbox(),
+        });
+    }
+
+    pub(super) fn decline(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
+        let Some(call) = self.calls.get_mut(ticket).filter(|c| c.offered == Some(answerer)) else {
+            return;
+        };
+        if let Some(timer) = call.offer_timer.take() {
+            out.cancel(timer);
+        }
+        let name = &self.answerers[answerer].name;
+        out.record(EventKind::decline(
+            &call.call_id,
+            name,
+            DeclineReason::Declined,
+            out.mbox(),
+        ));
+        self.offer_next(ticket, out);
+    }
+
+    pub(super) fn offer_timeout(&mut self, ticket: Ticket, attempt: u32, out: &mut Out) {
+        let Some(call) = self.calls.get_mut(ticket) else {
+            return;
+        };
+        let Some(answerer) = call.offered.filter(|_| call.attempt == attempt) else {
+            return;
+        };
+        call.offer_timer = None;
+        let name = &self.answerers[answerer].name;
+        out.record(EventKind::decline(
+            &call.call_id,
+            name,
+            DeclineReason::OfferTimeout,
+            None,
+        ));
+        withdraw_from(answerer, ticket, out);
+        self.offer_next(ticket, out);
+    }
+
+    /// An answerer died: it owns and is offered nothing any more. Its calls fail
+    /// over to the rest of the waterfall; a hold it had dies with it (SPEC §3.5).
+    pub(super) fn answerer_died(&mut self, index: AnswererIx, out: &mut Out) {
+        let Some(slot) = self.answerers.get_mut(index).filter(|s| s.alive) else {
+            return;
+        };
+        slot.alive = false;
+        let name = slot.name.clone();
+        out.record(EventKind::Crash {
+            answerer: name.clone(),
+            mbox: out.mbox(),
+        });
+        for ticket in self.calls.involving(index) {
+            let call = self.calls.get_mut(ticket).expect("involving lists open calls");
+            let held = call.held && call.owner == Some(index);
+            call.owner = None;
+            call.held = false;
+            if let Some(timer) = call.offer_timer.take() {
+                out.cancel(timer);
+            }
+            out.record(EventKind::decline(
+                &call.call_id,
+                &name,
+                DeclineReason::Dead,
+                None,
+            ));
+            if held && call.phase == Phase::Waiting {
+                self.release_hold(ticket, out);
+            }
+            if self.calls.get(ticket).is_some() {
+                self.offer_next(ticket, out);
+            }
+        }
+    }
+}
+
+/// Tells an answerer to stop working on a request.
+pub(super) fn withdraw_from(answerer: AnswererIx, ticket: Ticket, out: &mut Out) {
+    out.to_answerer(answerer, AnswererMsg::Withdraw { ticket });
+}

@@ -1,0 +1,643 @@
+//! The protocol: every message the actors exchange, and the types they carry.
+//!
+//! Messages between actors are the architecture. An agent sends the broker
+//! `Register` and `Request`; the broker offers requests to answerers (`Offer`), which
+//! reply `Accept`/`Decline`, may `Hold` and must `Submit` one batch; the broker
+//! settles the call back to the agent (`Settled`), and a pending call's late answer
+//! or withdrawal reaches it as `Closed`. Timers are messages an actor sends itself
+//! (`WindowExpired`, `OfferTimeout`, `Decide`, ...).
+//!
+//! The actors' logic ([`crate::broker`], [`crate::agent`], [`crate::answerer`])
+//! imports this module and never each other. Two executors deliver these messages:
+//! the simulator's controlled scheduler on the virtual clock, and ractor actors on
+//! tokio ([`crate::actors`]) for the library and real-clock runs.
+
+use std::sync::Arc;
+
+use ractor::ActorRef;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::tool::{Ask, Question, Schema, ToolResult};
+
+/// An agent's identity. Ids are never reused within a run, and a runtime started
+/// again after process loss gives fresh ids, so a handle from before is stale.
+pub type AgentId = u64;
+/// The broker's handle on one request (one call while it is open).
+pub type Ticket = u64;
+/// An answerer's place in the waterfall, from 0.
+pub type AnswererIx = usize;
+/// A callId, `"<agent>/<n>"`, shared rather than copied.
+pub type CallId = Arc<str>;
+/// An agent's or answerer's name, shared rather than copied.
+pub type Name = Arc<str>;
+
+/// Virtual or real time since the run started, in nanoseconds.
+pub type Nanos = u64;
+
+/// Seconds as nanoseconds, saturating (times in a run are bounded far below).
+pub fn nanos(seconds: f64) -> Nanos {
+    if seconds.is_nan() || seconds <= 0.0 {
+        return 0;
+    }
+    let ns = (seconds * 1e9).round();
+    if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
+
+/// Nanoseconds as seconds.
+pub fn seconds(ns: Nanos) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// One turn of one agent: `n` counts the agent's turns from 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TurnId {
+    /// The agent whose turn it is.
+    pub agent: AgentId,
+    /// Which of its turns.
+    pub n: u32,
+}
+
+/// A turn signal: its id and every turn it derives from. A child's first turn
+/// derives from its owner's turn at spawn time, so firing a turn fires every turn
+/// whose chain holds it (SPEC §1 "turn signal").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// Outermost first, this turn last; never empty.
+    chain: Arc<[TurnId]>,
+}
+
+impl Turn {
+    /// A turn that derives from no other.
+    pub fn root(id: TurnId) -> Turn {
+        Turn {
+            chain: Arc::from([id]),
+        }
+    }
+
+    /// A turn derived from this one.
+    pub fn derive(&self, id: TurnId) -> Turn {
+        let mut chain = self.chain.to_vec();
+        chain.push(id);
+        Turn { chain: chain.into() }
+    }
+
+    /// This turn's id.
+    pub fn id(&self) -> TurnId {
+        *self.chain.last().expect("a turn chain is never empty")
+    }
+
+    /// Whether firing `turn` fires this one: it is this turn or one it derives from.
+    pub fn fired_by(&self, turn: TurnId) -> bool {
+        self.chain.contains(&turn)
+    }
+
+    /// Every turn whose firing fires this one, outermost first.
+    pub fn chain(&self) -> &[TurnId] {
+        &self.chain
+    }
+}
+
+/// An agent joining the broker's tree.
+#[derive(Clone, Debug)]
+pub struct Registration {
+    /// Its id, given by the runtime that started it.
+    pub agent: AgentId,
+    /// Its unique name.
+    pub name: Name,
+    /// The live agent that owns it (a child), or none (a root).
+    pub owner: Option<AgentId>,
+    /// Durable lineage, recorded but never consulted for identity.
+    pub lineage: Option<String>,
+    /// Its current turn.
+    pub turn: Turn,
+}
+
+/// A valid tool call on its way to the broker.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The caller.
+    pub agent: AgentId,
+    /// `"<agent>/<n>"`.
+    pub call_id: CallId,
+    /// The validated call.
+    pub ask: Ask,
+    /// The caller's turn when it called.
+    pub turn: Turn,
+}
+
+/// A timed question re-opened after a restart (SPEC §3.9): pending from now on.
+#[derive(Clone, Debug)]
+pub struct Restored {
+    /// The resumed agent that asked it.
+    pub agent: AgentId,
+    /// Its name, for the log when the question cannot be restored.
+    pub agent_name: Name,
+    /// The call.
+    pub call_id: CallId,
+    /// The question rebuilt from the log, or `None` when the record lacks the
+    /// shape (the broker then withdraws it, so the log and the broker agree).
+    pub ask: Option<Ask>,
+}
+
+/// Messages the broker receives.
+#[derive(Debug)]
+pub enum BrokerMsg {
+    /// An agent starts: a root or a child of a live agent. The broker answers the
+    /// agent (`Registered`) and, for a child, its owner (`Spawned`).
+    Register(Registration),
+    /// An agent stops: no longer live; its children become roots; its open calls
+    /// are aborted (waiting) or withdrawn without a message (pending).
+    Stop(AgentId),
+    /// A tool call. Its result goes back to the agent as `Settled`.
+    Request(Request),
+    /// An answerer accepts an offer: it owns the request.
+    Accept {
+        /// The request.
+        ticket: Ticket,
+        /// The sender.
+        answerer: AnswererIx,
+    },
+    /// An answerer declines an offer: the broker offers the next answerer.
+    Decline {
+        /// The request.
+        ticket: Ticket,
+        /// The sender.
+        answerer: AnswererIx,
+    },
+    /// The owning answerer holds the window open.
+    Hold {
+        /// The request.
+        ticket: Ticket,
+        /// The sender.
+        answerer: AnswererIx,
+    },
+    /// An answerer submits one batch.
+    Submit {
+        /// The request.
+        ticket: Ticket,
+        /// The sender.
+        answerer: AnswererIx,
+        /// The batch, unchecked.
+        batch: Value,
+    },
+    /// Timer: an offer got no reply within the offer timeout.
+    OfferTimeout {
+        /// The request.
+        ticket: Ticket,
+        /// Which offer of the request.
+        attempt: u32,
+    },
+    /// Timer: a foreground window ran out.
+    WindowExpired {
+        /// The request.
+        ticket: Ticket,
+        /// Which window (a hold that dies with its holder starts another).
+        attempt: u32,
+    },
+    /// A turn signal fired: every waiting call of that turn and of the turns that
+    /// derive from it settles as `ABORTED` now, and their agents' scripts end.
+    CancelTurn {
+        /// The agent whose turn it is.
+        agent: AgentId,
+        /// The turn.
+        turn: Turn,
+    },
+    /// Cancel one call explicitly.
+    CancelCall {
+        /// The call.
+        call_id: CallId,
+    },
+    /// After a restart: a timed question the log shows open.
+    Restore(Restored),
+    /// An answerer of the waterfall died. It reaches the broker behind whatever
+    /// the answerer sent before dying (SPEC §3.2: a submit that reaches the broker
+    /// before the owner's death wins).
+    AnswererDied {
+        /// Its place in the waterfall.
+        answerer: AnswererIx,
+    },
+    /// What is open now (library queries; the simulator reads the state itself).
+    Status(oneshot::Sender<BrokerStatus>),
+}
+
+impl BrokerMsg {
+    /// The message's name, for tracing.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BrokerMsg::Register(_) => "Register",
+            BrokerMsg::Stop(_) => "Stop",
+            BrokerMsg::Request(_) => "Request",
+            BrokerMsg::Accept { .. } => "Accept",
+            BrokerMsg::Decline { .. } => "Decline",
+            BrokerMsg::Hold { .. } => "Hold",
+            BrokerMsg::Submit { .. } => "Submit",
+            BrokerMsg::OfferTimeout { .. } => "OfferTimeout",
+            BrokerMsg::WindowExpired { .. } => "WindowExpired",
+            BrokerMsg::CancelTurn { .. } => "CancelTurn",
+            BrokerMsg::CancelCall { .. } => "CancelCall",
+            BrokerMsg::Restore(_) => "Restore",
+            BrokerMsg::AnswererDied { .. } => "AnswererDied",
+            BrokerMsg::Status(_) => "Status",
+        }
+    }
+}
+
+/// A message in the broker actor's mailbox. The runtime's own actors mark what
+/// they send as counted, so a real-clock run knows when nothing is in flight;
+/// anything else (a user's answerer, a library call) arrives uncounted.
+#[derive(Debug)]
+pub struct BrokerMail {
+    /// The message.
+    pub msg: BrokerMsg,
+    pub(crate) counted: bool,
+}
+
+impl From<BrokerMsg> for BrokerMail {
+    fn from(msg: BrokerMsg) -> BrokerMail {
+        BrokerMail { msg, counted: false }
+    }
+}
+
+/// The broker's open calls, by callId.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BrokerStatus {
+    /// callId → `"waiting"` (in its window or blocking) or `"pending"`.
+    pub open: std::collections::BTreeMap<String, &'static str>,
+}
+
+/// Why an agent could not be registered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// Another agent of this runtime has the name.
+    #[error("an agent named {0:?} exists already")]
+    DuplicateName(String),
+    /// The name is empty or contains `/`.
+    #[error("agent name {0:?} must be non-empty and contain no '/'")]
+    BadName(String),
+    /// The owner is not a live agent of this runtime.
+    #[error("the owner is not a live agent")]
+    OwnerNotLive,
+    /// The tree would exceed its limit of agents.
+    #[error("LIMIT_EXCEEDED: more than {0} agents in one tree")]
+    LimitExceeded(usize),
+    /// The runtime has stopped.
+    #[error("the runtime has stopped")]
+    RuntimeStopped,
+}
+
+impl SpawnError {
+    /// The reason as the log records it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SpawnError::DuplicateName(_) => "duplicate_name",
+            SpawnError::BadName(_) => "bad_name",
+            SpawnError::OwnerNotLive => "owner_not_live",
+            SpawnError::LimitExceeded(_) => "LIMIT_EXCEEDED",
+            SpawnError::RuntimeStopped => "runtime_stopped",
+        }
+    }
+}
+
+/// One call's outcome as the caller sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallOutcome {
+    /// `"<agent>/<n>"`.
+    pub call_id: String,
+    /// The tool result.
+    pub result: ToolResult,
+}
+
+/// Messages an agent receives.
+#[derive(Debug)]
+pub enum AgentMsg {
+    /// From the broker: the agent is in the tree (or why not).
+    Registered(Result<(), SpawnError>),
+    /// From the broker, to an owner: its child `child` is in the tree (or why not).
+    Spawned {
+        /// The child's name.
+        child: Name,
+        /// Whether it was registered.
+        result: Result<(), SpawnError>,
+    },
+    /// From the broker: a call of this agent settled with this tool result.
+    Settled {
+        /// The call.
+        call_id: CallId,
+        /// What the model reads.
+        result: ToolResult,
+    },
+    /// From the broker: a pending call closed for good, with the user message the
+    /// model reads, if any (a late answer, or a withdrawal for lack of an answerer;
+    /// `cancel_call` and a stop close without one).
+    Closed {
+        /// The call.
+        call_id: CallId,
+        /// The user message, if any.
+        message: Option<Arc<str>>,
+    },
+    /// From the broker: a turn fired; scripts running under it end.
+    TurnFired(TurnId),
+    /// From a child: its script ended with this final result.
+    ChildEnded {
+        /// The child.
+        child: Name,
+        /// Its final result (SPEC §5).
+        final_result: Value,
+    },
+    /// Timer: a `work` step is done.
+    WorkDone {
+        /// Which step of the script.
+        step: usize,
+    },
+    /// Library: a tool call with the model's raw JSON arguments.
+    Call {
+        /// The arguments, verbatim.
+        arguments: String,
+        /// Receives the callId at once and the result when the call settles.
+        reply: CallReply,
+    },
+    /// Library: replies once the call is closed for good (at once if it is).
+    AwaitClosed {
+        /// The call.
+        call_id: String,
+        /// Replied to when closed.
+        reply: oneshot::Sender<()>,
+    },
+    /// Library: every user message received so far, in order.
+    Messages(oneshot::Sender<Vec<String>>),
+    /// Library: the current turn (a new one first when `new` is set).
+    Turn {
+        /// Start a new turn first.
+        new: bool,
+        /// Receives the turn.
+        reply: oneshot::Sender<Turn>,
+    },
+}
+
+/// Where a library call's callId and result go.
+#[derive(Debug)]
+pub struct CallReply {
+    /// Receives the callId as soon as the call is numbered.
+    pub numbered: oneshot::Sender<String>,
+    /// Receives the result when the call settles.
+    pub result: oneshot::Sender<ToolResult>,
+}
+
+/// One request offered to an answerer. Only keyed (timed) requests carry a callId.
+///
+/// [`Offer::accept`], [`Offer::decline`], [`Offer::hold`] and [`Offer::submit`]
+/// build the replies; under the actor runtime, [`Offer::reply`] sends one to the
+/// broker that made the offer.
+#[derive(Clone, Debug)]
+pub struct Offer {
+    /// The broker's handle on the request; every reply names it.
+    pub ticket: Ticket,
+    /// The answerer's own place in the waterfall.
+    pub answerer: AnswererIx,
+    /// The callId, for keyed requests only.
+    pub call_id: Option<CallId>,
+    /// The calling agent.
+    pub agent: Name,
+    /// The definition the call came through.
+    pub schema: Schema,
+    /// The questions.
+    pub questions: Arc<[Question]>,
+    /// The broker actor, under the actor runtime; `None` under the simulator's
+    /// scheduler, whose answerers reply through the delivery queue.
+    pub broker: Option<ActorRef<BrokerMail>>,
+}
+
+impl Offer {
+    /// The message that accepts the offer: the sender owns the request.
+    pub fn accept(&self) -> BrokerMsg {
+        BrokerMsg::Accept {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+
+    /// The message that declines it: the broker offers the next answerer.
+    pub fn decline(&self) -> BrokerMsg {
+        BrokerMsg::Decline {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+
+    /// The message that holds the window open (owner only, in the window).
+    pub fn hold(&self) -> BrokerMsg {
+        BrokerMsg::Hold {
+            ticket: self.ticket,
+            answerer: self.answerer,
+        }
+    }
+
+    /// The message that submits one answer batch (owner only).
+    pub fn submit(&self, batch: Value) -> BrokerMsg {
+        BrokerMsg::Submit {
+            ticket: self.ticket,
+            answerer: self.answerer,
+            batch,
+        }
+    }
+
+    /// Sends `msg` to the broker that made the offer (actor runtime only).
+    pub fn reply(&self, msg: BrokerMsg) -> Result<(), ReplyError> {
+        let broker = self.broker.as_ref().ok_or(ReplyError::NoBroker)?;
+        broker
+            .send_message(msg.into())
+            .map_err(|_| ReplyError::BrokerGone)
+    }
+}
+
+/// Why [`Offer::reply`] could not send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// The offer came through the simulator's scheduler, not an actor.
+    #[error("the offer has no broker actor to reply to")]
+    NoBroker,
+    /// The broker has stopped.
+    #[error("the broker has stopped")]
+    BrokerGone,
+}
+
+/// What an answerer sent that the broker refused back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// An answer batch.
+    Submit,
+    /// A hold.
+    Hold,
+}
+
+impl Sent {
+    /// `"submit"` or `"hold"`, as the log records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sent::Submit => "submit",
+            Sent::Hold => "hold",
+        }
+    }
+}
+
+/// Why the broker refused what an answerer sent (SPEC §3.6, §3.7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The call already settled.
+    Settled,
+    /// The call was withdrawn.
+    Withdrawn,
+    /// No call has that ticket.
+    Unknown,
+    /// The sender does not own the call.
+    NotOwner,
+    /// The sender died before the broker read it.
+    OwnerDead,
+    /// A hold for a call no longer in its window.
+    NotInWindow,
+    /// The batch breaks SPEC §3.6; the call stays open.
+    Batch(String),
+}
+
+impl Refusal {
+    /// The reason as the log records it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Refusal::Settled => "settled",
+            Refusal::Withdrawn => "withdrawn",
+            Refusal::Unknown => "unknown",
+            Refusal::NotOwner => "not_owner",
+            Refusal::OwnerDead => "owner_dead",
+            Refusal::NotInWindow => "not_in_window",
+            Refusal::Batch(reason) => reason,
+        }
+    }
+}
+
+/// Why an offer ended without an accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclineReason {
+    /// The answerer declined.
+    Declined,
+    /// It did not reply within the offer timeout.
+    OfferTimeout,
+    /// It died (offered or owning).
+    Dead,
+}
+
+impl DeclineReason {
+    /// The reason as the log records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeclineReason::Declined => "declined",
+            DeclineReason::OfferTimeout => "offer_timeout",
+            DeclineReason::Dead => "dead",
+        }
+    }
+}
+
+/// Why a pending call was withdrawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WithdrawReason {
+    /// The waterfall ran out: the agent is told (SPEC §2.4).
+    NoAnswerer,
+    /// An explicit `cancel_call`.
+    CancelCall,
+    /// Its agent stopped.
+    AgentStopped,
+    /// After a restart, its record could not be rebuilt or its agent not resumed.
+    NotRestorable,
+}
+
+impl WithdrawReason {
+    /// The reason as the log records it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WithdrawReason::NoAnswerer => "NO_ANSWERER",
+            WithdrawReason::CancelCall => "cancel_call",
+            WithdrawReason::AgentStopped => "agent_stopped",
+            WithdrawReason::NotRestorable => "not_restorable",
+        }
+    }
+}
+
+/// Messages an answerer receives.
+#[derive(Debug)]
+pub enum AnswererMsg {
+    /// A request is offered.
+    Offer(Offer),
+    /// Stop working on this request: it settled, was cancelled, or the offer timed out.
+    Withdraw {
+        /// The request.
+        ticket: Ticket,
+    },
+    /// Something this answerer sent was refused.
+    Refused {
+        /// The request.
+        ticket: Ticket,
+        /// What was refused.
+        what: Sent,
+        /// Why.
+        reason: Refusal,
+    },
+    /// Built-in answerer's timer: the offer latency elapsed; decide.
+    Decide(Ticket),
+    /// Built-in answerer's timer: the hold delay elapsed.
+    HoldNow(Ticket),
+    /// Built-in answerer's timer: the answer latency elapsed; submit.
+    SubmitNow(Ticket),
+    /// Built-in answerer's timer: a scheduled fault; die now.
+    Crash,
+}
+
+/// Where a message goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Addr {
+    /// The broker.
+    Broker,
+    /// An agent.
+    Agent(AgentId),
+    /// An answerer, by its place in the waterfall.
+    Answerer(AnswererIx),
+    /// The simulator's driver: scheduled events, starts and restarts.
+    Driver,
+}
+
+/// What the simulator's driver acts on: its schedule, as messages to itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverMsg {
+    /// The scenario's scheduled event at this index.
+    Scheduled(usize),
+    /// The runtime starts again after a process loss.
+    Restart,
+}
+
+/// A message and its receiver.
+#[derive(Debug)]
+pub enum Envelope {
+    /// To the broker.
+    Broker(BrokerMsg),
+    /// To an agent.
+    Agent(AgentId, AgentMsg),
+    /// To an answerer.
+    Answerer(AnswererIx, AnswererMsg),
+    /// To the simulator's driver.
+    Driver(DriverMsg),
+}
+
+impl Envelope {
+    /// The receiver.
+    pub fn to(&self) -> Addr {
+        match self {
+            Envelope::Broker(_) => Addr::Broker,
+            Envelope::Agent(id, _) => Addr::Agent(*id),
+            Envelope::Answerer(ix, _) => Addr::Answerer(*ix),
+            Envelope::Driver(_) => Addr::Driver,
+        }
+    }
+}

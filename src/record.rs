@@ -1,0 +1,195 @@
+//! The recorder: stamps each event with its `seq` and time and hands it on as it
+//! happens: to the trace hash (SHA-256 of the log's bytes), to the order hash (the
+//! same lines without `seq` and `t`: equal for two runs exactly when they did the
+//! same things in the same order), to the projection, to the log file when one is
+//! asked for, and to a kept list when a caller wants every event.
+//!
+//! It is the one place events are written; executors own one per run (the
+//! simulator's world) or share one behind a lock (the actor runtime).
+
+use std::io::Write;
+
+use sha2::{Digest, Sha256};
+
+use crate::event::{Event, EventKind};
+use crate::log::LogHeader;
+use crate::projection::Projection;
+
+/// What a finished recording gives.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    /// SHA-256 of the log (header and events), hex.
+    pub trace_hash: String,
+    /// SHA-256 of the event lines without `seq` and `t`, hex.
+    pub order_hash: String,
+    /// SHA-256 of the event lines (no header, so no seed), hex: equal for two
+    /// runs exactly when they did the same things at the same times.
+    pub timing_hash: String,
+    /// Every event, when they were kept.
+    pub events: Vec<Event>,
+    /// Events recorded.
+    pub count: u64,
+    /// The projection folded from them.
+    pub projection: Projection,
+    /// The time of the last event.
+    pub last_t: f64,
+    /// Whether the limit on events was reached (later events were not recorded).
+    pub overflowed: bool,
+}
+
+/// The run's recorder.
+pub struct Recorder {
+    seq: u64,
+    events_max: u64,
+    overflowed: bool,
+    last_t: f64,
+    line: Vec<u8>,
+    trace: Sha256,
+    order: Sha256,
+    timing: Sha256,
+    projection: Projection,
+    keep: Option<Vec<Event>>,
+    file: Option<Box<dyn Write + Send>>,
+    file_error: Option<std::io::Error>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// A recorder for a log with `header`, recording at most `events_max` events;
+    /// `keep` keeps every event in memory.
+    pub fn new(header: &LogHeader, events_max: u64, keep: bool) -> Recorder {
+        let mut trace = Sha256::new();
+        let mut line = serde_json::to_vec(header).expect("a header serialises");
+        line.push(b'\n');
+        trace.update(&line);
+        Recorder {
+            seq: 0,
+            events_max,
+            overflowed: false,
+            last_t: 0.0,
+            line,
+            trace,
+            order: Sha256::new(),
+            timing: Sha256::new(),
+            projection: Projection::default(),
+            keep: keep.then(Vec::new),
+            file: None,
+            file_error: None,
+        }
+    }
+
+    /// Also writes the log to `out` (the header first), as it happens.
+    pub fn write_to(&mut self, mut out: Box<dyn Write + Send>, header: &LogHeader) {
+        let written = serde_json::to_writer(&mut out, header)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
+        match written {
+            Ok(()) => self.file = Some(out),
+            Err(error) => self.file_error = Some(error),
+        }
+    }
+
+    /// Appends an event at `t` seconds. Past the limit, nothing more is recorded
+    /// and [`Recorder::overflowed`] turns true.
+    pub fn record(&mut self, t: f64, kind: EventKind) {
+        tracing::debug!(target: "asksim::event", ?kind);
+        if self.seq >= self.events_max {
+            self.overflowed = true;
+            return;
+        }
+        self.seq += 1;
+        let event = Event {
+            seq: self.seq,
+            t,
+            kind,
+        };
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &event).expect("an event serialises");
+        self.line.push(b'\n');
+        self.trace.update(&self.line);
+        self.timing.update(&self.line);
+        serde_json::to_writer(OrderWriter(&mut self.order), &event.kind).expect("an event serialises");
+        self.order.update(b"\n");
+        if let Some(file) = &mut self.file
+            && let Err(error) = file.write_all(&self.line)
+        {
+            self.file_error = Some(error);
+            self.file = None;
+        }
+        self.last_t = t;
+        self.projection.apply(&event);
+        if let Some(keep) = &mut self.keep {
+            keep.push(event);
+        }
+    }
+
+    /// Whether the limit on events was reached.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Events recorded so far.
+    pub fn len(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.seq == 0
+    }
+
+    /// The time of the last event, or 0.
+    pub fn last_t(&self) -> f64 {
+        self.last_t
+    }
+
+    /// The projection of the events so far.
+    pub fn projection(&self) -> &Projection {
+        &self.projection
+    }
+
+    /// The events so far, when they are kept.
+    pub fn events(&self) -> &[Event] {
+        self.keep.as_deref().unwrap_or(&[])
+    }
+
+    /// Ends the recording; flushes the log file, whose first error is returned.
+    pub fn finish(mut self) -> (Recording, std::io::Result<()>) {
+        let written = match (self.file_error.take(), self.file.as_mut()) {
+            (Some(error), _) => Err(error),
+            (None, Some(file)) => file.flush(),
+            (None, None) => Ok(()),
+        };
+        let hex = |digest: &[u8]| digest.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let recording = Recording {
+            trace_hash: hex(&self.trace.finalize()),
+            order_hash: hex(&self.order.finalize()),
+            timing_hash: hex(&self.timing.finalize()),
+            events: self.keep.unwrap_or_default(),
+            count: self.seq,
+            projection: self.projection,
+            last_t: self.last_t,
+            overflowed: self.overflowed,
+        };
+        (recording, written)
+    }
+}
+
+struct OrderWriter<'a>(&'a mut Sha256);
+
+impl Write for OrderWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,448 @@
+//! The delivery queue: every message between actors and every timer of a
+//! simulated run passes through it (SPEC §6 "Scheduling").
+//!
+//! Messages travel on channels, one per ordered pair of actors, and leave a channel
+//! in the order they entered it, as ractor guarantees between two actors. A timer
+//! is a message an actor sends itself, due at a time. At each step the queue
+//! gathers everything deliverable at the earliest instant (the heads of the
+//! channels and the timers due then) and a [`Chooser`] picks one; the next is
+//! picked only after the receiver has handled it. The queue also keeps the
+//! account of what is still due, so the run's end is known (SPEC §5): messages,
+//! timers and scheduled events are work; a fault timer (`crash_at`) is not.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use crate::effect::TimerId;
+use crate::protocol::{Addr, Envelope, Nanos};
+
+/// A hasher with no random state: lookups only, but nothing here may depend on
+/// the process's random seed.
+type Fixed = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+/// One thing deliverable now, as a [`Chooser`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The receiver.
+    pub to: Addr,
+    /// The sender, or `None` for a timer.
+    pub from: Option<Addr>,
+    /// Its place in the order things entered the queue: unique and stable for a
+    /// given schedule prefix.
+    pub seq: u64,
+}
+
+/// Picks the next delivery among the candidates (at least two, in `seq` order).
+pub trait Chooser {
+    /// The index of the candidate to deliver.
+    fn pick(&mut self, candidates: &[Candidate]) -> usize;
+}
+
+/// One delivery.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The sender (the receiver itself for a timer).
+    pub from: Addr,
+    /// The message and its receiver.
+    pub envelope: Envelope,
+    /// Its place in the broker's mailbox, for messages to the broker.
+    pub mbox: Option<u64>,
+    /// The time it is delivered at.
+    pub at: Nanos,
+}
+
+/// Why the queue has nothing more to deliver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// No work is due any more: the run is over.
+    Done,
+    /// Work is due only past this limit: the run stops at the limit.
+    Limit,
+}
+
+#[derive(Debug)]
+struct Message {
+    due: Nanos,
+    seq: u64,
+    mbox: Option<u64>,
+    envelope: Envelope,
+}
+
+#[derive(Debug, Default)]
+struct Channel {
+    messages: VecDeque<Message>,
+    /// Its head is in the heap or in `ready`.
+    queued: bool,
+}
+
+#[derive(Debug)]
+struct Timer {
+    envelope: Envelope,
+    fault: bool,
+    seq: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Channel(Addr, Addr),
+    Timer(Addr, TimerId),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    due: Nanos,
+    seq: u64,
+    key: Key,
+}
+
+/// The queue.
+#[derive(Debug, Default)]
+pub struct Queue {
+    now: Nanos,
+    seq: u64,
+    mbox: u64,
+    channels: HashMap<(Addr, Addr), Channel, Fixed>,
+    timers: HashMap<(Addr, TimerId), Timer, Fixed>,
+    heap: BinaryHeap<Reverse<Entry>>,
+    /// Deliverable at `now`, in `seq` order.
+    ready: Vec<Entry>,
+    /// Messages queued plus live timers that are not faults.
+    work: usize,
+    candidates: Vec<Candidate>,
+}
+
+impl Queue {
+    /// An empty queue at time 0.
+    pub fn new() -> Queue {
+        Queue::default()
+    }
+
+    /// The time of the delivery at hand.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Work still due: queued messages and timers that are not faults.
+    pub fn work(&self) -> usize {
+        self.work
+    }
+
+    /// Queues `envelope` from `from`, deliverable at `due` but never before what
+    /// `from` sent its receiver earlier.
+    pub fn send(&mut self, from: Addr, envelope: Envelope, due: Nanos) {
+        let to = envelope.to();
+        self.seq += 1;
+        let mbox = (to == Addr::Broker).then(|| {
+            self.mbox += 1;
+            self.mbox
+        });
+        let channel = self.channels.entry((from, to)).or_default();
+        let due = channel
+            .messages
+            .back()
+            .map_or(due, |last| due.max(last.due))
+            .max(self.now);
+        channel.messages.push_back(Message {
+            due,
+            seq: self.seq,
+            mbox,
+            envelope,
+        });
+        self.work += 1;
+        if !channel.queued {
+            channel.queued = true;
+            self.schedule(Entry {
+                due,
+                seq: self.seq,
+                key: Key::Channel(from, to),
+            });
+        }
+    }
+
+    /// Starts a timer of `owner` that delivers `envelope` to it at `due`.
+    pub fn timer(&mut self, owner: Addr, id: TimerId, envelope: Envelope, due: Nanos, fault: bool) {
+        self.seq += 1;
+        let previous = self.timers.insert(
+            (owner, id),
+            Timer {
+                envelope,
+                fault,
+                seq: self.seq,
+            },
+        );
+        assert!(previous.is_none(), "timer {id} of {owner:?} started twice");
+        if !fault {
+            self.work += 1;
+        }
+        self.schedule(Entry {
+            due: due.max(self.now),
+            seq: self.seq,
+            key: Key::Timer(owner, id),
+        });
+    }
+
+    /// Cancels a timer if it has not fired.
+    pub fn cancel(&mut self, owner: Addr, id: TimerId) {
+        if let Some(timer) = self.timers.remove(&(owner, id))
+            && !timer.fault
+        {
+            self.work -= 1;
+        }
+    }
+
+    /// Drops every channel and timer that `keep` rejects (process loss: only the
+    /// driver's own schedule survives).
+    pub fn retain(&mut self, keep: impl Fn(Addr, Addr) -> bool) {
+        let mut dropped = 0;
+        self.channels.retain(|(from, to), channel| {
+            let kept = keep(*from, *to);
+            if !kept {
+                dropped += channel.messages.len();
+            }
+            kept
+        });
+        self.timers.retain(|(owner, _), timer| {
+            let kept = keep(*owner, *owner);
+            if !kept && !timer.fault {
+                dropped += 1;
+            }
+            kept
+        });
+        self.work -= dropped;
+        // Stale entries are skipped when they come up.
+        let ready = std::mem::take(&mut self.ready);
+        self.ready = ready.into_iter().filter(|e| self.live(e)).collect();
+    }
+
+    fn schedule(&mut self, entry: Entry) {
+        if entry.due == self.now && !self.ready.is_empty() {
+            let at = self.ready.partition_point(|e| e.seq < entry.seq);
+            self.ready.insert(at, entry);
+        } else {
+            self.heap.push(Reverse(entry));
+        }
+    }
+
+    fn live(&self, entry: &Entry) -> bool {
+        match entry.key {
+            Key::Channel(from, to) => self
+                .channels
+                .get(&(from, to))
+                .and_then(|c| c.messages.front())
+                .is_some_and(|head| head.seq == entry.seq),
+            Key::Timer(owner, id) => self.timers.get(&(owner, id)).is_some_and(|t| t.seq == entry.seq),
+        }
+    }
+
+    /// The next delivery, chosen by `chooser` among what is deliverable at the
+    /// earliest instant; or why there is none. Nothing past `limit` is delivered.
+    pub fn next(&mut self, chooser: &mut dyn Chooser, limit: Nanos) -> Result<Delivery, Stop> {
+        loop {
+            if self.ready.is_empty() {
+                self.advance(limit)?;
+                continue;
+            }
+            let index = if self.ready.len() == 1 {
+                0
+            } else {
+                self.candidates.clear();
+                for entry in &self.ready {
+                    self.candidates.push(self.candidate(entry));
+                }
+                chooser.pick(&self.candidates).min(self.ready.len() - 1)
+            };
+            let entry = self.ready.remove(index);
+            if let Some(delivery) = self.take(entry) {
+                return Ok(delivery);
+            }
+        }
+    }
+
+    /// Moves the clock to the earliest due entry and gathers everything due then.
+    fn advance(&mut self, limit: Nanos) -> Result<(), Stop> {
+        if self.work == 0 {
+            return Err(Stop::Done);
+        }
+        let due = loop {
+            let Some(Reverse(top)) = self.heap.peek().copied() else {
+                return Err(Stop::Done);
+            };
+            if self.live(&top) {
+                break top.due;
+            }
+            self.heap.pop();
+        };
+        if due > limit {
+            self.now = limit.max(self.now);
+            return Err(Stop::Limit);
+        }
+        self.now = due;
+        while let Some(Reverse(top)) = self.heap.peek().copied() {
+            if top.due != due {
+                break;
+            }
+            self.heap.pop();
+            if self.live(&top) {
+                self.ready.push(top);
+            }
+        }
+        self.ready.sort_unstable_by_key(|e| e.seq);
+        Ok(())
+    }
+
+    fn candidate(&self, entry: &Entry) -> Candidate {
+        match entry.key {
+            Key::Channel(from, to) => Candidate {
+                to,
+                from: Some(from),
+                seq: entry.seq,
+            },
+            Key::Timer(owner, _) => Candidate {
+                to: owner,
+                from: None,
+                seq: entry.seq,
+            },
+        }
+    }
+
+    /// Takes the entry's message out (a stale entry gives nothing).
+    fn take(&mut self, entry: Entry) -> Option<Delivery> {
+        match entry.key {
+            Key::Timer(owner, id) => {
+                let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == entry.seq)?;
+                if !timer.fault {
+                    self.work -= 1;
+                }
+                Some(Delivery {
+                    from: owner,
+                    envelope: timer.envelope,
+                    mbox: None,
+                    at: self.now,
+                })
+            }
+            Key::Channel(from, to) => {
+                let channel = self.channels.get_mut(&(from, to))?;
+                if channel.messages.front().is_none_or(|head| head.seq != entry.seq) {
+                    return None; // a channel of a life before a process loss
+                }
+                let message = channel.messages.pop_front().expect("the head was just seen");
+                self.work -= 1;
+                match channel.messages.front() {
+                    Some(next) => {
+                        let entry = Entry {
+                            due: next.due,
+                            seq: next.seq,
+                            key: Key::Channel(from, to),
+                        };
+                        self.schedule(entry);
+                    }
+                    None => channel.queued = false,
+                }
+                Some(Delivery {
+                    from,
+                    envelope: message.envelope,
+                    mbox: message.mbox,
+                    at: self.now,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{AgentMsg, BrokerMsg};
+
+    struct Last;
+    impl Chooser for Last {
+        fn pick(&mut self, candidates: &[Candidate]) -> usize {
+            candidates.len() - 1
+        }
+    }
+
+    struct First;
+    impl Chooser for First {
+        fn pick(&mut self, _: &[Candidate]) -> usize {
+            0
+        }
+    }
+
+    fn stop(agent: u64) -> Envelope {
+        Envelope::Broker(BrokerMsg::Stop(agent))
+    }
+
+    fn agent_of(delivery: &Delivery) -> u64 {
+        match delivery.envelope {
+            Envelope::Broker(BrokerMsg::Stop(agent)) => agent,
+            _ => panic!("not a stop"),
+        }
+    }
+
+    #[test]
+    fn one_channel_delivers_in_send_order_even_when_a_later_message_is_due_first() {
+        let mut queue = Queue::new();
+        queue.send(Addr::Agent(1), stop(1), 50);
+        queue.send(Addr::Agent(1), stop(2), 10);
+        let first = queue.next(&mut Last, u64::MAX).unwrap();
+        let second = queue.next(&mut Last, u64::MAX).unwrap();
+        assert_eq!((agent_of(&first), first.at), (1, 50));
+        assert_eq!(
+            (agent_of(&second), second.at),
+            (2, 50),
+            "FIFO per pair: held back to the first"
+        );
+        assert_eq!(queue.next(&mut Last, u64::MAX).unwrap_err(), Stop::Done);
+    }
+
+    #[test]
+    fn ties_between_senders_go_to_the_chooser() {
+        for (chooser, expected) in [(&mut First as &mut dyn Chooser, 1), (&mut Last, 2)] {
+            let mut queue = Queue::new();
+            queue.send(Addr::Agent(1), stop(1), 5);
+            queue.send(Addr::Agent(2), stop(2), 5);
+            let delivery = queue.next(chooser, u64::MAX).unwrap();
+            assert_eq!(agent_of(&delivery), expected);
+        }
+    }
+
+    #[test]
+    fn fault_timers_are_not_work_and_cancelled_timers_never_fire() {
+        let mut queue = Queue::new();
+        queue.timer(Addr::Answerer(0), 1, stop(1), 1_000, true);
+        assert_eq!(queue.work(), 0);
+        assert_eq!(queue.next(&mut First, u64::MAX).unwrap_err(), Stop::Done);
+        let mut queue = Queue::new();
+        queue.timer(Addr::Broker, 1, stop(1), 10, false);
+        queue.timer(Addr::Broker, 2, stop(2), 20, false);
+        queue.cancel(Addr::Broker, 1);
+        let delivery = queue.next(&mut First, u64::MAX).unwrap();
+        assert_eq!((agent_of(&delivery), delivery.at), (2, 20));
+    }
+
+    #[test]
+    fn nothing_past_the_limit_is_delivered() {
+        let mut queue = Queue::new();
+        queue.timer(Addr::Broker, 1, stop(1), 100, false);
+        assert_eq!(queue.next(&mut First, 99).unwrap_err(), Stop::Limit);
+        assert_eq!(queue.now(), 99);
+    }
+
+    #[test]
+    fn the_broker_mailbox_numbers_messages_in_the_order_they_enter() {
+        let mut queue = Queue::new();
+        queue.send(Addr::Agent(2), stop(2), 0);
+        queue.send(
+            Addr::Agent(1),
+            Envelope::Agent(1, AgentMsg::WorkDone { step: 0 }),
+            0,
+        );
+        queue.send(Addr::Agent(1), stop(1), 0);
+        let mut mboxes = Vec::new();
+        while let Ok(delivery) = queue.next(&mut Last, u64::MAX) {
+            mboxes.push(delivery.mbox);
+        }
+        assert_eq!(mboxes, [Some(2), None, Some(1)]);
+    }
+}

@@ -1,0 +1,479 @@
+//! The simulated world: the broker, the agents and the answerers of one run, the
+//! delivery queue between them, and the driver that starts them, fires the
+//! scenario's scheduled events and restarts them after a process loss.
+//!
+//! One delivery at a time: the queue gives the next message, its receiver's
+//! handler runs to completion, and the world carries out what it did (sends go
+//! back into the queue, events to the recorder). Nothing here reads a clock or
+//! spawns a task, so a run is a pure function of the scenario, the seed and the
+//! scheduler's choices.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::agent::{AgentSetup, AgentState, Script};
+use crate::answerer::AnswererState;
+use crate::broker::{BrokerConfig, BrokerLimits, BrokerState};
+use crate::effect::{Effect, Out};
+use crate::event::EventKind;
+use crate::protocol::{
+    Addr, AgentId, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Restored, Turn, TurnId, nanos,
+    seconds,
+};
+use crate::record::Recorder;
+use crate::scenario::{Action, AgentSpec, Scenario};
+use crate::seed::{answerer_stream, jitter_stream};
+use crate::sim::queue::{Chooser, Delivery, Queue, Stop};
+use crate::tool::{Ask, Question, Schema, Wait};
+
+/// The timer id of the driver's restart.
+const RESTART_TIMER: u64 = 1;
+
+/// Why a run stopped short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// Work was still due at `limits.virtual_s_max`.
+    VirtualSMax,
+    /// The log reached `limits.events_max`.
+    EventsMax,
+}
+
+impl Limit {
+    /// The limit's name in the scenario format and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::VirtualSMax => "virtual_s_max",
+            Limit::EventsMax => "events_max",
+        }
+    }
+}
+
+/// One simulated run in progress.
+pub struct World<'s> {
+    scenario: &'s Scenario,
+    seed: u64,
+    queue: Queue,
+    broker: Option<BrokerState>,
+    agents: HashMap<AgentId, AgentState>,
+    /// The current life's agents by name, for scheduled events.
+    names: BTreeMap<Name, AgentId>,
+    answerers: Vec<Option<AnswererState>>,
+    specs: BTreeMap<String, Arc<AgentSpec>>,
+    recorder: Recorder,
+    jitter: Option<(StdRng, Nanos)>,
+    next_agent: AgentId,
+    finals: BTreeMap<String, Value>,
+    out: Out,
+    /// Between a process loss and its restart: when the restart is due.
+    lost_until: Option<Nanos>,
+}
+
+impl<'s> World<'s> {
+    /// The world of `scenario` under `seed`, recording into `recorder`. `jitter`
+    /// adds a seeded delay of up to that many seconds to every message.
+    pub fn new(scenario: &'s Scenario, seed: u64, jitter_max_s: f64, recorder: Recorder) -> World<'s> {
+        let specs = scenario
+            .all_agents()
+            .into_iter()
+            .map(|spec| (spec.name.clone(), Arc::new(spec.clone())))
+            .collect();
+        let jitter =
+            (jitter_max_s > 0.0).then(|| (StdRng::seed_from_u64(jitter_stream(seed)), nanos(jitter_max_s)));
+        World {
+            scenario,
+            seed,
+            queue: Queue::new(),
+            broker: None,
+            agents: HashMap::new(),
+            names: BTreeMap::new(),
+            answerers: Vec::new(),
+            specs,
+            recorder,
+            jitter,
+            next_agent: 0,
+            finals: BTreeMap::new(),
+            out: Out::new(0),
+            lost_until: None,
+        }
+    }
+
+    /// Starts the runtime and schedules the scenario's events.
+    pub fn start(&mut self) {
+        for (index, event) in self.scenario.events.iter().enumerate() {
+            let msg = Envelope::Driver(DriverMsg::Scheduled(index));
+            self.queue.send(Addr::Driver, msg, nanos(event.at_s));
+        }
+        self.boot();
+        for spec in &self.scenario.agents {
+            let spec = self.specs[&spec.name].clone();
+            let lineage = spec.lineage_parent.clone();
+            self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
+        }
+    }
+
+    /// Runs until nothing is due, a limit is hit, or the chooser's schedule ends.
+    pub fn run(&mut self, chooser: &mut dyn Chooser) -> Option<Limit> {
+        let limit = nanos(self.scenario.limits.virtual_s_max);
+        loop {
+            match self.queue.next(chooser, limit) {
+                Ok(delivery) => self.deliver(delivery),
+                Err(Stop::Done) => return None,
+                Err(Stop::Limit) => return Some(Limit::VirtualSMax),
+            }
+            if self.recorder.overflowed() {
+                return Some(Limit::EventsMax);
+            }
+        }
+    }
+
+    /// The time of the last delivery.
+    pub fn now(&self) -> Nanos {
+        self.queue.now()
+    }
+
+    /// The broker's open calls now (none while the process is lost).
+    pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
+        self.broker.as_ref().map(|b| b.status().open).unwrap_or_default()
+    }
+
+    /// Final results of the scripts that ended, by agent.
+    pub fn finals(&self) -> &BTreeMap<String, Value> {
+        &self.finals
+    }
+
+    /// Ends the run: its recorder.
+    pub fn into_recorder(self) -> Recorder {
+        self.recorder
+    }
+
+    /// A new broker and answerers, as at the start or after a restart.
+    fn boot(&mut self) {
+        let config = BrokerConfig {
+            answerers: self
+                .scenario
+                .answerers
+                .iter()
+                .map(|a| Name::from(a.name.as_str()))
+                .collect(),
+            offer_timeout_s: self.scenario.broker.offer_timeout_s,
+            limits: BrokerLimits::default(),
+        };
+        self.broker = Some(BrokerState::new(config).expect("a scenario has at most ANSWERERS_MAX answerers"));
+        let now_s = seconds(self.now());
+        self.answerers.clear();
+        for (index, spec) in self.scenario.answerers.iter().enumerate() {
+            let name = Name::from(spec.name.as_str());
+            let stream = answerer_stream(self.seed, index);
+            let mut answerer = AnswererState::new(index, name, spec.policy.clone(), stream);
+            self.out.reset(self.now(), None);
+            answerer.start(now_s, &mut self.out);
+            self.answerers.push(Some(answerer));
+            self.apply(Addr::Answerer(index));
+        }
+    }
+
+    /// Starts an agent of the scenario as a root and registers it.
+    fn start_agent(
+        &mut self,
+        spec: &Arc<AgentSpec>,
+        lineage: Option<String>,
+        calls_made: u64,
+        pending: BTreeSet<crate::protocol::CallId>,
+        resumed: bool,
+    ) -> AgentId {
+        self.next_agent += 1;
+        let id = self.next_agent;
+        let turn = Turn::root(TurnId { agent: id, n: 1 });
+        let name: Name = spec.name.as_str().into();
+        let agent = AgentState::new(AgentSetup {
+            id,
+            name: name.clone(),
+            tool: self.scenario.tool,
+            turn: turn.clone(),
+            parent_turn: None,
+            owner: None,
+            calls_made,
+            pending,
+            script: Some(Script::new(spec.clone(), resumed)),
+        });
+        self.agents.insert(id, agent);
+        self.names.insert(name.clone(), id);
+        let registration = Registration {
+            agent: id,
+            name,
+            owner: None,
+            lineage,
+            turn,
+        };
+        self.queue.send(
+            Addr::Driver,
+            Envelope::Broker(BrokerMsg::Register(registration)),
+            self.now(),
+        );
+        id
+    }
+
+    fn deliver(&mut self, delivery: Delivery) {
+        let Delivery {
+            envelope, mbox, at, ..
+        } = delivery;
+        let to = envelope.to();
+        self.out.reset(at, mbox);
+        match envelope {
+            Envelope::Broker(msg) => {
+                if let Some(broker) = &mut self.broker {
+                    broker.handle(msg, &mut self.out);
+                }
+            }
+            Envelope::Agent(id, msg) => {
+                if let Some(agent) = self.agents.get_mut(&id) {
+                    agent.handle(msg, &mut self.out);
+                }
+            }
+            Envelope::Answerer(index, msg) => {
+                if let Some(Some(answerer)) = self.answerers.get_mut(index) {
+                    answerer.handle(msg, &mut self.out);
+                }
+            }
+            Envelope::Driver(DriverMsg::Scheduled(index)) => self.scheduled(index),
+            Envelope::Driver(DriverMsg::Restart) => self.restart(),
+        }
+        self.apply(to);
+    }
+
+    /// Carries out what the actor at `from` just did.
+    fn apply(&mut self, from: Addr) {
+        let mut out = std::mem::take(&mut self.out);
+        let now = out.now();
+        for effect in out.drain() {
+            match effect {
+                Effect::Send(envelope) => {
+                    let delay = match (&mut self.jitter, from) {
+                        (Some((rng, max)), Addr::Broker | Addr::Agent(_) | Addr::Answerer(_)) => {
+                            rng.gen_range(0..=*max)
+                        }
+                        _ => 0,
+                    };
+                    self.queue.send(from, envelope, now.saturating_add(delay));
+                }
+                Effect::Timer {
+                    id,
+                    after,
+                    msg,
+                    fault,
+                } => {
+                    self.queue.timer(from, id, msg, now.saturating_add(after), fault);
+                }
+                Effect::Cancel(id) => self.queue.cancel(from, id),
+                Effect::Record(kind) => self.recorder.record(seconds(now), kind),
+                Effect::Spawn(spawn) => self.spawn(from, spawn),
+                Effect::Die => {
+                    if let Addr::Answerer(index) = from {
+                        self.kill(index);
+                    }
+                }
+                Effect::Finished { agent, final_result } => {
+                    self.finals.insert(agent.to_string(), final_result);
+                }
+            }
+        }
+        self.out = out;
+    }
+
+    fn spawn(&mut self, from: Addr, spawn: crate::effect::Spawn) {
+        self.next_agent += 1;
+        let id = self.next_agent;
+        let agent = AgentState::child(
+            id,
+            spawn.spec.clone(),
+            self.scenario.tool,
+            spawn.owner,
+            &spawn.turn,
+        );
+        let registration = Registration {
+            agent: id,
+            name: agent.name().clone(),
+            owner: Some(spawn.owner),
+            lineage: spawn.spec.lineage_parent.clone(),
+            turn: agent.turn().clone(),
+        };
+        self.names.insert(agent.name().clone(), id);
+        self.agents.insert(id, agent);
+        let delay = match &mut self.jitter {
+            Some((rng, max)) => rng.gen_range(0..=*max),
+            None => 0,
+        };
+        let msg = Envelope::Broker(BrokerMsg::Register(registration));
+        self.queue.send(from, msg, self.now().saturating_add(delay));
+    }
+
+    /// The answerer dies: it reads nothing more, and the broker hears of it behind
+    /// everything it sent before.
+    fn kill(&mut self, index: usize) {
+        let Some(slot) = self.answerers.get_mut(index).filter(|a| a.is_some()) else {
+            return;
+        };
+        *slot = None;
+        let died = Envelope::Broker(BrokerMsg::AnswererDied { answerer: index });
+        self.queue.send(Addr::Answerer(index), died, self.now());
+    }
+
+    fn scheduled(&mut self, index: usize) {
+        let event = &self.scenario.events[index];
+        if let Some(until) = self.lost_until {
+            if nanos(event.at_s) < until {
+                self.recorder.record(
+                    seconds(self.now()),
+                    EventKind::Dropped {
+                        what: scheduled_json(event),
+                    },
+                );
+                return;
+            }
+            // Due at the restart instant: the restart comes first.
+            self.queue.cancel(Addr::Driver, RESTART_TIMER);
+            self.restart();
+        }
+        let now = self.now();
+        let to_broker = |world: &mut World, msg| world.queue.send(Addr::Driver, Envelope::Broker(msg), now);
+        match &event.action {
+            Action::CancelTurn(name) => match self.agent_named(name) {
+                Some(agent) => {
+                    let turn = self.agents[&agent].turn().clone();
+                    to_broker(self, BrokerMsg::CancelTurn { agent, turn });
+                }
+                None => self.not_yet(json!({"cancel_turn": name, "why": "not spawned yet"})),
+            },
+            Action::StopAgent(name) => match self.agent_named(name) {
+                Some(agent) => to_broker(self, BrokerMsg::Stop(agent)),
+                None => self.not_yet(json!({"stop_agent": name, "why": "not spawned yet"})),
+            },
+            Action::CancelCall(call_id) => {
+                let call_id = call_id.as_str().into();
+                to_broker(self, BrokerMsg::CancelCall { call_id });
+            }
+            Action::CrashAnswerer(name) => {
+                if let Some(index) = self.scenario.answerers.iter().position(|a| &a.name == name) {
+                    self.kill(index);
+                }
+            }
+            Action::ProcessLoss { restart_after_s } => self.process_loss(*restart_after_s),
+        }
+    }
+
+    fn agent_named(&self, name: &str) -> Option<AgentId> {
+        self.names
+            .get(name)
+            .copied()
+            .filter(|id| self.agents.contains_key(id))
+    }
+
+    fn not_yet(&mut self, what: Value) {
+        self.recorder
+            .record(seconds(self.now()), EventKind::Dropped { what });
+    }
+
+    /// Everything in memory dies: broker, answerers, agents, their messages and
+    /// timers. Only the log and the driver's own schedule survive.
+    fn process_loss(&mut self, restart_after_s: f64) {
+        let now = self.now();
+        self.recorder.record(
+            seconds(now),
+            EventKind::ProcessLoss {
+                restart_after: restart_after_s,
+            },
+        );
+        self.broker = None;
+        self.agents.clear();
+        self.names.clear();
+        self.answerers.iter_mut().for_each(|a| *a = None);
+        self.queue
+            .retain(|from, to| from == Addr::Driver && to == Addr::Driver);
+        let until = now.saturating_add(nanos(restart_after_s));
+        self.lost_until = Some(until);
+        self.queue.timer(
+            Addr::Driver,
+            RESTART_TIMER,
+            Envelope::Driver(DriverMsg::Restart),
+            until,
+            false,
+        );
+    }
+
+    /// The runtime starts again from the log (SPEC §3.9): answerers from their
+    /// rows, every agent that was live as a runtime root carrying its lineage,
+    /// with every user message decided for it and never received delivered first,
+    /// then running its `on_resume`; every open timed question re-offered.
+    fn restart(&mut self) {
+        self.lost_until = None;
+        self.recorder.record(seconds(self.now()), EventKind::Restart);
+        let projection = self.recorder.projection().clone();
+        self.boot();
+        let mut resumed: BTreeMap<&str, AgentId> = BTreeMap::new();
+        for (name, record) in projection.agents.iter().filter(|(_, a)| a.live) {
+            let Some(spec) = self.specs.get(name).cloned() else {
+                continue;
+            };
+            let pending = projection
+                .answerable()
+                .filter(|(_, q)| &q.agent == name)
+                .map(|(id, _)| id.as_str().into())
+                .collect();
+            let lineage = record.lineage.clone().or_else(|| record.owner.clone());
+            let id = self.start_agent(&spec, lineage, record.calls_made, pending, true);
+            resumed.insert(name, id);
+            self.out.reset(self.now(), None);
+            let agent = self.agents.get_mut(&id).expect("just started");
+            for (call_id, _, message) in projection.undelivered().filter(|(_, q, _)| &q.agent == name) {
+                agent.redeliver(call_id.as_str().into(), message.clone(), &mut self.out);
+            }
+            self.apply(Addr::Agent(id));
+        }
+        for (call_id, question) in projection.answerable() {
+            let restored = Restored {
+                agent: resumed.get(question.agent.as_str()).copied().unwrap_or(0),
+                agent_name: question.agent.as_str().into(),
+                call_id: call_id.as_str().into(),
+                ask: question.questions.as_ref().and_then(|q| restored_ask(q.text())),
+            };
+            let msg = Envelope::Broker(BrokerMsg::Restore(restored));
+            self.queue.send(Addr::Driver, msg, self.now());
+        }
+    }
+}
+
+/// A timed question rebuilt from the questions text of its request, or `None` if
+/// the record lacks the shape. No limit of SPEC §2.3 is applied again.
+pub(crate) fn restored_ask(text: &str) -> Option<Ask> {
+    let recorded: Value = serde_json::from_str(text).ok()?;
+    let questions: Vec<Question> = recorded
+        .as_array()?
+        .iter()
+        .map(Question::from_recorded)
+        .collect::<Option<_>>()?;
+    Some(Ask {
+        schema: Schema::Timed,
+        questions: questions.into(),
+        questions_raw: text.into(),
+        questions_json: Value::Null,
+        timeout_arg: None,
+        wait: Wait::Blocking,
+    })
+}
+
+/// A scheduled event as the log's `dropped` records it.
+pub(crate) fn scheduled_json(event: &crate::scenario::EventSpec) -> Value {
+    match &event.action {
+        Action::CancelTurn(name) => json!({"at": event.at_s, "cancel_turn": name}),
+        Action::CancelCall(call_id) => json!({"at": event.at_s, "cancel_call": call_id}),
+        Action::StopAgent(name) => json!({"at": event.at_s, "stop_agent": name}),
+        Action::CrashAnswerer(name) => json!({"at": event.at_s, "crash_answerer": name}),
+        Action::ProcessLoss { restart_after_s } => {
+            json!({"at": event.at_s, "process_loss": {"restart_after": restart_after_s}})
+        }
+    }
+}
