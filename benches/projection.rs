@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use asksim::event::{Event, EventKind};
+use asksim::event::{Event, EventKind, RawQuestions};
 use asksim::projection::Projection;
-use asksim::tool::Schema;
+use asksim::protocol::Text;
+use asksim::tool::{ResultKind, Schema};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -19,7 +20,10 @@ const EVENTS: u64 = 1_000_000;
 /// A log of timed calls, each asked, offered, accepted, answered and settled;
 /// every fifth goes pending and is answered late instead.
 fn log() -> Vec<Event> {
-    let questions = json!([{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes"},{"label":"No"}]}]);
+    let questions = RawQuestions::new(
+        r#"[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes"},{"label":"No"}]}]"#,
+    )
+    .expect("JSON questions");
     let mut events = Vec::with_capacity(EVENTS as usize);
     let mut push = |kind: EventKind| {
         let seq = events.len() as u64 + 1;
@@ -30,16 +34,18 @@ fn log() -> Vec<Event> {
         });
     };
     for n in 0..EVENTS / EVENTS_PER_CALL {
-        let call_id = format!("agent-{}/{}", n % 1000, n / 1000 + 1);
-        let agent = format!("agent-{}", n % 1000);
+        let call_id: Text = format!("agent-{}/{}", n % 1000, n / 1000 + 1).into();
+        let agent: Text = format!("agent-{}", n % 1000).into();
         push(EventKind::Request {
             call_id: call_id.clone(),
             agent: agent.clone(),
             schema: Schema::Timed,
             keyed: true,
             questions: questions.clone(),
+            questions_text: None,
             timeout: Some(5.0),
             window_s: Some(5.0),
+            mbox: None,
         });
         push(EventKind::Offer {
             call_id: call_id.clone(),
@@ -48,6 +54,7 @@ fn log() -> Vec<Event> {
         push(EventKind::Accept {
             call_id: call_id.clone(),
             answerer: "web".into(),
+            mbox: None,
         });
         if n % 5 == 4 {
             push(EventKind::Result {
@@ -55,6 +62,7 @@ fn log() -> Vec<Event> {
                 agent: agent.clone(),
                 result: "{\"pending\":true}".into(),
                 is_error: false,
+                outcome: Some(ResultKind::Pending),
             });
             push(EventKind::LateAnswer {
                 call_id,
@@ -67,12 +75,14 @@ fn log() -> Vec<Event> {
                 call_id: call_id.clone(),
                 answerer: "web".into(),
                 batch: json!([]),
+                mbox: None,
             });
             push(EventKind::Result {
                 call_id,
                 agent,
                 result: "{\"answers\":[]}".into(),
                 is_error: false,
+                outcome: Some(ResultKind::Answers),
             });
         }
     }

@@ -7,9 +7,9 @@ mod baseline;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use asksim::broker::AnswererSlot;
+use asksim::AnswererSlot;
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use baseline::{Answerer, Baseline};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use asksim::answerer::AnswererMsg;
-use asksim::broker::AnswererSlot;
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::protocol::AnswererMsg;
+use asksim::AnswererSlot;
+use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::json;
@@ -34,7 +34,7 @@ impl Actor for WebClient {
         _state: &mut (),
     ) -> Result<(), ActorProcessingErr> {
         if let AnswererMsg::Offer(offer) = msg {
-            offer.reply.broker().send_message(offer.reply.accept())?;
+            offer.reply(offer.accept())?;
             let batch: Vec<_> = offer
                 .questions
                 .iter()
@@ -43,10 +43,7 @@ impl Actor for WebClient {
             // The user thinks; the actor stays free for other offers meanwhile.
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(40)).await;
-                let _ = offer
-                    .reply
-                    .broker()
-                    .send_message(offer.reply.submit(batch.into()));
+                let _ = offer.reply(offer.submit(batch.into()));
             });
         }
         // Withdraw and Refused need no action from this client.

@@ -56,10 +56,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use asksim::broker::AnswererSlot;
+use asksim::AnswererSlot;
 use asksim::event::{Event, EventKind};
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
@@ -291,13 +291,13 @@ fn scale_run(n: usize, roots: usize, window_s: f64) -> ScaleRun {
         }
         let wall = t0.elapsed();
         let submit = first.map_or(Duration::ZERO, |f| f - t0);
-        let virtual_s = runtime.sched().now_s();
+        let virtual_s = runtime.now_s();
         let heap1 = heap();
         let rss1 = rss();
 
         let events = runtime.events().take();
         let event_kinds = count_kinds(&events);
-        let event_count = events.len() - events_before;
+        let event_count = events.len() - events_before as usize;
         let before_drop = heap();
         drop(events);
         let event_log_heap_bytes = before_drop - heap();
@@ -462,10 +462,10 @@ fn lateness(args: &Args) -> Value {
         for i in 0..n {
             let agent = agents[i % roots].clone();
             let call_args = call_args.clone();
-            let sched = runtime.sched().clone();
+            let clock = runtime.clone();
             joins.push(tokio::spawn(async move {
                 let outcome = agent.ask(&call_args).await;
-                let t = sched.now_s();
+                let t = clock.now_s();
                 let text = outcome.result.text;
                 let kind = if is_pending(&text) {
                     None

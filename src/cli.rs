@@ -342,7 +342,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     }
     let file = args.file.display().to_string();
-    let output = match driver::run(&scenario, options) {
+    let output = match driver::run_options(&scenario, options) {
         Ok(output) => output,
         Err(error) => {
             let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
@@ -360,7 +360,7 @@ fn run(args: &RunArgs) -> ExitCode {
             keep_events: true,
             log: None,
         };
-        let again = driver::run(&scenario, again).expect("a run without a log cannot fail to write one");
+        let again = driver::run_options(&scenario, again).expect("a run without a log cannot fail to write one");
         determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
             let command = crate::sim::report::reproduce_command(&file, &output);

@@ -160,6 +160,11 @@ impl Recorder {
         self.keep.as_deref().unwrap_or(&[])
     }
 
+    /// Moves the kept events out.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.keep.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// Ends the recording; flushes the log file, whose first error is returned.
     pub fn finish(mut self) -> (Recording, std::io::Result<()>) {
         let written = match (self.file_error.take(), self.file.as_mut()) {

@@ -27,10 +27,10 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
 
     let root_call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer_root = web.offer().await;
-    send(&offer_root, offer_root.reply.accept());
+    send(&offer_root, offer_root.accept());
     let grand_call = spawn_ask(&grandchild, WINDOW_60_ARGS);
     let offer_grand = web.offer().await;
-    send(&offer_grand, offer_grand.reply.accept());
+    send(&offer_grand, offer_grand.accept());
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let (child_turn, grand_turn) = (child.turn().await.unwrap(), grandchild.turn().await.unwrap());
 
@@ -76,7 +76,7 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
             .count(),
         2
     );
-    send(&offer_root, offer_root.reply.submit(yes_batch()));
+    send(&offer_root, offer_root.submit(yes_batch()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "settled"));
     check_contract(&runtime.events().snapshot());
 }
@@ -91,14 +91,14 @@ async fn pending_question_survives_turn_cancellation() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.reply.accept());
+    send(&offer, offer.accept());
     assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
 
     // A second call of the same turn is still waiting when the turn fires, so the
     // broker does act on this turn's cancellation.
     let waiting = spawn_ask(&root, &timed_args(Some("-1")));
     let offer2 = web.offer().await;
-    send(&offer2, offer2.reply.accept());
+    send(&offer2, offer2.accept());
     root.cancel_turn().await;
     let aborted = outcome(waiting).await;
     assert_eq!(error_code(&aborted.result.text), "ABORTED");
@@ -109,7 +109,7 @@ async fn pending_question_survives_turn_cancellation() {
         matches!(seen[..], [Seen::Withdraw(t)] if t == offer2.ticket),
         "only the aborted call's owner is told to withdraw: {seen:?}"
     );
-    send(&offer, offer.reply.submit(yes_batch()));
+    send(&offer, offer.submit(yes_batch()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);

@@ -1,6 +1,6 @@
 //! SPEC §3.7, exactly once, over mixed runs: many roots and calls, slow, fast,
 //! silent, declining, holding and crashing answerers, windows, `-1`, cancel_call,
-//! turn cancellation and agent stops, under seeded message jitter. Whatever the
+//! turn cancellation and agent stops, under seeded latencies. Whatever the
 //! interleaving, every call settles exactly once, closes late at most once, and no
 //! answer is lost.
 
@@ -9,10 +9,10 @@ mod broker_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use asksim::broker::AnswererSlot;
+use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 use serde_json::json;
@@ -79,7 +79,6 @@ async fn mixed_run(seed: u64) -> Vec<asksim::event::Event> {
         tool: ToolConfig::timed(Timeout::Window(3.0)),
         answerers: waterfall(),
         seed,
-        jitter_max_s: 0.3,
         ..RuntimeConfig::default()
     })
     .await
@@ -121,9 +120,9 @@ async fn exactly_once_settlement() {
         let mut per_call: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
         for event in &events {
             match &event.kind {
-                EventKind::Result { call_id, .. } => per_call.entry(call_id).or_default().0 += 1,
+                EventKind::Result { call_id, .. } => per_call.entry(call_id.as_str()).or_default().0 += 1,
                 EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
-                    per_call.entry(call_id).or_default().1 += 1
+                    per_call.entry(call_id.as_str()).or_default().1 += 1
                 }
                 _ => {}
             }

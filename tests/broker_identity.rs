@@ -3,7 +3,9 @@
 
 mod broker_support;
 
-use asksim::broker::{AGENTS_PER_TREE_MAX, AnswererSlot, SpawnError};
+use asksim::AnswererSlot;
+use asksim::broker::AGENTS_PER_TREE_MAX;
+use asksim::protocol::SpawnError;
 use asksim::event::EventKind;
 use asksim::policy::Policy;
 use asksim::tool::{Timeout, ToolConfig};
@@ -34,7 +36,7 @@ async fn invalid_arguments_are_refused_before_identity() {
     let outcome = ask(&child, bad).await;
 
     assert_eq!(outcome.call_id, "child/1");
-    assert!(outcome.result.is_error);
+    assert!(outcome.result.is_error());
     assert_eq!(
         outcome.result.text,
         error_result(
@@ -67,7 +69,7 @@ async fn delegated_child_is_rejected_before_any_offer() {
     let outcome = ask(&child, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "child/1");
-    assert!(outcome.result.is_error);
+    assert!(outcome.result.is_error());
     assert_eq!(error_code(&outcome.result.text), "DELEGATED_CALLER");
     quiesce().await;
     let events = events_of(&runtime, "child/1");
@@ -103,7 +105,7 @@ async fn child_whose_owner_stopped_asks_normally() {
 
     assert_eq!(outcome.call_id, "child/1");
     assert_eq!(outcome.result.text, YES_RESULT);
-    assert!(!outcome.result.is_error);
+    assert!(!outcome.result.is_error());
     let events = events_of(&runtime, "child/1");
     assert_eq!(kinds(&events), ["Request", "Offer", "Accept", "Answer", "Result"]);
     check_contract(&runtime.events().snapshot());
@@ -120,7 +122,7 @@ async fn stopped_agent_gets_not_runtime_root() {
     let outcome = ask(&root, &timed_args(Some("5"))).await;
 
     assert_eq!(outcome.call_id, "root/1");
-    assert!(outcome.result.is_error);
+    assert!(outcome.result.is_error());
     assert_eq!(error_code(&outcome.result.text), "NOT_RUNTIME_ROOT");
     assert_eq!(kinds(&events_of(&runtime, "root/1")), ["Request", "Result"]);
     quiesce().await;

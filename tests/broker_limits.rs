@@ -3,8 +3,9 @@
 
 mod broker_support;
 
-use asksim::broker::{BrokerLimits, SpawnError};
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::broker::BrokerLimits;
+use asksim::protocol::SpawnError;
+use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 
@@ -36,14 +37,14 @@ async fn a_call_over_the_open_calls_limit_settles_as_limit_exceeded_and_is_not_q
         error_result("LIMIT_EXCEEDED", "too many open questions; nothing was queued")
     );
     assert_eq!(kinds(&events_of(&runtime, "root/2")), vec!["Request", "Result"]);
-    send(&offer, offer.reply.accept());
-    send(&offer, offer.reply.submit(yes_batch()));
+    send(&offer, offer.accept());
+    send(&offer, offer.submit(yes_batch()));
     assert_eq!(outcome(first).await.result.text, YES_RESULT);
     // The slot is free again.
     let third = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.reply.accept());
-    send(&offer, offer.reply.submit(yes_batch()));
+    send(&offer, offer.accept());
+    send(&offer, offer.submit(yes_batch()));
     assert_eq!(outcome(third).await.result.text, YES_RESULT);
     check_contract(&runtime.events().snapshot());
 }

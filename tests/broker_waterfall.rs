@@ -4,7 +4,7 @@
 
 mod broker_support;
 
-use asksim::broker::AnswererSlot;
+use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, Latency, Policy};
 use asksim::tool::{Timeout, ToolConfig};
@@ -28,7 +28,7 @@ fn answerer_of(event: &EventKind) -> &str {
         | EventKind::Decline { answerer, .. }
         | EventKind::Answer { answerer, .. }
         | EventKind::Refused { answerer, .. } => answerer,
-        EventKind::Crash { answerer } => answerer,
+        EventKind::Crash { answerer, .. } => answerer,
         _ => "",
     }
 }
@@ -49,7 +49,7 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
         b.drain().is_empty() && c.drain().is_empty(),
         "one offer at a time, a first"
     );
-    send(&offer_a, offer_a.reply.decline());
+    send(&offer_a, offer_a.decline());
     let offer_b = b.offer().await;
     assert_eq!(
         offer_b.call_id.as_deref(),
@@ -58,12 +58,12 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
     );
     assert_eq!(offer_b.agent, "root");
     assert_eq!(offer_b.questions[0].id, "go");
-    send(&offer_b, offer_b.reply.accept());
+    send(&offer_b, offer_b.accept());
     quiesce().await;
     assert!(c.drain().is_empty(), "c is never offered once b owns it");
     // Only the owner may answer: a's submit is refused, b's settles.
-    send(&offer_a, offer_a.reply.submit(yes_batch()));
-    send(&offer_b, offer_b.reply.submit(yes_batch()));
+    send(&offer_a, offer_a.submit(yes_batch()));
+    send(&offer_b, offer_b.submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -148,7 +148,7 @@ async fn no_answerer_settles_as_no_answerer() {
 
     let outcome = ask(&root, &timed_args(None)).await;
 
-    assert!(outcome.result.is_error);
+    assert!(outcome.result.is_error());
     assert_eq!(
         outcome.result.text,
         error_result("NO_ANSWERER", "no answerer accepted the request")
@@ -219,18 +219,18 @@ async fn submit_from_dead_owner_is_refused_owner_dead() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(None));
     let offer_a = a.offer().await;
-    send(&offer_a, offer_a.reply.accept());
+    send(&offer_a, offer_a.accept());
     quiesce().await;
 
     a.actor.stop(None);
     let offer_b = b.offer().await; // fail-over: a's death reached the broker
     // A message a dead owner left behind arrives after its death.
-    send(&offer_a, offer_a.reply.submit(yes_batch()));
-    send(&offer_a, offer_a.reply.hold());
+    send(&offer_a, offer_a.submit(yes_batch()));
+    send(&offer_a, offer_a.hold());
     quiesce().await;
     assert!(runtime.status().await.open.contains_key("root/1"), "still open");
-    send(&offer_b, offer_b.reply.accept());
-    send(&offer_b, offer_b.reply.submit(yes_batch()));
+    send(&offer_b, offer_b.accept());
+    send(&offer_b, offer_b.submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);

@@ -53,10 +53,10 @@ fn run(scenario: &Scenario, label: &str, seed: u64) -> (RunOutput, Summary) {
 /// The first result of every call, parsed.
 fn results(output: &RunOutput) -> BTreeMap<String, Value> {
     let mut results = BTreeMap::new();
-    for event in &output.events {
+    for event in output.events() {
         if let EventKind::Result { call_id, result, .. } = &event.kind {
             results
-                .entry(call_id.clone())
+                .entry(call_id.to_string())
                 .or_insert_with(|| serde_json::from_str(result).unwrap_or(Value::Null));
         }
     }
@@ -66,10 +66,10 @@ fn results(output: &RunOutput) -> BTreeMap<String, Value> {
 /// Every user message, parsed, by agent.
 fn user_messages(output: &RunOutput) -> BTreeMap<String, Vec<Value>> {
     let mut messages: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for event in &output.events {
+    for event in output.events() {
         if let EventKind::UserMessage { agent, message, .. } = &event.kind {
             messages
-                .entry(agent.clone())
+                .entry(agent.to_string())
                 .or_default()
                 .push(serde_json::from_str(message).unwrap_or(Value::Null));
         }
@@ -80,7 +80,7 @@ fn user_messages(output: &RunOutput) -> BTreeMap<String, Vec<Value>> {
 /// `(what, reason)` of every refusal sent to `answerer`.
 fn refusals(output: &RunOutput, answerer: &str) -> Vec<(String, String)> {
     output
-        .events
+        .events()
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Refused {
@@ -97,7 +97,7 @@ fn refusals(output: &RunOutput, answerer: &str) -> Vec<(String, String)> {
 /// Answer batches submitted by `answerer`.
 fn submits(output: &RunOutput, answerer: &str) -> usize {
     output
-        .events
+        .events()
         .iter()
         .filter(|e| matches!(&e.kind, EventKind::Answer { answerer: a, .. } if a == answerer))
         .count()

@@ -3,10 +3,11 @@
 //! order (results before requests, late answers for unknown calls, losses without
 //! restarts…). The fold's invariants that hold for every input are checked too.
 
-use asksim::event::{Event, EventKind};
+use asksim::event::{Event, EventKind, RawQuestions};
 use asksim::log::{LogHeader, parse, write_lines};
 use asksim::projection::{Projection, QuestionState};
-use asksim::tool::{AnswerItem, Schema};
+use asksim::protocol::Text;
+use asksim::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -65,64 +66,60 @@ fn answers() -> impl Strategy<Value = Vec<AnswerItem>> {
     )
 }
 
+fn text(s: String) -> Text {
+    s.into()
+}
+
 fn kind() -> impl Strategy<Value = EventKind> {
-    let agent = || pick(AGENTS);
-    let call = || pick(CALL_IDS);
-    let answerer = || pick(ANSWERERS);
+    let agent = || pick(AGENTS).prop_map(text);
+    let call = || pick(CALL_IDS).prop_map(text);
+    let answerer = || pick(ANSWERERS).prop_map(text);
+    let mbox = || proptest::option::of(0u64..100);
     prop_oneof![
-        (
-            agent(),
-            proptest::option::of(agent()),
-            proptest::option::of(agent())
-        )
-            .prop_map(|(agent, owner, lineage)| EventKind::Spawn {
-                agent,
-                owner,
-                lineage
-            }),
+        (agent(), proptest::option::of(agent()), proptest::option::of(pick(AGENTS)))
+            .prop_map(|(agent, owner, lineage)| EventKind::Spawn { agent, owner, lineage }),
+        (agent(), proptest::option::of(agent()), pick(&["LIMIT_EXCEEDED", "owner_not_live"]))
+            .prop_map(|(agent, owner, reason)| EventKind::SpawnRefused { agent, owner, reason }),
         agent().prop_map(|agent| EventKind::Stop { agent }),
-        (
-            call(),
-            agent(),
-            schema(),
-            any::<bool>(),
-            small_json(),
-            seconds(),
-            seconds()
-        )
-            .prop_map(|(call_id, agent, schema, keyed, questions, timeout, window_s)| {
+        (call(), agent(), schema(), any::<bool>(), small_json(), seconds(), seconds(), mbox())
+            .prop_map(|(call_id, agent, schema, keyed, questions, timeout, window_s, mbox)| {
                 EventKind::Request {
                     call_id,
                     agent,
                     schema,
                     keyed,
-                    questions,
+                    questions: RawQuestions::new(&questions.to_string()).unwrap(),
+                    questions_text: None,
                     timeout,
                     window_s,
+                    mbox,
                 }
             }),
-        (call(), agent(), pick(RESULTS), any::<bool>()).prop_map(|(call_id, agent, result, is_error)| {
-            EventKind::Result {
+        (call(), agent(), pick(RESULTS), any::<bool>(), proptest::option::of(outcome()))
+            .prop_map(|(call_id, agent, result, is_error, outcome)| EventKind::Result {
                 call_id,
                 agent,
                 result,
                 is_error,
-            }
-        }),
+                outcome,
+            }),
         (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Offer { call_id, answerer }),
-        (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Accept { call_id, answerer }),
-        (call(), answerer(), pick(&["declined", "offer_timeout", "dead"])).prop_map(
-            |(call_id, answerer, reason)| EventKind::Decline {
+        (call(), answerer(), mbox())
+            .prop_map(|(call_id, answerer, mbox)| EventKind::Accept { call_id, answerer, mbox }),
+        (call(), answerer(), pick(&["declined", "offer_timeout", "dead"]), mbox()).prop_map(
+            |(call_id, answerer, reason, mbox)| EventKind::Decline {
                 call_id,
                 answerer,
-                reason
+                reason,
+                mbox
             }
         ),
-        (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Hold { call_id, answerer }),
-        (call(), answerer(), small_json()).prop_map(|(call_id, answerer, batch)| EventKind::Answer {
+        (call(), answerer(), mbox()).prop_map(|(call_id, answerer, mbox)| EventKind::Hold { call_id, answerer, mbox }),
+        (call(), answerer(), small_json(), mbox()).prop_map(|(call_id, answerer, batch, mbox)| EventKind::Answer {
             call_id,
             answerer,
-            batch
+            batch,
+            mbox
         }),
         (
             call(),
@@ -141,7 +138,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
                 call_id,
                 agent,
                 answers,
-                message,
+                message: message.into(),
             }
         }),
         (
@@ -154,19 +151,28 @@ fn kind() -> impl Strategy<Value = EventKind> {
                 call_id,
                 agent,
                 reason,
-                message
+                message: message.map(Into::into)
             }),
         (call(), agent(), ".{0,8}").prop_map(|(call_id, agent, message)| EventKind::UserMessage {
             call_id,
             agent,
-            message
+            message: message.into()
         }),
         agent().prop_map(|agent| EventKind::Cancel { agent }),
         call().prop_map(|call_id| EventKind::CancelCall { call_id }),
-        answerer().prop_map(|answerer| EventKind::Crash { answerer }),
+        (answerer(), mbox()).prop_map(|(answerer, mbox)| EventKind::Crash { answerer, mbox }),
         (0.0f64..10.0).prop_map(|restart_after| EventKind::ProcessLoss { restart_after }),
         Just(EventKind::Restart),
         small_json().prop_map(|what| EventKind::Dropped { what }),
+    ]
+}
+
+fn outcome() -> impl Strategy<Value = ResultKind> {
+    prop_oneof![
+        Just(ResultKind::Answers),
+        Just(ResultKind::Pending),
+        Just(ResultKind::Error(ErrorCode::Aborted)),
+        Just(ResultKind::Error(ErrorCode::NoAnswerer)),
     ]
 }
 

@@ -59,7 +59,18 @@ fn agent(owner: Option<&str>, lineage: Option<&str>, live: bool, calls_made: u64
         lineage: lineage.map(str::to_owned),
         live,
         calls_made,
+        messages: Vec::new(),
     }
+}
+
+/// The questions a log's request recorded for `call_id`.
+fn questions_in(events: &[Event], call_id: &str) -> Option<serde_json::Value> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Request {
+            call_id: c, questions, ..
+        } if c == call_id => Some(questions.value()),
+        _ => None,
+    })
 }
 
 fn pending_result(call_id: &str) -> String {
@@ -109,12 +120,30 @@ fn timed_loss_fixture_folds_to_pinned_states() {
     assert!(p.open_calls().is_empty());
     assert!(answerable(&p).is_empty());
     assert_eq!(
-        p.agents,
+        without_messages(&p),
         BTreeMap::from([
             ("ops".to_owned(), agent(None, None, true, 1)),
             ("root".to_owned(), agent(None, None, true, 2)),
         ])
     );
+    assert_eq!(message_calls(&p, "root"), ["root/1", "root/2"], "both late answers reached root");
+    assert!(p.agents["ops"].messages.is_empty(), "a cancel_call withdraws without a message");
+}
+
+/// The agents without the messages they received.
+fn without_messages(p: &Projection) -> BTreeMap<String, AgentRecord> {
+    let mut agents = p.agents.clone();
+    agents.values_mut().for_each(|a| a.messages.clear());
+    agents
+}
+
+/// The callIds of the user messages `agent` received, in order.
+fn message_calls(p: &Projection, agent: &str) -> Vec<String> {
+    p.agents[agent]
+        .messages
+        .iter()
+        .map(|m| serde_json::from_str::<serde_json::Value>(m).unwrap()["callId"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -223,8 +252,11 @@ fn mixed_schema_fixture_folds_to_pinned_states() {
     assert_eq!(answerable(&p), ["qa/3", "root/4"]);
     // Every agent was live at the loss and came back as a runtime root; the former
     // child carries its lineage; callId counters continued across the restart.
+    assert_eq!(message_calls(&p, "lab"), ["lab/1"]);
+    assert_eq!(message_calls(&p, "qa"), ["qa/2"]);
+    assert_eq!(message_calls(&p, "root"), ["root/2"]);
     assert_eq!(
-        p.agents,
+        without_messages(&p),
         BTreeMap::from([
             ("lab".to_owned(), agent(None, None, true, 1)),
             ("ops".to_owned(), agent(None, None, true, 2)),
@@ -286,13 +318,15 @@ fn a_legacy_call_is_never_answerable_in_any_state() {
         seq,
         t: 0.0,
         kind: EventKind::Request {
-            call_id: format!("a/{seq}"),
+            call_id: format!("a/{seq}").into(),
             agent: "a".into(),
             schema,
             keyed: schema == Timed,
-            questions: json!([]),
+            questions: asksim::event::RawQuestions::new("[]").unwrap(),
+            questions_text: None,
             timeout: None,
             window_s: None,
+            mbox: None,
         },
     };
     // Every prefix of a log with a legacy request, a (bogus) pending result for
@@ -318,6 +352,7 @@ fn a_legacy_call_is_never_answerable_in_any_state() {
                 agent: "a".into(),
                 result: pending_result("a/2"),
                 is_error: false,
+                outcome: None,
             },
         },
         Event {
@@ -349,7 +384,7 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
             call_id, questions, ..
         } = &event.kind
         {
-            let arguments = json!({ "questions": questions }).to_string();
+            let arguments = json!({ "questions": questions.value() }).to_string();
             assert!(
                 legacy.prepare(&arguments).is_err(),
                 "{call_id}: the legacy tool accepts {arguments}; the fixture no longer proves anything"
@@ -367,11 +402,11 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
         ])
     );
     assert_eq!(
-        p.questions_of(&events, "root/1").unwrap()[0]["header"],
+        questions_in(&events, "root/1").unwrap()[0]["header"],
         json!("Deployment target")
     );
     assert_eq!(
-        p.questions_of(&events, "root/2")
+        questions_in(&events, "root/2")
             .unwrap()
             .as_array()
             .map(Vec::len),
@@ -380,7 +415,7 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
     // The mixed log's ops/1 is such a question too (a 17-character header, one option).
     let mixed_events = load("mixed-schemas.jsonl").1;
     let mixed = Projection::fold(&mixed_events);
-    let ops1_questions = mixed.questions_of(&mixed_events, "ops/1").unwrap();
+    let ops1_questions = questions_in(&mixed_events, "ops/1").unwrap();
     assert_eq!(ops1_questions[0]["header"], json!("Deployment target"));
     assert!(
         legacy

@@ -82,7 +82,7 @@ fn log_bytes(scenario: &Scenario, output: &RunOutput) -> Vec<u8> {
     write_lines(
         &mut bytes,
         &LogHeader::new(&scenario.name, output.seed),
-        &output.events,
+        &output.events(),
     )
     .expect("writing to a Vec never fails");
     bytes
@@ -94,7 +94,7 @@ fn folding_a_finished_run_gives_the_brokers_final_state() {
     for (label, scenario) in all_scenarios() {
         let output = run(&scenario);
         assert!(output.limit.is_none(), "{label}: stopped by {:?}", output.limit);
-        let folded = Projection::fold(&output.events).open_calls();
+        let folded = Projection::fold(output.events()).open_calls();
         if folded != output.open {
             failures.push(format!(
                 "{label}: the fold says {folded:?}, the broker {:?}",
@@ -123,7 +123,7 @@ fn the_open_at_the_end_scenarios_really_end_open() {
     let output = run(find("legacy-open-after-loss"));
     let open: Vec<(&str, &str)> = output.open.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(open, [("root/2", "waiting")]);
-    let p = Projection::fold(&output.events);
+    let p = Projection::fold(output.events());
     assert_eq!(
         p.questions["root/1"].state,
         asksim::projection::QuestionState::LostOnRestart
@@ -138,14 +138,14 @@ fn a_log_round_trips_through_its_lines() {
         let text = String::from_utf8(bytes.clone()).expect("a log is UTF-8");
         let (header, events) = parse(&text).unwrap_or_else(|(line, e)| panic!("{label}:{line}: {e}"));
         assert_eq!(header, LogHeader::new(&scenario.name, output.seed), "{label}");
-        assert_eq!(events, output.events, "{label}");
+        assert_eq!(events, output.events(), "{label}");
         // …and writes back to the same bytes, so the trace hash is stable.
         let mut again = Vec::new();
         write_lines(&mut again, &header, &events).unwrap();
         assert_eq!(again, bytes, "{label}");
         assert_eq!(
             Projection::fold(&events),
-            Projection::fold(&output.events),
+            Projection::fold(output.events()),
             "{label}"
         );
     }
@@ -164,16 +164,17 @@ fn two_runs_write_byte_identical_logs() {
             "{label}: two runs under seed {} wrote different logs",
             scenario.seed
         );
+        let (first, again) = (run(&scenario), run(&scenario));
+        let header = LogHeader::new(&scenario.name, scenario.seed);
         assert_eq!(
-            asksim::log::trace_hash(
-                &LogHeader::new(&scenario.name, scenario.seed),
-                &run(&scenario).events
-            ),
-            asksim::log::trace_hash(
-                &LogHeader::new(&scenario.name, scenario.seed),
-                &run(&scenario).events
-            ),
+            asksim::log::trace_hash(&header, first.events()),
+            asksim::log::trace_hash(&header, again.events()),
             "{label}"
+        );
+        assert_eq!(
+            asksim::log::trace_hash(&header, first.events()),
+            first.recording.trace_hash,
+            "{label}: the streamed hash is the hash of the log's bytes"
         );
     }
 }

@@ -25,6 +25,7 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
         seeds: "0..40".parse().unwrap(),
         jobs: 2,
         clock: scenario.clock,
+        strategy: asksim::scenario::Strategy::Random,
         invariants_only: true,
     };
     let report = sweep(&scenario, &options, |_| {});

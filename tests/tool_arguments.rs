@@ -73,7 +73,7 @@ fn invalid_arguments_result_is_exact_compact_json() {
             result.text,
             r#"{"error":{"code":"INVALID_ARGUMENTS","message":"questions[1].options: expected 2 to 4 options, got 1"}}"#
         );
-        assert!(result.is_error);
+        assert!(result.is_error());
     }
 }
 

@@ -43,7 +43,7 @@ fn answered_in_the_window_returns_the_selected_labels() {
 #[test]
 fn answers_result_is_not_an_error() {
     let result = ToolResult::answers(timed::render_answers(&[item("q", &["A"], None)]));
-    assert!(!result.is_error);
+    assert!(!result.is_error());
     assert_eq!(result.error_code(), None);
 }
 
@@ -122,7 +122,7 @@ fn window_expired_returns_pending_with_call_id_and_pending_message() {
         result.text,
         r#"{"pending":true,"callId":"root/1","message":"No answer yet. The questions stay open and the user can still answer them. Continue only with work that does not depend on the answers, and do not assume any answer. The answers will arrive later as a user message with kind \"answer_to_pending_question\" and this callId."}"#
     );
-    assert!(!result.is_error);
+    assert!(!result.is_error());
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn error_result_is_exact_and_marked_as_an_error() {
         result.text,
         r#"{"error":{"code":"DELEGATED_CALLER","message":"ask your owner \"root\""}}"#
     );
-    assert!(result.is_error);
+    assert!(result.is_error());
     assert_eq!(result.error_code(), Some(ErrorCode::DelegatedCaller));
 }
 

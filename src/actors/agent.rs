@@ -273,7 +273,7 @@ impl AgentHandle {
     pub async fn spawn_child(&self, name: &str) -> Result<AgentHandle, SpawnError> {
         let (token, turn) = self.token(false).await.ok_or(SpawnError::OwnerNotLive)?;
         self.runtime
-            .spawn_agent(name, Some((self.id, token, turn)), None)
+            .spawn_agent(name, Some((self.id, token, turn)), None, 0)
             .await
     }
 

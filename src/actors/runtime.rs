@@ -127,6 +127,12 @@ impl EventLog {
         self.0.lock().expect("recorder poisoned").events().to_vec()
     }
 
+    /// Moves every event out, leaving the kept list empty (the hashes and the
+    /// count go on).
+    pub fn take(&self) -> Vec<Event> {
+        self.0.lock().expect("recorder poisoned").take_events()
+    }
+
     /// How many events so far.
     pub fn len(&self) -> u64 {
         self.0.lock().expect("recorder poisoned").len()
@@ -240,7 +246,18 @@ impl Runtime {
     /// Spawns a runtime root. `lineage` is durable history only: it never decides
     /// who may ask.
     pub async fn spawn_root(&self, name: &str, lineage: Option<String>) -> Result<AgentHandle, SpawnError> {
-        self.spawn_agent(name, None, lineage).await
+        self.spawn_agent(name, None, lineage, 0).await
+    }
+
+    /// Spawns a root that made `calls_made` calls in an earlier life (a session
+    /// resumed after process loss), so its callIds continue.
+    pub async fn resume_root(
+        &self,
+        name: &str,
+        lineage: Option<String>,
+        calls_made: u64,
+    ) -> Result<AgentHandle, SpawnError> {
+        self.spawn_agent(name, None, lineage, calls_made).await
     }
 
     pub(crate) async fn spawn_agent(
@@ -248,6 +265,7 @@ impl Runtime {
         name: &str,
         owner: Option<(AgentId, CancellationToken, Turn)>,
         lineage: Option<String>,
+        calls_made: u64,
     ) -> Result<AgentHandle, SpawnError> {
         let shared = &self.inner.shared;
         let id = shared.next_agent.fetch_add(1, Ordering::SeqCst) + 1;
@@ -266,7 +284,7 @@ impl Runtime {
             turn: turn.clone(),
             parent_turn,
             owner: owner_id,
-            calls_made: 0,
+            calls_made,
             pending: Default::default(),
             script: None,
         });
@@ -390,6 +408,12 @@ impl Runtime {
         let (reply, rx) = oneshot::channel();
         self.send(BrokerMsg::Status(reply));
         rx.await.unwrap_or_default()
+    }
+
+    /// Seconds since the runtime started, on its clock (tokio's: paused in tests,
+    /// real otherwise).
+    pub fn now_s(&self) -> f64 {
+        crate::protocol::seconds(self.inner.shared.now())
     }
 
     /// The registered tool.

@@ -140,21 +140,10 @@ impl AgentTree {
             .collect()
     }
 
-    /// Records an agent's new current turn (library `new_turn`).
-    pub fn set_turn(&mut self, agent: AgentId, turn: Turn) {
-        if let Some(entry) = self.agents.get_mut(&agent) {
-            entry.turn = turn;
-        }
-    }
-
     /// How many agents were ever registered.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.agents.len()
-    }
-
-    /// Whether none ever was.
-    pub fn is_empty(&self) -> bool {
-        self.agents.is_empty()
     }
 }
 

@@ -150,11 +150,6 @@ impl CallTable {
     pub fn len(&self) -> usize {
         self.open.len()
     }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.open.is_empty()
-    }
 }
 
 #[cfg(test)]

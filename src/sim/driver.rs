@@ -84,9 +84,16 @@ impl RunOutput {
     }
 }
 
+/// Runs `scenario` under `seed` on `clock`, with its own strategy, keeping every
+/// event. Never panics: a panic inside the run comes back as
+/// [`RunOutput::crashed`].
+pub fn run(scenario: &Scenario, seed: u64, clock: Clock) -> std::io::Result<RunOutput> {
+    run_options(scenario, RunOptions::new(scenario, seed, clock))
+}
+
 /// Runs `scenario` as `options` say. Never panics: a panic inside the run comes
 /// back as [`RunOutput::crashed`]; an error writing the log comes back as `Err`.
-pub fn run(scenario: &Scenario, options: RunOptions) -> std::io::Result<RunOutput> {
+pub fn run_options(scenario: &Scenario, options: RunOptions) -> std::io::Result<RunOutput> {
     let steps = match options.strategy {
         Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
         _ => 0,

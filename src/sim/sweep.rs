@@ -159,7 +159,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         keep_events: true,
         log: None,
     };
-    let output = driver::run(scenario, run).expect("a sweep writes no log");
+    let output = driver::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {
         summary: summarise(scenario, &options.file, &output),
         order_hash: output.recording.order_hash,

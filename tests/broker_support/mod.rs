@@ -13,12 +13,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use asksim::agent::{AgentHandle, CallOutcome};
-use asksim::answerer::{AnswererMsg, Offer};
-use asksim::broker::{AnswererSlot, BrokerMsg};
 use asksim::event::{Event, EventKind};
-use asksim::runtime::{Runtime, RuntimeConfig};
+use asksim::protocol::{AnswererMsg, BrokerMail, BrokerMsg, CallOutcome, Offer};
 use asksim::tool::{PENDING_MESSAGE, ToolConfig};
+use asksim::{AgentHandle, AnswererSlot, Runtime, RuntimeConfig};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -28,7 +26,7 @@ use tokio::task::JoinHandle;
 pub const WAIT_S_MAX: f64 = 1_000_000.0;
 
 /// Messages a scripted answerer sends just before it dies, and where to.
-type LastWords = Arc<Mutex<Vec<(ActorRef<BrokerMsg>, BrokerMsg)>>>;
+type LastWords = Arc<Mutex<Vec<(ActorRef<BrokerMail>, BrokerMsg)>>>;
 
 /// What a scripted answerer saw from the broker.
 #[derive(Debug)]
@@ -82,11 +80,15 @@ impl Actor for ScriptedActor {
         let seen = match msg {
             AnswererMsg::Offer(offer) => Seen::Offer(offer),
             AnswererMsg::Withdraw { ticket } => Seen::Withdraw(ticket),
-            AnswererMsg::Refused { ticket, what, reason } => Seen::Refused { ticket, what, reason },
+            AnswererMsg::Refused { ticket, what, reason } => Seen::Refused {
+                ticket,
+                what: what.as_str().to_owned(),
+                reason: reason.as_str().to_owned(),
+            },
             AnswererMsg::Crash => {
                 let words = std::mem::take(&mut *state.last_words.lock().unwrap());
                 for (broker, msg) in words {
-                    let _ = broker.send_message(msg);
+                    let _ = broker.send_message(msg.into());
                 }
                 myself.stop(Some("scripted crash".into()));
                 return Ok(());
@@ -161,7 +163,7 @@ impl Script {
     }
 
     /// Dies now; `words` reach the broker just before its death.
-    pub fn crash_after_sending(&self, words: Vec<BrokerMsg>, broker: &ActorRef<BrokerMsg>) {
+    pub fn crash_after_sending(&self, words: Vec<BrokerMsg>, broker: &ActorRef<BrokerMail>) {
         self.last_words
             .lock()
             .unwrap()
@@ -174,7 +176,7 @@ impl Script {
 
 /// Sends `msg` to the broker the offer came from.
 pub fn send(offer: &Offer, msg: BrokerMsg) {
-    offer.reply.broker().send_message(msg).expect("broker alive");
+    offer.reply(msg).expect("broker alive");
 }
 
 /// Awaits `fut` for at most `s` seconds of virtual time.
@@ -287,6 +289,7 @@ pub fn events_of(runtime: &Runtime, call_id: &str) -> Vec<Event> {
 pub fn kind_name(kind: &EventKind) -> &'static str {
     match kind {
         EventKind::Spawn { .. } => "Spawn",
+        EventKind::SpawnRefused { .. } => "SpawnRefused",
         EventKind::Stop { .. } => "Stop",
         EventKind::Request { .. } => "Request",
         EventKind::Result { .. } => "Result",
@@ -337,13 +340,13 @@ pub fn check_contract(events: &[Event]) {
     for (i, event) in events.iter().enumerate() {
         match &event.kind {
             EventKind::Request { call_id, .. } => {
-                results.entry(call_id).or_default();
+                results.entry(call_id.as_str()).or_default();
             }
             EventKind::Result { call_id, result, .. } => {
-                results.entry(call_id).or_default().push(result);
+                results.entry(call_id.as_str()).or_default().push(result);
             }
             EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
-                *late.entry(call_id).or_default() += 1;
+                *late.entry(call_id.as_str()).or_default() += 1;
                 let pending = results
                     .get(call_id.as_str())
                     .and_then(|r| r.first())
@@ -355,7 +358,7 @@ pub fn check_contract(events: &[Event]) {
             } => {
                 let next = events[i + 1..]
                     .iter()
-                    .find(|e| e.kind.call_id() == Some(call_id))
+                    .find(|e| e.kind.call_id() == Some(call_id.as_str()))
                     .unwrap_or_else(|| panic!("the answer of {answerer} for {call_id} was lost"));
                 let accounted = match &next.kind {
                     EventKind::Result { result, .. } => !result.starts_with(r#"{"pending":true"#),
