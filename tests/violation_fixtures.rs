@@ -357,3 +357,19 @@ fn replay_cannot_see_projection_matches_broker_and_says_so() {
         .collect();
     assert_eq!(checked, expected);
 }
+
+/// Regression: the checker counted a call open at a process loss as still waiting
+/// in its agent's turn, so cancelling the resumed agent's turn after the restart
+/// failed a correct run. A legacy call open at the loss is gone and a timed one is
+/// pending (SPEC §3.8, §3.9): neither belongs to a later turn. Both logs were
+/// recorded by `asksim run --log` and replayed with a `turn_cancel_settles_descendants`
+/// violation before the fix.
+#[test]
+fn a_turn_cancelled_after_a_restart_does_not_wait_for_calls_open_at_the_loss() {
+    for name in ["cancel_after_legacy_loss", "cancel_after_timed_loss"] {
+        let path = violations_dir().join("healthy").join(format!("{name}.jsonl"));
+        let (code, violations) = replayed(&path);
+        assert_eq!(violations, [], "{name}");
+        assert_eq!(code, Some(0), "{name}");
+    }
+}

@@ -231,10 +231,14 @@ impl Checker {
             }
             EventKind::Cancel { agent } => {
                 let family = self.descendants(agent);
+                // A call open at a process loss left its turn there: a legacy one
+                // is gone, a timed one is pending (SPEC §3.8, §3.9). Neither has a
+                // result, and neither may get one when a later turn is cancelled.
                 let waiting = self
                     .calls
                     .iter()
-                    .filter(|(_, c)| c.result.is_none() && family.contains(&c.agent))
+                    .filter(|(_, c)| c.result.is_none() && c.lost.is_none() && c.survived.is_none())
+                    .filter(|(_, c)| family.contains(&c.agent))
                     .map(|(id, _)| id.clone())
                     .collect();
                 self.cancels.push((seq, t, waiting));
