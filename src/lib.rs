@@ -4,9 +4,9 @@
 //! # Layout
 //!
 //! - [`tool`]: the model-facing tool, pure data and rules: the plugin row
-//!   (`config`), the frozen legacy definition (`legacy`), the timed one (`timed`),
-//!   the limits of SPEC §2.3 (`limits`), result shapes and messages (`result`) and
-//!   answer-batch validation (`batch`).
+//!   (`config`), the frozen legacy definition (`legacy`), the timed one (`timed`)
+//!   and its argument walk (`walk`), the limits of SPEC §2.3 (`limits`), result
+//!   shapes and messages (`result`) and answer-batch validation (`batch`).
 //! - [`broker`]: `BrokerActor`, the `userQuestions` seam: identity, waterfall,
 //!   windows, holds, the pending registry, exactly-once settlement.
 //! - [`agent`]: `AgentActor` and `AgentHandle`: numbered tool calls, turn signals,
