@@ -7,7 +7,8 @@
 //! # Layout
 //!
 //! - [`tool`]: the model-facing tool, pure data and rules: the plugin row, the
-//!   frozen legacy definition, the timed one, the limits of SPEC §2.3, result
+//!   frozen legacy definition with its own argument walk, the timed one and its
+//!   walk, the limits of SPEC §2.3 (stated once for both tools), result
 //!   shapes and messages, answer-batch validation.
 //! - [`policy`]: answerer policies as data (what scenarios say an answerer does).
 //! - [`protocol`]: every message between actors and the types they carry.

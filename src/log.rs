@@ -19,9 +19,11 @@ pub const LOG_VERSION: u32 = 1;
 /// fold changes, so cached snapshots are refolded from the log.
 pub const STATE_VERSION: u32 = 3;
 
-/// The first line of every log.
+/// The first line of every log. A reader ignores fields it does not know, here as
+/// in events (SPEC §4: a log written by a newer build still replays); a missing
+/// field is an error naming line 1.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct LogHeader {
     /// Always [`LOG_FORMAT`].
     pub format: String,
@@ -116,7 +118,8 @@ pub struct LogError {
 
 /// Reads a log: the header, then every event with a gapless `seq` from 1. A
 /// missing header, a line that is not an event (bad or truncated JSON, an unknown
-/// event) or a `seq` gap is an error naming the line.
+/// event, a missing required field) or a `seq` gap is an error naming the line.
+/// Fields this build does not know are ignored, in the header and in events.
 pub fn read_file(path: &Path) -> Result<(LogHeader, Vec<Event>), LogError> {
     let file = path.display().to_string();
     let error = |line: Option<usize>, message: String| LogError {

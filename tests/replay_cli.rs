@@ -299,3 +299,106 @@ fn a_log_that_breaks_an_invariant_exits_1_and_still_lists_its_questions() {
             .all(|v| v["invariant"] == "timed_survive_loss_legacy_do_not")
     );
 }
+
+/// `line` (one JSON object) with `field` added: first when `first`, else last.
+fn with_field(line: &str, field: &str, first: bool) -> String {
+    assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
+    if first {
+        format!("{{{field},{}", &line[1..])
+    } else {
+        format!("{},{field}}}", &line[..line.len() - 1])
+    }
+}
+
+/// stdout and exit code of `replay` in both renderings.
+fn reports(log: &Path) -> Vec<(Option<i32>, Vec<u8>)> {
+    [&[][..], &["--json"][..]]
+        .iter()
+        .map(|args| {
+            let out = replay(args, log);
+            assert!(
+                out.stderr.is_empty(),
+                "{}: {}",
+                log.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.code(), out.stdout)
+        })
+        .collect()
+}
+
+/// SPEC §4: "Readers ignore fields they do not know, in the header and in events
+/// (a log written by a newer build still replays)".
+#[test]
+fn a_header_with_fields_this_build_does_not_know_replays() {
+    let mut lines = std::fs::read_to_string(fixture("mixed-schemas.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    let original = TempLog::new("header-plain", &joined(&lines));
+    lines[0] = with_field(&lines[0], r#""writer":"asksim 9.0""#, true);
+    lines[0] = with_field(&lines[0], r#""clock":{"kind":"real","tolerance_s":0.1}"#, false);
+    let newer = TempLog::new("header-newer", &joined(&lines));
+    let got = reports(&newer.0);
+    assert_eq!(got[0].0, Some(0));
+    assert_eq!(got, reports(&original.0));
+}
+
+#[test]
+fn events_with_fields_this_build_does_not_know_replay_with_the_same_report() {
+    // One log that replays cleanly and one that breaks an invariant on purpose.
+    for (name, code) in [("mixed-schemas.jsonl", 0), ("schema-only.jsonl", 1)] {
+        let lines: Vec<String> = std::fs::read_to_string(fixture(name))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let mut newer = lines.clone();
+        for (i, line) in newer.iter_mut().enumerate().skip(1) {
+            let field = format!(r#""x_trace":{{"span":{i},"tags":["a",null]}}"#);
+            *line = with_field(line, &field, i % 2 == 0);
+        }
+        let original = TempLog::new("events-plain", &joined(&lines));
+        let newer = TempLog::new("events-newer", &joined(&newer));
+        let got = reports(&newer.0);
+        assert_eq!(got[0].0, Some(code), "{name}");
+        assert_eq!(got, reports(&original.0), "{name}");
+    }
+}
+
+/// SPEC §4: "a missing required field is an error naming the line".
+#[test]
+fn an_event_without_its_seq_names_its_line() {
+    let mut lines = good_lines();
+    lines[4] = lines[4].replacen(r#""seq":4,"#, "", 1);
+    assert!(!lines[4].contains("\"seq\""), "{}", lines[4]);
+    let log = TempLog::new("noseq", &joined(&lines));
+    assert_bad(&log.0, Some(5), "missing field `seq`");
+}
+
+#[test]
+fn a_request_without_its_call_id_names_its_line() {
+    let mut lines = good_lines();
+    assert!(lines[3].contains(r#""event":"request""#), "{}", lines[3]);
+    lines[3] = lines[3].replacen(r#""callId":"root/1","#, "", 1);
+    assert!(!lines[3].contains("callId"), "{}", lines[3]);
+    let log = TempLog::new("nocallid", &joined(&lines));
+    assert_bad(&log.0, Some(4), "missing field `callid`");
+}
+
+#[test]
+fn a_header_without_a_required_field_names_line_one() {
+    for field in [
+        r#","seed":3"#,
+        r#","scenario":"fixture-timed-loss""#,
+        r#","stateVersion":1"#,
+    ] {
+        let mut lines = good_lines();
+        assert!(lines[0].contains(field), "{}", lines[0]);
+        lines[0] = lines[0].replacen(field, "", 1);
+        let log = TempLog::new("header-missing", &joined(&lines));
+        let name = field.split('"').nth(1).unwrap().to_lowercase();
+        assert_bad(&log.0, Some(1), &format!("missing field `{name}`"));
+    }
+}

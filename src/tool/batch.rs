@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::limits::kind;
+use super::walk::kind;
 use super::{AnswerItem, Question};
 
 /// Why a batch was refused, sent back to the answerer and logged.

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::limits::{TIMEOUT_BLOCKING, TIMEOUT_S_DEFAULT, TIMEOUT_S_MAX, kind};
+use super::limits::{TIMEOUT_BLOCKING, TIMEOUT_S_DEFAULT, TIMEOUT_S_MAX};
+use super::walk::kind;
 
 /// Which definition is registered. Exactly one ever is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,8 @@
 //!
 //! The legacy tool lives in [`legacy`], frozen: its definition, its argument walk
 //! and its result mapping share nothing with [`timed`] but the limit checks of
-//! SPEC §2.3, which the contract states once for both tools.
+//! SPEC §2.3 in [`limits`], which the contract states once for both tools. The
+//! timed tool walks its arguments with `walk`, which the legacy tool never uses.
 
 pub mod batch;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod limits;
 pub mod question;
 pub mod result;
 pub mod timed;
+mod walk;
 
 pub use batch::{BatchRefusal, validate_batch};
 pub use config::{ConfigError, Mode, Timeout, ToolConfig};

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::limits::{
-    HEADER_CHARS_MAX, ID_CHARS_MAX, QUESTION_CHARS_MAX, QUESTIONS_PER_CALL_MAX, QUESTIONS_PER_CALL_MIN,
+use super::limits::{ID_CHARS_MAX, chars_within, header_chars, question_chars, question_count};
+use super::walk::{
     array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, take_questions, text,
 };
 use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Timeout, Wait};
@@ -38,13 +38,7 @@ pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> 
 pub fn parse(value: &Value) -> Result<(Vec<Question>, Option<Timeout>), ArgumentError> {
     let top = object(value, "arguments")?;
     known_keys(top, &["questions", "timeout"], "")?;
-    let items = array(
-        top,
-        "questions",
-        "",
-        (QUESTIONS_PER_CALL_MIN, QUESTIONS_PER_CALL_MAX),
-        "questions",
-    )?;
+    let items = array(top, "questions", "", question_count)?;
     let mut questions: Vec<Question> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = format!("questions[{i}]");
@@ -67,7 +61,7 @@ pub fn parse(value: &Value) -> Result<(Vec<Question>, Option<Timeout>), Argument
 fn parse_question(item: &Value, path: &str) -> Result<Question, ArgumentError> {
     let map = object(item, path)?;
     known_keys(map, &["id", "question", "header", "options", "multiSelect"], path)?;
-    let id = text(map, "id", path, ID_CHARS_MAX)?;
+    let id = text(map, "id", path, id_chars)?;
     if let Some(bad) = id
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
@@ -77,8 +71,8 @@ fn parse_question(item: &Value, path: &str) -> Result<Question, ArgumentError> {
             format!("character {bad:?} not allowed (only A-Za-z0-9_-)"),
         ));
     }
-    let question = text(map, "question", path, QUESTION_CHARS_MAX)?;
-    let header = text(map, "header", path, HEADER_CHARS_MAX)?;
+    let question = text(map, "question", path, question_chars)?;
+    let header = text(map, "header", path, header_chars)?;
     let options = options(map, path)?;
     let multi_select = optional_bool(map, "multiSelect", path)?;
     Ok(Question {
@@ -91,6 +85,12 @@ fn parse_question(item: &Value, path: &str) -> Result<Question, ArgumentError> {
             .collect(),
         multi_select,
     })
+}
+
+/// An `id` (timed only): 1 to [`ID_CHARS_MAX`] characters; which characters is
+/// checked after.
+fn id_chars(id: &str) -> Result<(), String> {
+    chars_within(id, 1, ID_CHARS_MAX)
 }
 
 /// The answers result: `{"answers":[{"id":…,"selected":[…],"custom":…}]}`.
