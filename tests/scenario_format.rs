@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use asksim::scenario::{
     self, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventSpec, Latency,
-    Limits, Policy, Scenario, ScenarioError, Step,
+    Limits, Policy, Scenario, ScenarioError, Step, VIRTUAL_S_MAX_MAX,
 };
 use asksim::tool::{Mode, Timeout, ToolConfig};
 use proptest::prelude::*;
@@ -766,6 +766,244 @@ fn expect_names_outcomes_error_codes_calls_and_agents() {
     refused(
         json!({ "name": "x", "expect": { "final_results": { "root": {} } } }),
         "expect.final_results.root: no agent",
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Bounded times: every time is at most `limits.virtual_s_max`, itself at most
+// VIRTUAL_S_MAX_MAX; over a bound is a bad file naming the path and the bound.
+
+/// What the file holds at the position of `err`.
+fn at_position(text: &str, err: &ScenarioError) -> String {
+    let (line, column) = (err.line.expect("a line"), err.column.expect("a column"));
+    text.lines()
+        .nth(line - 1)
+        .unwrap()
+        .chars()
+        .skip(column - 1)
+        .collect()
+}
+
+/// Every time field of the format, set to `s` in an otherwise valid file whose
+/// `limits` are `limits`, with the JSON path of that field.
+fn time_fields(s: f64, limits: Value) -> Vec<(&'static str, Value)> {
+    let with_answerer = |fields: Value| {
+        let mut row =
+            json!({ "name": "a", "accepts": "all", "latency": { "fixed": 1.0 }, "answer": "recommended" });
+        let row_map = row.as_object_mut().unwrap();
+        row_map.extend(fields.as_object().unwrap().clone());
+        json!({ "name": "x", "limits": limits, "answerers": [row] })
+    };
+    let with_event = |event: Value| json!({ "name": "x", "limits": limits, "agents": [{ "name": "root" }], "events": [event] });
+    vec![
+        (
+            "events[0].at",
+            with_event(json!({ "at": s, "cancel_turn": "root" })),
+        ),
+        (
+            "events[0].process_loss.restart_after",
+            with_event(json!({ "at": 0, "process_loss": { "restart_after": s } })),
+        ),
+        (
+            "agents[0].script[0].work",
+            json!({ "name": "x", "limits": limits, "agents": [{ "name": "root", "script": [{ "work": s }] }] }),
+        ),
+        (
+            "answerers[0].faults.crash_at",
+            with_answerer(json!({ "faults": { "crash_at": s } })),
+        ),
+        (
+            "answerers[0].hold.after",
+            with_answerer(json!({ "hold": { "after": s } })),
+        ),
+        (
+            "answerers[0].latency.fixed",
+            with_answerer(json!({ "latency": { "fixed": s } })),
+        ),
+        (
+            "answerers[0].latency.uniform[0]",
+            with_answerer(json!({ "latency": { "uniform": [s, s] } })),
+        ),
+        (
+            "answerers[0].latency.uniform[1]",
+            with_answerer(json!({ "latency": { "uniform": [0, s] } })),
+        ),
+        (
+            "answerers[0].latency.exp",
+            with_answerer(json!({ "latency": { "exp": s } })),
+        ),
+        (
+            "answerers[0].offer_latency.fixed",
+            with_answerer(json!({ "offer_latency": { "fixed": s } })),
+        ),
+        (
+            "answerers[0].offer_latency.uniform[0]",
+            with_answerer(json!({ "offer_latency": { "uniform": [s, s] } })),
+        ),
+        (
+            "answerers[0].offer_latency.uniform[1]",
+            with_answerer(json!({ "offer_latency": { "uniform": [0, s] } })),
+        ),
+        (
+            "answerers[0].offer_latency.exp",
+            with_answerer(json!({ "offer_latency": { "exp": s } })),
+        ),
+        (
+            "jitter.max",
+            json!({ "name": "x", "limits": limits, "jitter": { "max": s } }),
+        ),
+        (
+            "broker.offer_timeout",
+            json!({ "name": "x", "limits": limits, "broker": { "offer_timeout": s } }),
+        ),
+    ]
+}
+
+/// `1e20` in one time field is refused naming that field, the default bound, and a
+/// position on the value itself.
+fn assert_1e20_refused_at(path: &str) {
+    let (_, file) = time_fields(1e20, json!({}))
+        .into_iter()
+        .find(|(p, _)| *p == path)
+        .unwrap_or_else(|| panic!("no time field {path}"));
+    let text = serde_json::to_string_pretty(&file).unwrap();
+    let err = scenario::parse("t.json", &text).expect_err(path);
+    assert_eq!(
+        err.message,
+        format!("{path}: 1e20 is past limits.virtual_s_max (86400 s)")
+    );
+    // On the number itself, as serde_json wrote it (`1e+20`).
+    let at = at_position(&text, &err);
+    assert!(at.starts_with(&json!(1e20).to_string()), "{err}: {at:?}");
+}
+
+macro_rules! refuses_1e20 {
+    ($($name:ident: $path:literal,)*) => {$(
+        #[test]
+        fn $name() {
+            assert_1e20_refused_at($path);
+        }
+    )*};
+}
+
+refuses_1e20! {
+    bound_events_at: "events[0].at",
+    bound_process_loss_restart_after: "events[0].process_loss.restart_after",
+    bound_work: "agents[0].script[0].work",
+    bound_faults_crash_at: "answerers[0].faults.crash_at",
+    bound_hold_after: "answerers[0].hold.after",
+    bound_latency_fixed: "answerers[0].latency.fixed",
+    bound_latency_uniform_min: "answerers[0].latency.uniform[0]",
+    bound_latency_uniform_max: "answerers[0].latency.uniform[1]",
+    bound_latency_exp: "answerers[0].latency.exp",
+    bound_offer_latency_fixed: "answerers[0].offer_latency.fixed",
+    bound_offer_latency_uniform_min: "answerers[0].offer_latency.uniform[0]",
+    bound_offer_latency_uniform_max: "answerers[0].offer_latency.uniform[1]",
+    bound_offer_latency_exp: "answerers[0].offer_latency.exp",
+    bound_jitter_max: "jitter.max",
+    bound_broker_offer_timeout: "broker.offer_timeout",
+}
+
+#[test]
+fn every_time_field_is_covered_by_a_bound_test() {
+    // The macro above lists one test per field of `time_fields`.
+    assert_eq!(time_fields(1.0, json!({})).len(), 15);
+}
+
+#[test]
+fn bound_virtual_s_max_is_at_most_virtual_s_max_max() {
+    assert_eq!(VIRTUAL_S_MAX_MAX, 1e9);
+    let text =
+        serde_json::to_string_pretty(&json!({ "name": "x", "limits": { "virtual_s_max": 1e20 } })).unwrap();
+    let err = scenario::parse("t.json", &text).unwrap_err();
+    assert_eq!(
+        err.message,
+        "limits.virtual_s_max: 1e20 is past the largest limits.virtual_s_max (1000000000 s)"
+    );
+    // On the number itself, as serde_json wrote it (`1e+20`).
+    let at = at_position(&text, &err);
+    assert!(at.starts_with(&json!(1e20).to_string()), "{err}: {at:?}");
+    let at_max = parsed(json!({ "name": "x", "limits": { "virtual_s_max": 1e9 } }));
+    assert_eq!(at_max.limits.virtual_s_max, VIRTUAL_S_MAX_MAX);
+    refused(
+        json!({ "name": "x", "limits": { "virtual_s_max": 1e9f64.next_up() } }),
+        "limits.virtual_s_max: 1000000000.0000001 is past the largest",
+    );
+}
+
+#[test]
+fn the_bound_is_the_files_own_virtual_s_max() {
+    let limits = json!({ "virtual_s_max": 100 });
+    for (path, file) in time_fields(100.5, limits.clone()) {
+        let err = parse(file).expect_err(path);
+        assert_eq!(
+            err.message,
+            format!("{path}: 100.5 is past limits.virtual_s_max (100 s)")
+        );
+    }
+    for (path, file) in time_fields(100.0, limits) {
+        parse(file).unwrap_or_else(|err| panic!("{path}: {err}"));
+    }
+    // The default bound, exactly.
+    for (path, file) in time_fields(86_400.0, json!({})) {
+        parse(file).unwrap_or_else(|err| panic!("{path}: {err}"));
+    }
+}
+
+#[test]
+fn existing_time_rules_hold_under_the_bound() {
+    let limits = json!({ "virtual_s_max": 1e9 });
+    for (path, file) in time_fields(-1.0, limits) {
+        let err = parse(file).expect_err(path);
+        assert!(err.message.starts_with(&format!("{path}: expected a ")), "{err}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Exactly the bound is accepted and read back exactly; the next number up is
+    /// refused, for every time field and any bound up to VIRTUAL_S_MAX_MAX.
+    #[test]
+    fn times_exactly_at_the_bound_are_accepted(
+        bound in prop_oneof![Just(VIRTUAL_S_MAX_MAX), Just(86_400.0), 1e-3f64..VIRTUAL_S_MAX_MAX],
+    ) {
+        let limits = json!({ "virtual_s_max": bound });
+        for (path, file) in time_fields(bound, limits.clone()) {
+            let scenario = parse(file).map_err(|err| TestCaseError::fail(format!("{path}: {err}")))?;
+            prop_assert_eq!(scenario.limits.virtual_s_max, bound);
+        }
+        for (path, file) in time_fields(bound.next_up(), limits) {
+            let err = parse(file).expect_err(path);
+            prop_assert!(err.message.starts_with(&format!("{path}: ")), "{}", err);
+            prop_assert!(err.message.contains("is past limits.virtual_s_max"), "{}", err);
+        }
+    }
+}
+
+#[test]
+fn times_at_the_bound_are_read_back_exactly() {
+    let b = VIRTUAL_S_MAX_MAX;
+    let scenario = parsed(json!({
+        "name": "x", "limits": { "virtual_s_max": b }, "broker": { "offer_timeout": b }, "jitter": { "max": b },
+        "answerers": [{ "name": "a", "accepts": "all", "offer_latency": { "fixed": b }, "latency": { "uniform": [b, b] },
+                        "answer": "skip", "hold": { "after": b }, "faults": { "crash_at": b } }],
+        "agents": [{ "name": "root", "script": [{ "work": b }] }],
+        "events": [{ "at": b, "process_loss": { "restart_after": b } }]
+    }));
+    assert_eq!(scenario.broker.offer_timeout_s, b);
+    assert_eq!(scenario.jitter_max_s, Some(b));
+    let policy = &scenario.answerers[0].policy;
+    assert_eq!(policy.offer_latency, Latency::Fixed(b));
+    assert_eq!(policy.latency, Latency::Uniform(b, b));
+    assert_eq!((policy.hold_after_s, policy.crash_at_s), (Some(b), Some(b)));
+    assert_eq!(scenario.agents[0].script, [Step::Work(b)]);
+    assert_eq!(
+        scenario.events[0],
+        EventSpec {
+            at_s: b,
+            action: Action::ProcessLoss { restart_after_s: b }
+        }
     );
 }
 

@@ -51,6 +51,16 @@
 //!   wins at run time); `crash_after_accepts: 0` is an error (use `crash_at: 0`).
 //! - Times: finite and non-negative everywhere; `broker.offer_timeout` and the
 //!   `limits` must be positive; `exp` means positive; `uniform` needs min ≤ max.
+//! - Every time is bounded, so no arithmetic on times can overflow later:
+//!   `limits.virtual_s_max` is at most [`VIRTUAL_S_MAX_MAX`] (10^9 s), and every
+//!   other time or duration is at most the file's `virtual_s_max` (read first;
+//!   default [`VIRTUAL_S_MAX_DEFAULT`]): `events[].at`, `faults.crash_at`, `work`,
+//!   every form of `latency` and `offer_latency` (the fixed value, both `uniform`
+//!   bounds, the `exp` mean), `hold.after`, `process_loss.restart_after`,
+//!   `jitter.max` and `broker.offer_timeout`. Nothing past `virtual_s_max` could be
+//!   seen anyway: the run stops there. Exactly the bound is accepted. Tool timeouts
+//!   (`tool.timeout`, `ask_unresolved.timeout`) keep their own bound, 86,400 s
+//!   (SPEC §2.1). An `exp` draw is not bounded by its mean: a run draws it.
 //! - `jitter` is accepted with either clock; the driver applies it only on the
 //!   virtual clock (`--clock` may switch clocks after loading).
 //! - `expect`: `counts` keys are outcome names of SPEC §6 or error codes;
@@ -96,6 +106,10 @@ pub const FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
 /// Default limit on a run's virtual time, in seconds (one day).
 pub const VIRTUAL_S_MAX_DEFAULT: f64 = 86_400.0;
+/// Largest `limits.virtual_s_max`, in seconds (about 31.7 years): every other time
+/// of a file is at most the file's `virtual_s_max`, so a few of them added up in
+/// nanoseconds stay far inside a `u64` (about 1.8 × 10^10 s).
+pub const VIRTUAL_S_MAX_MAX: f64 = 1e9;
 /// Default limit on a run's logged events.
 pub const EVENTS_MAX_DEFAULT: u64 = 10_000_000;
 
