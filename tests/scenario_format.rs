@@ -788,8 +788,7 @@ fn at_position(text: &str, err: &ScenarioError) -> String {
 /// `limits` are `limits`, with the JSON path of that field.
 fn time_fields(s: f64, limits: Value) -> Vec<(&'static str, Value)> {
     let with_answerer = |fields: Value| {
-        let mut row =
-            json!({ "name": "a", "accepts": "all", "latency": { "fixed": 1.0 }, "answer": "recommended" });
+        let mut row = json!({ "name": "a", "accepts": "all", "latency": 1.0, "answer": "recommended" });
         let row_map = row.as_object_mut().unwrap();
         row_map.extend(fields.as_object().unwrap().clone());
         json!({ "name": "x", "limits": limits, "answerers": [row] })
@@ -816,6 +815,7 @@ fn time_fields(s: f64, limits: Value) -> Vec<(&'static str, Value)> {
             "answerers[0].hold.after",
             with_answerer(json!({ "hold": { "after": s } })),
         ),
+        ("answerers[0].latency", with_answerer(json!({ "latency": s }))),
         (
             "answerers[0].latency.fixed",
             with_answerer(json!({ "latency": { "fixed": s } })),
@@ -831,6 +831,10 @@ fn time_fields(s: f64, limits: Value) -> Vec<(&'static str, Value)> {
         (
             "answerers[0].latency.exp",
             with_answerer(json!({ "latency": { "exp": s } })),
+        ),
+        (
+            "answerers[0].offer_latency",
+            with_answerer(json!({ "offer_latency": s })),
         ),
         (
             "answerers[0].offer_latency.fixed",
@@ -892,10 +896,12 @@ refuses_1e20! {
     bound_work: "agents[0].script[0].work",
     bound_faults_crash_at: "answerers[0].faults.crash_at",
     bound_hold_after: "answerers[0].hold.after",
+    bound_latency_bare: "answerers[0].latency",
     bound_latency_fixed: "answerers[0].latency.fixed",
     bound_latency_uniform_min: "answerers[0].latency.uniform[0]",
     bound_latency_uniform_max: "answerers[0].latency.uniform[1]",
     bound_latency_exp: "answerers[0].latency.exp",
+    bound_offer_latency_bare: "answerers[0].offer_latency",
     bound_offer_latency_fixed: "answerers[0].offer_latency.fixed",
     bound_offer_latency_uniform_min: "answerers[0].offer_latency.uniform[0]",
     bound_offer_latency_uniform_max: "answerers[0].offer_latency.uniform[1]",
@@ -907,7 +913,7 @@ refuses_1e20! {
 #[test]
 fn every_time_field_is_covered_by_a_bound_test() {
     // The macro above lists one test per field of `time_fields`.
-    assert_eq!(time_fields(1.0, json!({})).len(), 15);
+    assert_eq!(time_fields(1.0, json!({})).len(), 17);
 }
 
 #[test]
@@ -986,7 +992,7 @@ fn times_at_the_bound_are_read_back_exactly() {
     let b = VIRTUAL_S_MAX_MAX;
     let scenario = parsed(json!({
         "name": "x", "limits": { "virtual_s_max": b }, "broker": { "offer_timeout": b }, "jitter": { "max": b },
-        "answerers": [{ "name": "a", "accepts": "all", "offer_latency": { "fixed": b }, "latency": { "uniform": [b, b] },
+        "answerers": [{ "name": "a", "accepts": "all", "offer_latency": b, "latency": { "uniform": [b, b] },
                         "answer": "skip", "hold": { "after": b }, "faults": { "crash_at": b } }],
         "agents": [{ "name": "root", "script": [{ "work": b }] }],
         "events": [{ "at": b, "process_loss": { "restart_after": b } }]
@@ -1005,6 +1011,130 @@ fn times_at_the_bound_are_read_back_exactly() {
             action: Action::ProcessLoss { restart_after_s: b }
         }
     );
+}
+
+// ---------------------------------------------------------------------------------
+// Shorthands and defaults.
+
+fn one_answerer(row: Value) -> Value {
+    json!({ "name": "x", "answerers": [row] })
+}
+
+#[test]
+fn a_bare_number_is_a_fixed_latency() {
+    let scenario = parsed(one_answerer(
+        json!({ "name": "a", "accepts": "all", "offer_latency": 0.05, "latency": 2.0, "answer": "skip" }),
+    ));
+    assert_eq!(scenario.answerers[0].policy.offer_latency, Latency::Fixed(0.05));
+    assert_eq!(scenario.answerers[0].policy.latency, Latency::Fixed(2.0));
+    let integer = parsed(one_answerer(
+        json!({ "name": "a", "accepts": "all", "offer_latency": 0, "latency": 3, "answer": "skip" }),
+    ));
+    assert_eq!(integer.answerers[0].policy.offer_latency, Latency::Fixed(0.0));
+    assert_eq!(integer.answerers[0].policy.latency, Latency::Fixed(3.0));
+    // The other forms are unchanged.
+    for (form, latency) in [
+        (json!({ "fixed": 2.0 }), Latency::Fixed(2.0)),
+        (json!({ "uniform": [1, 2] }), Latency::Uniform(1.0, 2.0)),
+        (json!({ "exp": 0.5 }), Latency::Exp(0.5)),
+        (json!("never"), Latency::Never),
+    ] {
+        let scenario = parsed(one_answerer(
+            json!({ "name": "a", "accepts": "all", "latency": form, "answer": "skip" }),
+        ));
+        assert_eq!(scenario.answerers[0].policy.latency, latency);
+    }
+}
+
+#[test]
+fn a_bad_latency_is_refused_with_its_path_and_position() {
+    let text = "{\"name\": \"x\", \"answerers\": [\n  {\"name\": \"a\", \"accepts\": \"all\", \"latency\": -2, \"answer\": \"skip\"}]}";
+    let err = scenario::parse("l.json", text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "l.json:2:46: answerers[0].latency: expected a non-negative number of seconds, got -2"
+    );
+    for (latency, needle) in [
+        (json!("nevr"), "answerers[0].latency: unknown variant `nevr`"),
+        (
+            json!({ "fixd": 1 }),
+            "answerers[0].latency: unknown variant `fixd`",
+        ),
+        (
+            json!({ "fixed": 1, "exp": 2 }),
+            "answerers[0].latency: expected an object with exactly one key",
+        ),
+        (
+            json!({}),
+            "answerers[0].latency: invalid length 0, expected an object with exactly one key",
+        ),
+        (
+            json!(true),
+            "answerers[0].latency: invalid type: boolean `true`, expected seconds",
+        ),
+        (json!([1, 2]), "answerers[0].latency: invalid type: sequence"),
+        (json!({ "uniform": [1] }), "answerers[0].latency.uniform"),
+        (
+            json!({ "fixed": "1" }),
+            "answerers[0].latency.fixed: invalid type: string",
+        ),
+    ] {
+        let err = refused(
+            one_answerer(json!({ "name": "a", "accepts": "all", "latency": latency, "answer": "skip" })),
+            needle,
+        );
+        assert!(err.line.is_some() && err.column.is_some(), "{err}");
+    }
+}
+
+#[test]
+fn an_answerer_that_accepts_none_may_leave_out_latency_and_answer() {
+    let scenario = parsed(one_answerer(json!({ "name": "mute", "accepts": "none" })));
+    let policy = &scenario.answerers[0].policy;
+    assert_eq!(policy.accepts, Accepts::None);
+    assert_eq!(policy.latency, Latency::Never);
+    assert_eq!(policy.answer, AnswerPolicy::Recommended);
+    assert_eq!(policy.offer_latency, Latency::Fixed(0.0));
+    // Given, they are read and checked as for any answerer.
+    let given = parsed(one_answerer(
+        json!({ "name": "mute", "accepts": "none", "latency": 1, "answer": "skip" }),
+    ));
+    assert_eq!(given.answerers[0].policy.latency, Latency::Fixed(1.0));
+    assert_eq!(given.answerers[0].policy.answer, AnswerPolicy::Skip);
+    refused(
+        one_answerer(json!({ "name": "mute", "accepts": "none", "latency": -1 })),
+        "answerers[0].latency: expected a non-negative",
+    );
+}
+
+#[test]
+fn any_other_answerer_still_needs_latency_and_answer() {
+    for accepts in [
+        json!("all"),
+        json!("keyed"),
+        json!("legacy"),
+        json!({ "agents": ["*"] }),
+    ] {
+        let rows = json!([
+            answerer("w0"),
+            answerer("w1"),
+            { "name": "late", "accepts": accepts, "answer": "skip" },
+        ]);
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "answerers": rows })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(
+            err.message.starts_with("answerers[2]: missing field `latency`"),
+            "{err}"
+        );
+        // At the third row itself: its `{`, followed by its name.
+        assert!(at_position(&text, &err).starts_with('{'), "{err}");
+        let next_line = text.lines().nth(err.line.unwrap()).unwrap();
+        assert!(next_line.contains("\"late\""), "{err}: {next_line}");
+        refused(
+            json!({ "name": "x", "answerers": [{ "name": "a", "accepts": accepts, "latency": 1 }] }),
+            "answerers[0]: missing field `answer`",
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------

@@ -14,13 +14,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::raw::{
-    Obj, RawAgent, RawAnswerer, RawBroker, RawEvent, RawExpect, RawLimits, RawScenario, RawStep,
+    Obj, RawAgent, RawAnswerer, RawBroker, RawEvent, RawExpect, RawLatency, RawLimits, RawScenario, RawStep,
 };
 use super::{
-    AGENTS_MAX, ANSWERERS_MAX, Action, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventSpec,
-    Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
-    VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
+    AGENTS_MAX, ANSWERERS_MAX, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock,
+    EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
+    STEPS_MAX, Scenario, Step, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
 };
+use crate::policy::Written;
 use crate::tool::{ErrorCode, Timeout, ToolConfig};
 
 /// A failed check: the JSON path of the offending value in the file, and why.
@@ -235,11 +236,17 @@ impl Times {
         Ok(s)
     }
 
-    /// A latency in any of its forms, each value named by its key (`path.fixed`,
-    /// `path.uniform[1]`).
-    fn latency(self, path: &str, latency: Latency) -> Checked<Latency> {
-        match latency {
-            Latency::Fixed(s) => self.seconds(&format!("{path}.fixed"), s).map(Latency::Fixed),
+    /// A latency in any of its forms; a bare number is named by `path` itself, an
+    /// object form by its key (`path.fixed`, `path.uniform[1]`).
+    fn latency(self, path: &str, raw: RawLatency) -> Checked<Latency> {
+        match raw.latency {
+            Latency::Fixed(s) => {
+                let path = match raw.written {
+                    Written::Bare => path.to_owned(),
+                    Written::Tagged => format!("{path}.fixed"),
+                };
+                self.seconds(&path, s).map(Latency::Fixed)
+            }
             Latency::Uniform(min, max) => {
                 let path = format!("{path}.uniform");
                 self.seconds(&format!("{path}[0]"), min)?;
@@ -319,6 +326,11 @@ fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
     }
 }
 
+/// Why an answerer without `latency` or `answer` is refused.
+fn missing_unless_silent(field: &str) -> String {
+    format!("missing field `{field}` (only an answerer with \"accepts\": \"none\" may leave it out)")
+}
+
 /// How many copies a `count` asks for: 1 to `max`.
 fn count(path: &str, count: Option<u64>, max: u64, name: &str) -> Checked<Option<u64>> {
     let Some(n) = count else { return Ok(None) };
@@ -393,6 +405,19 @@ impl Builder {
             Some(l) => times.latency(&format!("{path}.offer_latency"), l)?,
             None => Latency::Fixed(0.0),
         };
+        // An answerer that accepts nothing never submits: `latency` and `answer`
+        // are never used, so it may leave them out.
+        let silent = row.accepts == Accepts::None;
+        let latency = match row.latency {
+            Some(l) => times.latency(&format!("{path}.latency"), l)?,
+            None if silent => Latency::Never,
+            None => return issue(path, missing_unless_silent("latency")),
+        };
+        let answer = match row.answer {
+            Some(answer) => answer,
+            None if silent => AnswerPolicy::Recommended,
+            None => return issue(path, missing_unless_silent("answer")),
+        };
         let hold_after_s = match row.hold {
             Some(Obj(hold)) => Some(times.seconds(&format!("{path}.hold.after"), hold.after)?),
             None => None,
@@ -417,8 +442,8 @@ impl Builder {
             policy: Policy {
                 accepts: row.accepts,
                 offer_latency,
-                latency: times.latency(&format!("{path}.latency"), row.latency)?,
-                answer: row.answer,
+                latency,
+                answer,
                 hold_after_s,
                 crash_at_s,
                 crash_after_accepts,

@@ -23,6 +23,11 @@
 //! - Required keys: `name` (top level, non-empty); an answerer's `name`, `accepts`,
 //!   `latency` and `answer`; an agent's `name`; an event's `at`. `answerers`,
 //!   `agents`, `events` default to empty, `script` and `on_resume` to empty.
+//! - An answerer with `"accepts": "none"` may leave out `latency` (then `"never"`)
+//!   and `answer` (then `"recommended"`): it declines every offer, so neither is
+//!   ever used. Given, they are checked as for any answerer.
+//! - `latency` and `offer_latency` take a bare number of seconds for
+//!   `{"fixed": s}`; an error about it names `latency` itself, not `latency.fixed`.
 //! - `count` must be 1 to its maximum ([`AGENTS_MAX`], [`ANSWERERS_MAX`]); `{i}` is
 //!   substituted only in rows that have a `count` (also `count: 1`). A name that
 //!   still holds `{i}` (no `count`) or `{r}` (a spawn outside any `repeat`) after

@@ -2,7 +2,8 @@
 //!
 //! Every struct denies unknown fields, and every enum is externally tagged: serde
 //! reads them straight from the text without buffering, so its errors keep their
-//! line and column (untagged and flattened shapes would lose them).
+//! line and column (untagged and flattened shapes would lose them). A latency has
+//! its own visitor ([`LatencyVisitor`]) for the same reason.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{Accepts, AnswerPolicy, Clock, Latency};
+use crate::policy::{LatencyVisitor, Written};
 
 /// A struct read from a JSON object only. serde's derived structs also accept an
 /// array of their fields in order (`"broker": [1.0]`), which a scenario must refuse
@@ -32,6 +34,19 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
             }
         }
         deserializer.deserialize_map(ObjVisitor(PhantomData)).map(Obj)
+    }
+}
+
+/// A latency and how it was written (a bare number or not), for error paths.
+pub(super) struct RawLatency {
+    pub latency: Latency,
+    pub written: Written,
+}
+
+impl<'de> Deserialize<'de> for RawLatency {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let (latency, written) = deserializer.deserialize_any(LatencyVisitor)?;
+        Ok(RawLatency { latency, written })
     }
 }
 
@@ -75,9 +90,11 @@ pub(super) struct RawAnswerer {
     pub name: String,
     pub count: Option<u64>,
     pub accepts: Accepts,
-    pub offer_latency: Option<Latency>,
-    pub latency: Latency,
-    pub answer: AnswerPolicy,
+    pub offer_latency: Option<RawLatency>,
+    /// May be left out when `accepts` is `"none"`.
+    pub latency: Option<RawLatency>,
+    /// May be left out when `accepts` is `"none"`.
+    pub answer: Option<AnswerPolicy>,
     pub hold: Option<Obj<RawHold>>,
     pub faults: Option<Obj<RawFaults>>,
 }
