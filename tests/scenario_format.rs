@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use asksim::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use asksim::scenario::{
     self, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventSpec, Latency,
-    Limits, Policy, Scenario, ScenarioError, Step, VIRTUAL_S_MAX_MAX,
+    Limits, PCT_DEPTH_MAX, Policy, Scenario, ScenarioError, Step, VIRTUAL_S_MAX_MAX,
 };
 use asksim::tool::{Mode, Timeout, ToolConfig};
 use proptest::prelude::*;
@@ -95,7 +96,11 @@ fn spec_example_parses_into_the_expected_structure() {
         seed: 1,
         clock: Clock::Virtual,
         tool: ToolConfig::timed(Timeout::Window(30.0)),
-        broker: BrokerSpec { offer_timeout_s: 1.0 },
+        broker: BrokerSpec {
+            offer_timeout_s: 1.0,
+            open_calls_max: None,
+            agents_per_tree_max: None,
+        },
         answerers: vec![
             AnswererSpec {
                 name: "web".into(),
@@ -142,6 +147,7 @@ fn spec_example_parses_into_the_expected_structure() {
             virtual_s_max: 86_400.0,
             events_max: 10_000_000,
         },
+        explore: None,
         expect: Some(scenario::Expect {
             results: BTreeMap::from([(
                 "root/1".to_owned(),
@@ -1135,6 +1141,108 @@ fn any_other_answerer_still_needs_latency_and_answer() {
             "answerers[0]: missing field `answer`",
         );
     }
+}
+
+// ---------------------------------------------------------------------------------
+// `$schema`, `explore` and the broker's limits.
+
+/// The scheduling strategy (named in full: proptest's `Strategy` is in scope).
+use asksim::scenario::Strategy as Explore;
+
+#[test]
+fn dollar_schema_is_allowed_and_ignored() {
+    let with = parsed(json!({ "$schema": "./asksim-scenario.schema.json", "name": "x" }));
+    assert_eq!(with, parsed(json!({ "name": "x" })));
+    refused(json!({ "$schema": 1, "name": "x" }), "$schema: invalid type");
+}
+
+#[test]
+fn explore_names_the_scheduling_strategy() {
+    assert_eq!(parsed(json!({ "name": "x" })).explore, None);
+    for (text, strategy) in [
+        ("random", Explore::Random),
+        ("fifo", Explore::Fifo),
+        ("pct:1", Explore::Pct { depth: 1 }),
+        ("pct:3", Explore::Pct { depth: 3 }),
+        ("pct:64", Explore::Pct { depth: PCT_DEPTH_MAX }),
+    ] {
+        assert_eq!(
+            parsed(json!({ "name": "x", "explore": text })).explore,
+            Some(strategy)
+        );
+        assert_eq!(strategy.to_string(), text);
+        assert_eq!(text.parse::<Explore>(), Ok(strategy));
+    }
+    assert_eq!(Explore::default(), Explore::Random);
+}
+
+#[test]
+fn a_bad_explore_is_refused_with_its_position() {
+    assert_eq!(PCT_DEPTH_MAX, 64);
+    for bad in [
+        "pct:0", "pct:65", "pct:", "pct:x", "pct:007", "PCT:3", "lifo", "", "random ",
+    ] {
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "explore": bad })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(err.message.starts_with("explore: expected "), "{bad:?}: {err}");
+        assert!(at_position(&text, &err).starts_with(&format!("{bad:?}")), "{err}");
+        assert!(bad.parse::<Explore>().is_err());
+    }
+    let err = refused(
+        json!({ "name": "x", "explore": "lifo" }),
+        "\"random\", \"fifo\" or \"pct:D\"",
+    );
+    assert!(err.message.contains("from 1 to 64"), "{err}");
+    refused(
+        json!({ "name": "x", "explore": 3 }),
+        "explore: invalid type: integer `3`",
+    );
+}
+
+#[test]
+fn the_broker_limits_are_read_and_bounded() {
+    let scenario =
+        parsed(json!({ "name": "x", "broker": { "open_calls_max": 1, "agents_per_tree_max": 2 } }));
+    assert_eq!(
+        scenario.broker,
+        BrokerSpec {
+            offer_timeout_s: 1.0,
+            open_calls_max: Some(1),
+            agents_per_tree_max: Some(2)
+        }
+    );
+    assert_eq!(parsed(json!({ "name": "x" })).broker, BrokerSpec::default());
+    assert_eq!(BrokerSpec::default().open_calls_max, None);
+    assert_eq!(BrokerSpec::default().agents_per_tree_max, None);
+    let (open_max, agents_max) = (OPEN_CALLS_MAX as u64, AGENTS_PER_TREE_MAX as u64);
+    assert_eq!((open_max, agents_max), (2_000_000, 100_000));
+    let at_max = parsed(
+        json!({ "name": "x", "broker": { "open_calls_max": open_max, "agents_per_tree_max": agents_max } }),
+    );
+    assert_eq!(at_max.broker.open_calls_max, Some(open_max));
+    assert_eq!(at_max.broker.agents_per_tree_max, Some(agents_max));
+    for (key, n) in [
+        ("open_calls_max", 0),
+        ("open_calls_max", open_max + 1),
+        ("agents_per_tree_max", 0),
+        ("agents_per_tree_max", agents_max + 1),
+    ] {
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "broker": { key: n } })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(
+            err.message.starts_with(&format!("broker.{key}: expected 1 to ")),
+            "{err}"
+        );
+        assert!(at_position(&text, &err).starts_with(&n.to_string()), "{err}");
+    }
+    refused(
+        json!({ "name": "x", "broker": { "open_calls_max": 1.5 } }),
+        "broker.open_calls_max: invalid type: floating point",
+    );
+    refused(
+        json!({ "name": "x", "broker": { "open_calls_max": -1 } }),
+        "broker.open_calls_max: invalid value",
+    );
 }
 
 // ---------------------------------------------------------------------------------

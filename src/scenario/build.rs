@@ -19,8 +19,9 @@ use super::raw::{
 use super::{
     AGENTS_MAX, ANSWERERS_MAX, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock,
     EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
-    STEPS_MAX, Scenario, Step, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
+    STEPS_MAX, Scenario, Step, Strategy, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
 };
+use crate::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use crate::policy::Written;
 use crate::tool::{ErrorCode, Timeout, ToolConfig};
 
@@ -137,6 +138,13 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         Some(jitter) => Some(times.seconds("jitter.max", jitter.0.max)?),
         None => None,
     };
+    let explore = match raw.explore {
+        Some(text) => Some(
+            text.parse::<Strategy>()
+                .or_else(|message| issue("explore", message))?,
+        ),
+        None => None,
+    };
 
     let mut builder = Builder {
         times,
@@ -169,6 +177,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         events,
         jitter_max_s,
         limits,
+        explore,
         expect,
     })
 }
@@ -299,6 +308,18 @@ fn broker(raw: Option<RawBroker>, times: Times) -> Checked<BrokerSpec> {
     if let Some(s) = raw.offer_timeout {
         broker.offer_timeout_s = times.positive("broker.offer_timeout", s)?;
     }
+    let count = |path: &str, n: Option<u64>, max: usize| -> Checked<Option<u64>> {
+        match n {
+            Some(n) if n == 0 || n > max as u64 => issue(path, format!("expected 1 to {max}, got {n}")),
+            n => Ok(n),
+        }
+    };
+    broker.open_calls_max = count("broker.open_calls_max", raw.open_calls_max, OPEN_CALLS_MAX)?;
+    broker.agents_per_tree_max = count(
+        "broker.agents_per_tree_max",
+        raw.agents_per_tree_max,
+        AGENTS_PER_TREE_MAX,
+    )?;
     Ok(broker)
 }
 

@@ -28,6 +28,13 @@
 //!   ever used. Given, they are checked as for any answerer.
 //! - `latency` and `offer_latency` take a bare number of seconds for
 //!   `{"fixed": s}`; an error about it names `latency` itself, not `latency.fixed`.
+//! - `"$schema"` (a string, for editors) is read and ignored. `explore` is
+//!   `"random"`, `"fifo"` or `"pct:D"` with D from 1 to [`PCT_DEPTH_MAX`], written
+//!   as [`Strategy`] displays it; absent, [`Scenario::explore`] is `None`.
+//! - `broker.open_calls_max` (1 to [`crate::broker::OPEN_CALLS_MAX`]) and
+//!   `broker.agents_per_tree_max` (1 to [`crate::broker::AGENTS_PER_TREE_MAX`]) lower
+//!   the broker's limits for the run, so a scenario can reach `LIMIT_EXCEEDED`; a
+//!   file cannot raise them past the broker's own.
 //! - `count` must be 1 to its maximum ([`AGENTS_MAX`], [`ANSWERERS_MAX`]); `{i}` is
 //!   substituted only in rows that have a `count` (also `count: 1`). A name that
 //!   still holds `{i}` (no `count`) or `{r}` (a spawn outside any `repeat`) after
@@ -79,6 +86,7 @@
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
+mod explore;
 mod position;
 mod raw;
 
@@ -90,6 +98,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::tool::ToolConfig;
+
+pub use explore::{PCT_DEPTH_MAX, Strategy};
 
 /// Most agents in one run: every root after fan-out and every spawned child after
 /// unrolling.
@@ -155,6 +165,9 @@ pub struct Scenario {
     pub jitter_max_s: Option<f64>,
     /// When a run stops.
     pub limits: Limits,
+    /// The scheduling strategy the file asks for (`--explore` overrides it); `None`
+    /// when the file names none, which means [`Strategy::Random`].
+    pub explore: Option<Strategy>,
     /// What the run must produce, if anything.
     pub expect: Option<Expect>,
 }
@@ -186,12 +199,21 @@ pub enum Clock {
 pub struct BrokerSpec {
     /// Seconds an answerer has to reply to an offer before it counts as declining.
     pub offer_timeout_s: f64,
+    /// Most open calls at once (`broker.open_calls_max`, 1 to
+    /// [`crate::broker::OPEN_CALLS_MAX`]); `None`: the broker's own limit.
+    pub open_calls_max: Option<u64>,
+    /// Most agents in one tree, stopped ones included
+    /// (`broker.agents_per_tree_max`, 1 to [`crate::broker::AGENTS_PER_TREE_MAX`]);
+    /// `None`: the broker's own limit.
+    pub agents_per_tree_max: Option<u64>,
 }
 
 impl Default for BrokerSpec {
     fn default() -> Self {
         BrokerSpec {
             offer_timeout_s: OFFER_TIMEOUT_S_DEFAULT,
+            open_calls_max: None,
+            agents_per_tree_max: None,
         }
     }
 }

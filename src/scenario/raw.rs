@@ -53,6 +53,9 @@ impl<'de> Deserialize<'de> for RawLatency {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a scenario object")]
 pub(super) struct RawScenario {
+    /// Ignored: lets an editor find a schema of the format.
+    #[serde(rename = "$schema")]
+    pub _schema: Option<String>,
     pub name: String,
     #[serde(default)]
     pub about: String,
@@ -62,6 +65,9 @@ pub(super) struct RawScenario {
     pub clock: Option<Clock>,
     #[serde(default)]
     pub tool: Option<Value>,
+    /// A [`super::Strategy`], parsed in `build.rs` (where its error gets a path).
+    #[serde(default)]
+    pub explore: Option<String>,
     #[serde(default)]
     pub broker: Option<Obj<RawBroker>>,
     #[serde(default)]
@@ -82,6 +88,8 @@ pub(super) struct RawScenario {
 #[serde(deny_unknown_fields, expecting = "{\"offer_timeout\": s}")]
 pub(super) struct RawBroker {
     pub offer_timeout: Option<f64>,
+    pub open_calls_max: Option<u64>,
+    pub agents_per_tree_max: Option<u64>,
 }
 
 #[derive(Deserialize)]
