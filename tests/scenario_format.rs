@@ -1144,6 +1144,87 @@ fn any_other_answerer_still_needs_latency_and_answer() {
 }
 
 // ---------------------------------------------------------------------------------
+// "Did you mean": unknown keys and variants suggest one close name.
+
+#[test]
+fn a_misspelt_top_level_key_suggests_the_key() {
+    let err = refused(json!({ "name": "x", "agnets": [] }), "unknown field `agnets`");
+    assert!(err.message.ends_with("; did you mean `agents`?"), "{err}");
+    assert!(err.line.is_some());
+    let far = refused(json!({ "name": "x", "colour": 1 }), "unknown field `colour`");
+    assert!(!far.message.contains("did you mean"), "{far}");
+}
+
+#[test]
+fn a_misspelt_step_suggests_the_step() {
+    let err = refused(
+        root(json!([{ "wrok": 1.0 }])),
+        "agents[0].script[0]: unknown variant `wrok`",
+    );
+    assert!(err.message.ends_with("; did you mean `work`?"), "{err}");
+    let err = refused(root(json!([{ "awiat_answer": "root/1" }])), "unknown variant");
+    assert!(err.message.ends_with("; did you mean `await_answer`?"), "{err}");
+}
+
+#[test]
+fn a_misspelt_answerer_key_or_form_suggests_the_name() {
+    let err = refused(
+        one_answerer(json!({ "name": "a", "acepts": "all", "latency": 1, "answer": "skip" })),
+        "answerers[0]: unknown field `acepts`",
+    );
+    assert!(err.message.ends_with("; did you mean `accepts`?"), "{err}");
+    for (row, suggestion) in [
+        (
+            json!({ "name": "a", "accepts": "kyed", "latency": 1, "answer": "skip" }),
+            "keyed",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": "nevr", "answer": "skip" }),
+            "never",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": { "unifrom": [1, 2] }, "answer": "skip" }),
+            "uniform",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": 1, "answer": "recomended" }),
+            "recommended",
+        ),
+    ] {
+        let err = parse(one_answerer(row)).unwrap_err();
+        assert!(
+            err.message.ends_with(&format!("; did you mean `{suggestion}`?")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_misspelt_event_key_suggests_the_key() {
+    let err = refused(
+        json!({ "name": "x", "agents": [{ "name": "root" }], "events": [{ "at": 1, "cancel_trun": "root" }] }),
+        "events[0]: unknown field `cancel_trun`",
+    );
+    assert!(err.message.ends_with("; did you mean `cancel_turn`?"), "{err}");
+}
+
+#[test]
+fn misspelt_names_checked_after_parsing_suggest_too() {
+    let err = refused(
+        json!({ "name": "x", "expect": { "counts": { "answerd": 1 } } }),
+        "expect.counts.answerd",
+    );
+    assert!(err.message.ends_with("; did you mean `answered`?"), "{err}");
+    let err = refused(
+        json!({ "name": "x", "expect": { "counts": { "NO_ANSWERR": 1 } } }),
+        "is not an outcome",
+    );
+    assert!(err.message.ends_with("; did you mean `NO_ANSWERER`?"), "{err}");
+    let err = refused(json!({ "name": "x", "tool": { "mdoe": "timed" } }), "tool.mdoe");
+    assert!(err.message.ends_with("; did you mean `mode`?"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
 // `$schema`, `explore` and the broker's limits.
 
 /// The scheduling strategy (named in full: proptest's `Strategy` is in scope).
@@ -1188,6 +1269,8 @@ fn a_bad_explore_is_refused_with_its_position() {
         assert!(at_position(&text, &err).starts_with(&format!("{bad:?}")), "{err}");
         assert!(bad.parse::<Explore>().is_err());
     }
+    let err = refused(json!({ "name": "x", "explore": "rnadom" }), "explore: expected");
+    assert!(err.message.ends_with("; did you mean `random`?"), "{err}");
     let err = refused(
         json!({ "name": "x", "explore": "lifo" }),
         "\"random\", \"fifo\" or \"pct:D\"",

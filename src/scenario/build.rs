@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::raw::{
     Obj, RawAgent, RawAnswerer, RawBroker, RawEvent, RawExpect, RawLatency, RawLimits, RawScenario, RawStep,
 };
+use super::suggest::closest;
 use super::{
     AGENTS_MAX, ANSWERERS_MAX, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock,
     EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
@@ -126,7 +127,12 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
             "config" => "tool".to_owned(),
             key => format!("tool.{key}"),
         },
-        message: err.reason,
+        message: match closest(&err.key, ["mode", "timeout"]) {
+            Some(name) if err.reason.starts_with("unknown key") => {
+                format!("{}; did you mean `{name}`?", err.reason)
+            }
+            _ => err.reason,
+        },
     })?;
     // First: `limits.virtual_s_max` bounds every other time of the file.
     let limits = limits(raw.limits.map(|l| l.0))?;
@@ -810,10 +816,18 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names, times: Times) -> Checked<Vec<E
 fn expect_block(raw: RawExpect, names: &Names) -> Checked<Expect> {
     for key in raw.counts.keys() {
         if !OUTCOME_NAMES.contains(&key.as_str()) && ErrorCode::parse(key).is_none() {
+            let hint = closest(
+                key,
+                OUTCOME_NAMES
+                    .into_iter()
+                    .chain(ErrorCode::ALL.map(ErrorCode::as_str)),
+            )
+            .map(|name| format!("; did you mean `{name}`?"))
+            .unwrap_or_default();
             return issue(
                 format!("expect.counts.{key}"),
                 format!(
-                    "{key:?} is not an outcome ({}) or an error code",
+                    "{key:?} is not an outcome ({}) or an error code{hint}",
                     OUTCOME_NAMES.join(", ")
                 ),
             );

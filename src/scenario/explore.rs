@@ -45,8 +45,11 @@ impl FromStr for Strategy {
                 )),
             };
         }
+        let hint = super::suggest::closest(s, ["random", "fifo", "pct"])
+            .map(|name| format!("; did you mean `{name}`?"))
+            .unwrap_or_default();
         Err(format!(
-            "expected \"random\", \"fifo\" or \"pct:D\" with D an integer from 1 to {PCT_DEPTH_MAX}, got {s:?}"
+            "expected \"random\", \"fifo\" or \"pct:D\" with D an integer from 1 to {PCT_DEPTH_MAX}, got {s:?}{hint}"
         ))
     }
 }
@@ -90,5 +93,11 @@ mod tests {
                 "{bad:?}: {err}"
             );
         }
+        assert!(
+            "rnadom"
+                .parse::<Strategy>()
+                .unwrap_err()
+                .ends_with("did you mean `random`?")
+        );
     }
 }

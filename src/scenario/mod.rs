@@ -16,7 +16,12 @@
 //! JSON path of the offending value in the file (`agents[0].script[2].join: …`) and
 //! are located by a second, position-recording pass over the text; when that path is
 //! not in the file (a missing key), the nearest enclosing value is given instead.
-//! Only the first error of a file is reported.
+//! Only the first error of a file is reported. An unknown key or variant (a
+//! top-level key, a step, an event key, an `accepts` or `latency` form, an
+//! `expect.counts` name, a `tool` key, an `explore` form) ends with `; did you mean
+//! `x`?` when one known name is close: an edit distance (a swap of two neighbouring
+//! characters counts 1) of at most 1 for a name of up to 4 characters, 2 for a
+//! longer one, and no other name as close (`suggest.rs`).
 //!
 //! # Decisions where SPEC §5 is silent
 //!
@@ -89,6 +94,7 @@ mod build;
 mod explore;
 mod position;
 mod raw;
+mod suggest;
 
 use std::collections::BTreeMap;
 use std::io::Read;
