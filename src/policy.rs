@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use rand::Rng;
 use rand::rngs::StdRng;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 use crate::tool::Question;
 
 /// Which requests an answerer accepts (`accepts`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(
     rename_all = "snake_case",
     expecting = "\"all\", \"keyed\", \"legacy\", \"none\" or {\"agents\": [globs]}"
@@ -171,8 +172,39 @@ impl<'de> Deserialize<'de> for Latency {
     }
 }
 
+/// Hand-written: the custom [`Deserialize`] above leaves nothing to derive from.
+impl JsonSchema for Latency {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Latency".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let seconds = json!({ "type": "number", "minimum": 0 });
+        let one_key = |key: &str, value: Value| {
+            json!({
+                "type": "object",
+                "properties": { key: value },
+                "required": [key],
+                "additionalProperties": false
+            })
+        };
+        let uniform = json!({ "type": "array", "items": seconds, "minItems": 2, "maxItems": 2 });
+        json_schema!({
+            "description": "Seconds: a bare number (the same as {\"fixed\": s}), {\"fixed\": s}, \
+                            {\"uniform\": [min, max]}, {\"exp\": mean} or \"never\".",
+            "anyOf": [
+                seconds,
+                { "const": "never" },
+                one_key("fixed", seconds.clone()),
+                one_key("uniform", uniform),
+                one_key("exp", json!({ "type": "number", "exclusiveMinimum": 0 })),
+            ]
+        })
+    }
+}
+
 /// What an answerer answers (`answer`), applied to every question of the call.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
 #[serde(
     rename_all = "snake_case",
     expecting = "\"recommended\", \"skip\", {\"option\": i}, {\"options\": [i, …]}, {\"custom\": text} or {\"batch\": items}"

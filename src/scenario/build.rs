@@ -156,7 +156,6 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         times,
         ..Builder::default()
     };
-
     let answerers = builder.answerers(raw.answerers)?;
     let agents = builder.agents(raw.agents)?;
     for agent in &agents {

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use schemars::{Schema, SchemaGenerator, json_schema};
+
 /// Most priority change points plus one for `pct:D`: a depth beyond the bugs PCT
 /// finds in practice (a handful of ordering constraints), and a bound on the
 /// strategy's per-run state.
@@ -62,6 +64,24 @@ impl fmt::Display for Strategy {
             Strategy::Fifo => f.write_str("fifo"),
         }
     }
+}
+
+/// The JSON Schema of `explore`: every accepted string, listed from the constant
+/// (an editor offers them, and the schema cannot disagree with [`FromStr`]).
+pub(super) fn schema(_: &mut SchemaGenerator) -> Schema {
+    let forms: Vec<String> = [Strategy::Random, Strategy::Fifo]
+        .into_iter()
+        .chain((1..=PCT_DEPTH_MAX).map(|depth| Strategy::Pct { depth }))
+        .map(|strategy| strategy.to_string())
+        .collect();
+    let description = format!(
+        "The scheduling strategy: \"random\" (default), \"fifo\" or \"pct:D\" (D from 1 to {PCT_DEPTH_MAX})."
+    );
+    json_schema!({
+        "description": description,
+        "type": "string",
+        "enum": forms,
+    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,11 @@
 //! characters counts 1) of at most 1 for a name of up to 4 characters, 2 for a
 //! longer one, and no other name as close (`suggest.rs`).
 //!
+//! # JSON Schema
+//!
+//! [`json_schema`] derives a JSON Schema (draft-07) from the same serde shapes the
+//! parser reads (`raw.rs`), for editors; `asksim schema --scenario` prints it.
+//!
 //! # Decisions where SPEC §5 is silent
 //!
 //! - Required keys: `name` (top level, non-empty); an answerer's `name`, `accepts`,
@@ -100,6 +105,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -191,7 +197,7 @@ impl Scenario {
 }
 
 /// The run's clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", expecting = "\"virtual\" or \"real\"")]
 pub enum Clock {
     /// Paused tokio time on a current-thread runtime, seeded: deterministic.
@@ -407,6 +413,17 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
         .map_err(|err| position::serde_error(file_label, text, &err))?;
     build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+}
+
+/// The JSON Schema (draft-07) of the scenario format, derived from the same serde
+/// shapes the parser reads, so it cannot drift from them. It states keys, types and
+/// forms (an unknown key fails it); checks that need the whole file (names,
+/// references, times against `limits.virtual_s_max`) are the parser's alone.
+/// `asksim schema --scenario` prints it. Draft-07 because editors (VS Code's
+/// `json.schemas`) read it.
+pub fn json_schema() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    generator.into_root_schema_for::<raw::RawScenario>().to_value()
 }
 
 /// Loads every file and returns the errors, in the order of `paths` (for
