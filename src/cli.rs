@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 
 use crate::event::Event;
 use crate::scenario::{self, Clock, Strategy};
@@ -100,11 +100,16 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Print the model-facing tool definition (byte-stable).
+    /// Print the model-facing tool definition (byte-stable), or the JSON Schema of
+    /// scenario files.
+    #[command(group(ArgGroup::new("which").required(true).args(["mode", "scenario"])))]
     Schema {
         /// Which definition: the frozen legacy tool or the timed one.
         #[arg(long, value_enum)]
-        mode: SchemaMode,
+        mode: Option<SchemaMode>,
+        /// The JSON Schema of the scenario format (pretty JSON), for editors.
+        #[arg(long)]
+        scenario: bool,
     },
 }
 
@@ -144,7 +149,8 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Schema { mode } => schema(mode),
+        Command::Schema { mode: Some(mode), .. } => schema(mode),
+        Command::Schema { mode: None, .. } => scenario_schema(),
         Command::Validate { files } => validate(&files),
         Command::Sweep {
             file,
@@ -412,6 +418,19 @@ fn first_difference(a: &[Event], b: &[Event]) -> Option<String> {
             a.len().min(b.len()) + 1
         )),
         None => None,
+    }
+}
+
+fn scenario_schema() -> ExitCode {
+    let mut text = serde_json::to_string_pretty(&scenario::json_schema()).expect("a JSON value serialises");
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("asksim: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

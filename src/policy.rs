@@ -3,17 +3,20 @@
 //! reads them (serde) and the built-in answerer acts on them; nothing here knows
 //! about actors, clocks or messages.
 
+use std::fmt;
 use std::time::Duration;
 
 use rand::Rng;
 use rand::rngs::StdRng;
-use serde::Deserialize;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use crate::tool::Question;
 
 /// Which requests an answerer accepts (`accepts`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(
     rename_all = "snake_case",
     expecting = "\"all\", \"keyed\", \"legacy\", \"none\" or {\"agents\": [globs]}"
@@ -71,11 +74,12 @@ fn glob_matches(glob: &str, text: &str) -> bool {
 }
 
 /// A delay drawn from the run's generator (`offer_latency`, `latency`), seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
-#[serde(
-    rename_all = "snake_case",
-    expecting = "{\"fixed\": s}, {\"uniform\": [a, b]}, {\"exp\": mean} or \"never\""
-)]
+///
+/// Written as a bare number of seconds (the same as `{"fixed": s}`), `"never"`, or
+/// an object with exactly one key: `{"fixed": s}`, `{"uniform": [a, b]}`,
+/// `{"exp": mean}`. Read by a visitor straight from the text (no buffering,
+/// so serde's errors keep their line and column).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Latency {
     /// Always this many seconds.
     Fixed(f64),
@@ -87,8 +91,120 @@ pub enum Latency {
     Never,
 }
 
+/// How a [`Latency`] was written: a bare number, or `"never"` or a one-key object.
+/// The scenario format names the value itself (`latency`), not `latency.fixed`, in
+/// an error about a bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// A bare number of seconds.
+    Bare,
+    /// `"never"` or an object with one key.
+    Tagged,
+}
+
+/// Reads a [`Latency`] in any of its forms, and how it was written.
+pub(crate) struct LatencyVisitor;
+
+impl<'de> Visitor<'de> for LatencyVisitor {
+    type Value = (Latency, Written);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("seconds, {\"fixed\": s}, {\"uniform\": [a, b]}, {\"exp\": mean} or \"never\"")
+    }
+
+    fn visit_f64<E: de::Error>(self, s: f64) -> Result<Self::Value, E> {
+        Ok((Latency::Fixed(s), Written::Bare))
+    }
+
+    fn visit_u64<E: de::Error>(self, s: u64) -> Result<Self::Value, E> {
+        self.visit_f64(s as f64)
+    }
+
+    fn visit_i64<E: de::Error>(self, s: i64) -> Result<Self::Value, E> {
+        self.visit_f64(s as f64)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        match s {
+            "never" => Ok((Latency::Never, Written::Tagged)),
+            // In serde's words for an unknown variant, so that the scenario format's
+            // "did you mean" reads it like any other.
+            _ => Err(E::custom(format_args!(
+                "unknown variant `{s}`, expected `never`, seconds or an object {{\"fixed\": s}}, {{\"uniform\": [a, b]}} or {{\"exp\": mean}}"
+            ))),
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        // Read to its end first: the error is then located on the array, not on
+        // its first element.
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Err(de::Error::invalid_type(Unexpected::Seq, &self))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some(key) = map.next_key::<String>()? else {
+            return Err(de::Error::invalid_length(0, &"an object with exactly one key"));
+        };
+        let latency = match key.as_str() {
+            "fixed" => Latency::Fixed(map.next_value()?),
+            "uniform" => {
+                let (min, max) = map.next_value()?;
+                Latency::Uniform(min, max)
+            }
+            "exp" => Latency::Exp(map.next_value()?),
+            _ => return Err(de::Error::unknown_variant(&key, &["fixed", "uniform", "exp"])),
+        };
+        if let Some(second) = map.next_key::<String>()? {
+            return Err(de::Error::custom(format_args!(
+                "expected an object with exactly one key, got a second key `{second}`"
+            )));
+        }
+        Ok((latency, Written::Tagged))
+    }
+}
+
+impl<'de> Deserialize<'de> for Latency {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(LatencyVisitor)
+            .map(|(latency, _)| latency)
+    }
+}
+
+/// Hand-written: the custom [`Deserialize`] above leaves nothing to derive from.
+impl JsonSchema for Latency {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Latency".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let seconds = json!({ "type": "number", "minimum": 0 });
+        let one_key = |key: &str, value: Value| {
+            json!({
+                "type": "object",
+                "properties": { key: value },
+                "required": [key],
+                "additionalProperties": false
+            })
+        };
+        let uniform = json!({ "type": "array", "items": seconds, "minItems": 2, "maxItems": 2 });
+        json_schema!({
+            "description": "Seconds: a bare number (the same as {\"fixed\": s}), {\"fixed\": s}, \
+                            {\"uniform\": [min, max]}, {\"exp\": mean} or \"never\".",
+            "anyOf": [
+                seconds,
+                { "const": "never" },
+                one_key("fixed", seconds.clone()),
+                one_key("uniform", uniform),
+                one_key("exp", json!({ "type": "number", "exclusiveMinimum": 0 })),
+            ]
+        })
+    }
+}
+
 /// What an answerer answers (`answer`), applied to every question of the call.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
 #[serde(
     rename_all = "snake_case",
     expecting = "\"recommended\", \"skip\", {\"option\": i}, {\"options\": [i, …]}, {\"custom\": text} or {\"batch\": items}"
@@ -118,7 +234,9 @@ impl Latency {
             Latency::Exp(mean) => -mean * (1.0 - rng.r#gen::<f64>()).ln(),
             Latency::Never => return None,
         };
-        Some(Duration::from_secs_f64(s.max(0.0)))
+        // An exponential tail may go past any run's limit; it still makes a
+        // Duration (a run simply stops at its limit).
+        Some(Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX))
     }
 }
 

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use asksim::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use asksim::scenario::{
     self, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventSpec, Latency,
-    Limits, Policy, Scenario, ScenarioError, Step,
+    Limits, PCT_DEPTH_MAX, Policy, Scenario, ScenarioError, Step, VIRTUAL_S_MAX_MAX,
 };
 use asksim::tool::{Mode, Timeout, ToolConfig};
 use proptest::prelude::*;
@@ -95,7 +96,11 @@ fn spec_example_parses_into_the_expected_structure() {
         seed: 1,
         clock: Clock::Virtual,
         tool: ToolConfig::timed(Timeout::Window(30.0)),
-        broker: BrokerSpec { offer_timeout_s: 1.0 },
+        broker: BrokerSpec {
+            offer_timeout_s: 1.0,
+            open_calls_max: None,
+            agents_per_tree_max: None,
+        },
         answerers: vec![
             AnswererSpec {
                 name: "web".into(),
@@ -138,11 +143,11 @@ fn spec_example_parses_into_the_expected_structure() {
             action: Action::CancelTurn("root".into()),
         }],
         jitter_max_s: None,
-        explore: None,
         limits: Limits {
             virtual_s_max: 86_400.0,
             events_max: 10_000_000,
         },
+        explore: None,
         expect: Some(scenario::Expect {
             results: BTreeMap::from([(
                 "root/1".to_owned(),
@@ -767,6 +772,559 @@ fn expect_names_outcomes_error_codes_calls_and_agents() {
     refused(
         json!({ "name": "x", "expect": { "final_results": { "root": {} } } }),
         "expect.final_results.root: no agent",
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Bounded times: every time is at most `limits.virtual_s_max`, itself at most
+// VIRTUAL_S_MAX_MAX; over a bound is a bad file naming the path and the bound.
+
+/// What the file holds at the position of `err`.
+fn at_position(text: &str, err: &ScenarioError) -> String {
+    let (line, column) = (err.line.expect("a line"), err.column.expect("a column"));
+    text.lines()
+        .nth(line - 1)
+        .unwrap()
+        .chars()
+        .skip(column - 1)
+        .collect()
+}
+
+/// Every time field of the format, set to `s` in an otherwise valid file whose
+/// `limits` are `limits`, with the JSON path of that field.
+fn time_fields(s: f64, limits: Value) -> Vec<(&'static str, Value)> {
+    let with_answerer = |fields: Value| {
+        let mut row = json!({ "name": "a", "accepts": "all", "latency": 1.0, "answer": "recommended" });
+        let row_map = row.as_object_mut().unwrap();
+        row_map.extend(fields.as_object().unwrap().clone());
+        json!({ "name": "x", "limits": limits, "answerers": [row] })
+    };
+    let with_event = |event: Value| json!({ "name": "x", "limits": limits, "agents": [{ "name": "root" }], "events": [event] });
+    vec![
+        (
+            "events[0].at",
+            with_event(json!({ "at": s, "cancel_turn": "root" })),
+        ),
+        (
+            "events[0].process_loss.restart_after",
+            with_event(json!({ "at": 0, "process_loss": { "restart_after": s } })),
+        ),
+        (
+            "agents[0].script[0].work",
+            json!({ "name": "x", "limits": limits, "agents": [{ "name": "root", "script": [{ "work": s }] }] }),
+        ),
+        (
+            "answerers[0].faults.crash_at",
+            with_answerer(json!({ "faults": { "crash_at": s } })),
+        ),
+        (
+            "answerers[0].hold.after",
+            with_answerer(json!({ "hold": { "after": s } })),
+        ),
+        ("answerers[0].latency", with_answerer(json!({ "latency": s }))),
+        (
+            "answerers[0].latency.fixed",
+            with_answerer(json!({ "latency": { "fixed": s } })),
+        ),
+        (
+            "answerers[0].latency.uniform[0]",
+            with_answerer(json!({ "latency": { "uniform": [s, s] } })),
+        ),
+        (
+            "answerers[0].latency.uniform[1]",
+            with_answerer(json!({ "latency": { "uniform": [0, s] } })),
+        ),
+        (
+            "answerers[0].latency.exp",
+            with_answerer(json!({ "latency": { "exp": s } })),
+        ),
+        (
+            "answerers[0].offer_latency",
+            with_answerer(json!({ "offer_latency": s })),
+        ),
+        (
+            "answerers[0].offer_latency.fixed",
+            with_answerer(json!({ "offer_latency": { "fixed": s } })),
+        ),
+        (
+            "answerers[0].offer_latency.uniform[0]",
+            with_answerer(json!({ "offer_latency": { "uniform": [s, s] } })),
+        ),
+        (
+            "answerers[0].offer_latency.uniform[1]",
+            with_answerer(json!({ "offer_latency": { "uniform": [0, s] } })),
+        ),
+        (
+            "answerers[0].offer_latency.exp",
+            with_answerer(json!({ "offer_latency": { "exp": s } })),
+        ),
+        (
+            "jitter.max",
+            json!({ "name": "x", "limits": limits, "jitter": { "max": s } }),
+        ),
+        (
+            "broker.offer_timeout",
+            json!({ "name": "x", "limits": limits, "broker": { "offer_timeout": s } }),
+        ),
+    ]
+}
+
+/// `1e20` in one time field is refused naming that field, the default bound, and a
+/// position on the value itself.
+fn assert_1e20_refused_at(path: &str) {
+    let (_, file) = time_fields(1e20, json!({}))
+        .into_iter()
+        .find(|(p, _)| *p == path)
+        .unwrap_or_else(|| panic!("no time field {path}"));
+    let text = serde_json::to_string_pretty(&file).unwrap();
+    let err = scenario::parse("t.json", &text).expect_err(path);
+    assert_eq!(
+        err.message,
+        format!("{path}: 1e20 is past limits.virtual_s_max (86400 s)")
+    );
+    // On the number itself, as serde_json wrote it (`1e+20`).
+    let at = at_position(&text, &err);
+    assert!(at.starts_with(&json!(1e20).to_string()), "{err}: {at:?}");
+}
+
+macro_rules! refuses_1e20 {
+    ($($name:ident: $path:literal,)*) => {$(
+        #[test]
+        fn $name() {
+            assert_1e20_refused_at($path);
+        }
+    )*};
+}
+
+refuses_1e20! {
+    bound_events_at: "events[0].at",
+    bound_process_loss_restart_after: "events[0].process_loss.restart_after",
+    bound_work: "agents[0].script[0].work",
+    bound_faults_crash_at: "answerers[0].faults.crash_at",
+    bound_hold_after: "answerers[0].hold.after",
+    bound_latency_bare: "answerers[0].latency",
+    bound_latency_fixed: "answerers[0].latency.fixed",
+    bound_latency_uniform_min: "answerers[0].latency.uniform[0]",
+    bound_latency_uniform_max: "answerers[0].latency.uniform[1]",
+    bound_latency_exp: "answerers[0].latency.exp",
+    bound_offer_latency_bare: "answerers[0].offer_latency",
+    bound_offer_latency_fixed: "answerers[0].offer_latency.fixed",
+    bound_offer_latency_uniform_min: "answerers[0].offer_latency.uniform[0]",
+    bound_offer_latency_uniform_max: "answerers[0].offer_latency.uniform[1]",
+    bound_offer_latency_exp: "answerers[0].offer_latency.exp",
+    bound_jitter_max: "jitter.max",
+    bound_broker_offer_timeout: "broker.offer_timeout",
+}
+
+#[test]
+fn every_time_field_is_covered_by_a_bound_test() {
+    // The macro above lists one test per field of `time_fields`.
+    assert_eq!(time_fields(1.0, json!({})).len(), 17);
+}
+
+#[test]
+fn bound_virtual_s_max_is_at_most_virtual_s_max_max() {
+    assert_eq!(VIRTUAL_S_MAX_MAX, 1e9);
+    let text =
+        serde_json::to_string_pretty(&json!({ "name": "x", "limits": { "virtual_s_max": 1e20 } })).unwrap();
+    let err = scenario::parse("t.json", &text).unwrap_err();
+    assert_eq!(
+        err.message,
+        "limits.virtual_s_max: 1e20 is past the largest limits.virtual_s_max (1000000000 s)"
+    );
+    // On the number itself, as serde_json wrote it (`1e+20`).
+    let at = at_position(&text, &err);
+    assert!(at.starts_with(&json!(1e20).to_string()), "{err}: {at:?}");
+    let at_max = parsed(json!({ "name": "x", "limits": { "virtual_s_max": 1e9 } }));
+    assert_eq!(at_max.limits.virtual_s_max, VIRTUAL_S_MAX_MAX);
+    refused(
+        json!({ "name": "x", "limits": { "virtual_s_max": 1e9f64.next_up() } }),
+        "limits.virtual_s_max: 1000000000.0000001 is past the largest",
+    );
+}
+
+#[test]
+fn the_bound_is_the_files_own_virtual_s_max() {
+    let limits = json!({ "virtual_s_max": 100 });
+    for (path, file) in time_fields(100.5, limits.clone()) {
+        let err = parse(file).expect_err(path);
+        assert_eq!(
+            err.message,
+            format!("{path}: 100.5 is past limits.virtual_s_max (100 s)")
+        );
+    }
+    for (path, file) in time_fields(100.0, limits) {
+        parse(file).unwrap_or_else(|err| panic!("{path}: {err}"));
+    }
+    // The default bound, exactly.
+    for (path, file) in time_fields(86_400.0, json!({})) {
+        parse(file).unwrap_or_else(|err| panic!("{path}: {err}"));
+    }
+}
+
+#[test]
+fn existing_time_rules_hold_under_the_bound() {
+    let limits = json!({ "virtual_s_max": 1e9 });
+    for (path, file) in time_fields(-1.0, limits) {
+        let err = parse(file).expect_err(path);
+        assert!(err.message.starts_with(&format!("{path}: expected a ")), "{err}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Exactly the bound is accepted and read back exactly; the next number up is
+    /// refused, for every time field and any bound up to VIRTUAL_S_MAX_MAX.
+    #[test]
+    fn times_exactly_at_the_bound_are_accepted(
+        bound in prop_oneof![Just(VIRTUAL_S_MAX_MAX), Just(86_400.0), 1e-3f64..VIRTUAL_S_MAX_MAX],
+    ) {
+        let limits = json!({ "virtual_s_max": bound });
+        for (path, file) in time_fields(bound, limits.clone()) {
+            let scenario = parse(file).map_err(|err| TestCaseError::fail(format!("{path}: {err}")))?;
+            prop_assert_eq!(scenario.limits.virtual_s_max, bound);
+        }
+        for (path, file) in time_fields(bound.next_up(), limits) {
+            let err = parse(file).expect_err(path);
+            prop_assert!(err.message.starts_with(&format!("{path}: ")), "{}", err);
+            prop_assert!(err.message.contains("is past limits.virtual_s_max"), "{}", err);
+        }
+    }
+}
+
+#[test]
+fn times_at_the_bound_are_read_back_exactly() {
+    let b = VIRTUAL_S_MAX_MAX;
+    let scenario = parsed(json!({
+        "name": "x", "limits": { "virtual_s_max": b }, "broker": { "offer_timeout": b }, "jitter": { "max": b },
+        "answerers": [{ "name": "a", "accepts": "all", "offer_latency": b, "latency": { "uniform": [b, b] },
+                        "answer": "skip", "hold": { "after": b }, "faults": { "crash_at": b } }],
+        "agents": [{ "name": "root", "script": [{ "work": b }] }],
+        "events": [{ "at": b, "process_loss": { "restart_after": b } }]
+    }));
+    assert_eq!(scenario.broker.offer_timeout_s, b);
+    assert_eq!(scenario.jitter_max_s, Some(b));
+    let policy = &scenario.answerers[0].policy;
+    assert_eq!(policy.offer_latency, Latency::Fixed(b));
+    assert_eq!(policy.latency, Latency::Uniform(b, b));
+    assert_eq!((policy.hold_after_s, policy.crash_at_s), (Some(b), Some(b)));
+    assert_eq!(scenario.agents[0].script, [Step::Work(b)]);
+    assert_eq!(
+        scenario.events[0],
+        EventSpec {
+            at_s: b,
+            action: Action::ProcessLoss { restart_after_s: b }
+        }
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// Shorthands and defaults.
+
+fn one_answerer(row: Value) -> Value {
+    json!({ "name": "x", "answerers": [row] })
+}
+
+#[test]
+fn a_bare_number_is_a_fixed_latency() {
+    let scenario = parsed(one_answerer(
+        json!({ "name": "a", "accepts": "all", "offer_latency": 0.05, "latency": 2.0, "answer": "skip" }),
+    ));
+    assert_eq!(scenario.answerers[0].policy.offer_latency, Latency::Fixed(0.05));
+    assert_eq!(scenario.answerers[0].policy.latency, Latency::Fixed(2.0));
+    let integer = parsed(one_answerer(
+        json!({ "name": "a", "accepts": "all", "offer_latency": 0, "latency": 3, "answer": "skip" }),
+    ));
+    assert_eq!(integer.answerers[0].policy.offer_latency, Latency::Fixed(0.0));
+    assert_eq!(integer.answerers[0].policy.latency, Latency::Fixed(3.0));
+    // The other forms are unchanged.
+    for (form, latency) in [
+        (json!({ "fixed": 2.0 }), Latency::Fixed(2.0)),
+        (json!({ "uniform": [1, 2] }), Latency::Uniform(1.0, 2.0)),
+        (json!({ "exp": 0.5 }), Latency::Exp(0.5)),
+        (json!("never"), Latency::Never),
+    ] {
+        let scenario = parsed(one_answerer(
+            json!({ "name": "a", "accepts": "all", "latency": form, "answer": "skip" }),
+        ));
+        assert_eq!(scenario.answerers[0].policy.latency, latency);
+    }
+}
+
+#[test]
+fn a_bad_latency_is_refused_with_its_path_and_position() {
+    let text = "{\"name\": \"x\", \"answerers\": [\n  {\"name\": \"a\", \"accepts\": \"all\", \"latency\": -2, \"answer\": \"skip\"}]}";
+    let err = scenario::parse("l.json", text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "l.json:2:46: answerers[0].latency: expected a non-negative number of seconds, got -2"
+    );
+    for (latency, needle) in [
+        (json!("nevr"), "answerers[0].latency: unknown variant `nevr`"),
+        (
+            json!({ "fixd": 1 }),
+            "answerers[0].latency: unknown variant `fixd`",
+        ),
+        (
+            json!({ "fixed": 1, "exp": 2 }),
+            "answerers[0].latency: expected an object with exactly one key",
+        ),
+        (
+            json!({}),
+            "answerers[0].latency: invalid length 0, expected an object with exactly one key",
+        ),
+        (
+            json!(true),
+            "answerers[0].latency: invalid type: boolean `true`, expected seconds",
+        ),
+        (json!([1, 2]), "answerers[0].latency: invalid type: sequence"),
+        (json!({ "uniform": [1] }), "answerers[0].latency.uniform"),
+        (
+            json!({ "fixed": "1" }),
+            "answerers[0].latency.fixed: invalid type: string",
+        ),
+    ] {
+        let err = refused(
+            one_answerer(json!({ "name": "a", "accepts": "all", "latency": latency, "answer": "skip" })),
+            needle,
+        );
+        assert!(err.line.is_some() && err.column.is_some(), "{err}");
+    }
+}
+
+#[test]
+fn an_answerer_that_accepts_none_may_leave_out_latency_and_answer() {
+    let scenario = parsed(one_answerer(json!({ "name": "mute", "accepts": "none" })));
+    let policy = &scenario.answerers[0].policy;
+    assert_eq!(policy.accepts, Accepts::None);
+    assert_eq!(policy.latency, Latency::Never);
+    assert_eq!(policy.answer, AnswerPolicy::Recommended);
+    assert_eq!(policy.offer_latency, Latency::Fixed(0.0));
+    // Given, they are read and checked as for any answerer.
+    let given = parsed(one_answerer(
+        json!({ "name": "mute", "accepts": "none", "latency": 1, "answer": "skip" }),
+    ));
+    assert_eq!(given.answerers[0].policy.latency, Latency::Fixed(1.0));
+    assert_eq!(given.answerers[0].policy.answer, AnswerPolicy::Skip);
+    refused(
+        one_answerer(json!({ "name": "mute", "accepts": "none", "latency": -1 })),
+        "answerers[0].latency: expected a non-negative",
+    );
+}
+
+#[test]
+fn any_other_answerer_still_needs_latency_and_answer() {
+    for accepts in [
+        json!("all"),
+        json!("keyed"),
+        json!("legacy"),
+        json!({ "agents": ["*"] }),
+    ] {
+        let rows = json!([
+            answerer("w0"),
+            answerer("w1"),
+            { "name": "late", "accepts": accepts, "answer": "skip" },
+        ]);
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "answerers": rows })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(
+            err.message.starts_with("answerers[2]: missing field `latency`"),
+            "{err}"
+        );
+        // At the third row itself: its `{`, followed by its name.
+        assert!(at_position(&text, &err).starts_with('{'), "{err}");
+        let next_line = text.lines().nth(err.line.unwrap()).unwrap();
+        assert!(next_line.contains("\"late\""), "{err}: {next_line}");
+        refused(
+            json!({ "name": "x", "answerers": [{ "name": "a", "accepts": accepts, "latency": 1 }] }),
+            "answerers[0]: missing field `answer`",
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// "Did you mean": unknown keys and variants suggest one close name.
+
+#[test]
+fn a_misspelt_top_level_key_suggests_the_key() {
+    let err = refused(json!({ "name": "x", "agnets": [] }), "unknown field `agnets`");
+    assert!(err.message.ends_with("; did you mean `agents`?"), "{err}");
+    assert!(err.line.is_some());
+    let far = refused(json!({ "name": "x", "colour": 1 }), "unknown field `colour`");
+    assert!(!far.message.contains("did you mean"), "{far}");
+}
+
+#[test]
+fn a_misspelt_step_suggests_the_step() {
+    let err = refused(
+        root(json!([{ "wrok": 1.0 }])),
+        "agents[0].script[0]: unknown variant `wrok`",
+    );
+    assert!(err.message.ends_with("; did you mean `work`?"), "{err}");
+    let err = refused(root(json!([{ "awiat_answer": "root/1" }])), "unknown variant");
+    assert!(err.message.ends_with("; did you mean `await_answer`?"), "{err}");
+}
+
+#[test]
+fn a_misspelt_answerer_key_or_form_suggests_the_name() {
+    let err = refused(
+        one_answerer(json!({ "name": "a", "acepts": "all", "latency": 1, "answer": "skip" })),
+        "answerers[0]: unknown field `acepts`",
+    );
+    assert!(err.message.ends_with("; did you mean `accepts`?"), "{err}");
+    for (row, suggestion) in [
+        (
+            json!({ "name": "a", "accepts": "kyed", "latency": 1, "answer": "skip" }),
+            "keyed",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": "nevr", "answer": "skip" }),
+            "never",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": { "unifrom": [1, 2] }, "answer": "skip" }),
+            "uniform",
+        ),
+        (
+            json!({ "name": "a", "accepts": "all", "latency": 1, "answer": "recomended" }),
+            "recommended",
+        ),
+    ] {
+        let err = parse(one_answerer(row)).unwrap_err();
+        assert!(
+            err.message.ends_with(&format!("; did you mean `{suggestion}`?")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_misspelt_event_key_suggests_the_key() {
+    let err = refused(
+        json!({ "name": "x", "agents": [{ "name": "root" }], "events": [{ "at": 1, "cancel_trun": "root" }] }),
+        "events[0]: unknown field `cancel_trun`",
+    );
+    assert!(err.message.ends_with("; did you mean `cancel_turn`?"), "{err}");
+}
+
+#[test]
+fn misspelt_names_checked_after_parsing_suggest_too() {
+    let err = refused(
+        json!({ "name": "x", "expect": { "counts": { "answerd": 1 } } }),
+        "expect.counts.answerd",
+    );
+    assert!(err.message.ends_with("; did you mean `answered`?"), "{err}");
+    let err = refused(
+        json!({ "name": "x", "expect": { "counts": { "NO_ANSWERR": 1 } } }),
+        "is not an outcome",
+    );
+    assert!(err.message.ends_with("; did you mean `NO_ANSWERER`?"), "{err}");
+    let err = refused(json!({ "name": "x", "tool": { "mdoe": "timed" } }), "tool.mdoe");
+    assert!(err.message.ends_with("; did you mean `mode`?"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// `$schema`, `explore` and the broker's limits.
+
+/// The scheduling strategy (named in full: proptest's `Strategy` is in scope).
+use asksim::scenario::Strategy as Explore;
+
+#[test]
+fn dollar_schema_is_allowed_and_ignored() {
+    let with = parsed(json!({ "$schema": "./asksim-scenario.schema.json", "name": "x" }));
+    assert_eq!(with, parsed(json!({ "name": "x" })));
+    refused(json!({ "$schema": 1, "name": "x" }), "$schema: invalid type");
+}
+
+#[test]
+fn explore_names_the_scheduling_strategy() {
+    assert_eq!(parsed(json!({ "name": "x" })).explore, None);
+    for (text, strategy) in [
+        ("random", Explore::Random),
+        ("fifo", Explore::Fifo),
+        ("pct:1", Explore::Pct { depth: 1 }),
+        ("pct:3", Explore::Pct { depth: 3 }),
+        ("pct:64", Explore::Pct { depth: PCT_DEPTH_MAX }),
+    ] {
+        assert_eq!(
+            parsed(json!({ "name": "x", "explore": text })).explore,
+            Some(strategy)
+        );
+        assert_eq!(strategy.to_string(), text);
+        assert_eq!(text.parse::<Explore>(), Ok(strategy));
+    }
+    assert_eq!(Explore::default(), Explore::Random);
+}
+
+#[test]
+fn a_bad_explore_is_refused_with_its_position() {
+    assert_eq!(PCT_DEPTH_MAX, 64);
+    for bad in [
+        "pct:0", "pct:65", "pct:", "pct:x", "pct:007", "PCT:3", "lifo", "", "random ",
+    ] {
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "explore": bad })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(err.message.starts_with("explore: expected "), "{bad:?}: {err}");
+        assert!(at_position(&text, &err).starts_with(&format!("{bad:?}")), "{err}");
+        assert!(bad.parse::<Explore>().is_err());
+    }
+    let err = refused(json!({ "name": "x", "explore": "rnadom" }), "explore: expected");
+    assert!(err.message.ends_with("; did you mean `random`?"), "{err}");
+    let err = refused(
+        json!({ "name": "x", "explore": "lifo" }),
+        "\"random\", \"fifo\" or \"pct:D\"",
+    );
+    assert!(err.message.contains("from 1 to 64"), "{err}");
+    refused(
+        json!({ "name": "x", "explore": 3 }),
+        "explore: invalid type: integer `3`",
+    );
+}
+
+#[test]
+fn the_broker_limits_are_read_and_bounded() {
+    let scenario =
+        parsed(json!({ "name": "x", "broker": { "open_calls_max": 1, "agents_per_tree_max": 2 } }));
+    assert_eq!(
+        scenario.broker,
+        BrokerSpec {
+            offer_timeout_s: 1.0,
+            open_calls_max: Some(1),
+            agents_per_tree_max: Some(2)
+        }
+    );
+    assert_eq!(parsed(json!({ "name": "x" })).broker, BrokerSpec::default());
+    assert_eq!(BrokerSpec::default().open_calls_max, None);
+    assert_eq!(BrokerSpec::default().agents_per_tree_max, None);
+    let (open_max, agents_max) = (OPEN_CALLS_MAX as u64, AGENTS_PER_TREE_MAX as u64);
+    assert_eq!((open_max, agents_max), (2_000_000, 100_000));
+    let at_max = parsed(
+        json!({ "name": "x", "broker": { "open_calls_max": open_max, "agents_per_tree_max": agents_max } }),
+    );
+    assert_eq!(at_max.broker.open_calls_max, Some(open_max));
+    assert_eq!(at_max.broker.agents_per_tree_max, Some(agents_max));
+    for (key, n) in [
+        ("open_calls_max", 0),
+        ("open_calls_max", open_max + 1),
+        ("agents_per_tree_max", 0),
+        ("agents_per_tree_max", agents_max + 1),
+    ] {
+        let text = serde_json::to_string_pretty(&json!({ "name": "x", "broker": { key: n } })).unwrap();
+        let err = scenario::parse("t.json", &text).unwrap_err();
+        assert!(
+            err.message.starts_with(&format!("broker.{key}: expected 1 to ")),
+            "{err}"
+        );
+        assert!(at_position(&text, &err).starts_with(&n.to_string()), "{err}");
+    }
+    refused(
+        json!({ "name": "x", "broker": { "open_calls_max": 1.5 } }),
+        "broker.open_calls_max: invalid type: floating point",
+    );
+    refused(
+        json!({ "name": "x", "broker": { "open_calls_max": -1 } }),
+        "broker.open_calls_max: invalid value",
     );
 }
 

@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use super::runtime::Continuity;
 use super::{Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
-use crate::broker::BrokerLimits;
 use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Envelope, Restored, Turn, TurnId};
 use crate::record::Recorder;
@@ -95,7 +94,7 @@ impl<'s> Driver<'s> {
             offer_timeout_s: self.scenario.broker.offer_timeout_s,
             seed: self.seed,
             events_max: self.scenario.limits.events_max,
-            limits: BrokerLimits::default(),
+            limits: self.scenario.broker.limits(),
         }
     }
 

@@ -13,11 +13,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::raw::{Obj, RawAgent, RawAnswerer, RawEvent, RawExpect, RawScenario, RawStep};
-use super::{
-    AGENTS_MAX, ANSWERERS_MAX, Action, AgentSpec, AnswererSpec, BrokerSpec, Clock, EVENTS_MAX, EventSpec,
-    Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step,
+use super::raw::{
+    Obj, RawAgent, RawAnswerer, RawBroker, RawEvent, RawExpect, RawLatency, RawLimits, RawScenario, RawStep,
 };
+use super::suggest::closest;
+use super::{
+    AGENTS_MAX, ANSWERERS_MAX, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock,
+    EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
+    STEPS_MAX, Scenario, Step, Strategy, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
+};
+use crate::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
+use crate::policy::Written;
 use crate::tool::{ErrorCode, Timeout, ToolConfig};
 
 /// A failed check: the JSON path of the offending value in the file, and why.
@@ -112,7 +118,6 @@ impl Size {
 }
 
 pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
-    let mut builder = Builder::default();
     if raw.name.is_empty() {
         return issue("name", "expected a non-empty name");
     }
@@ -122,20 +127,35 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
             "config" => "tool".to_owned(),
             key => format!("tool.{key}"),
         },
-        message: err.reason,
-    })?;
-    let broker = match raw.broker.and_then(|b| b.0.offer_timeout) {
-        Some(s) => BrokerSpec {
-            offer_timeout_s: positive("broker.offer_timeout", s)?,
+        message: match closest(&err.key, ["mode", "timeout"]) {
+            Some(name) if err.reason.starts_with("unknown key") => {
+                format!("{}; did you mean `{name}`?", err.reason)
+            }
+            _ => err.reason,
         },
-        None => BrokerSpec::default(),
+    })?;
+    // First: `limits.virtual_s_max` bounds every other time of the file.
+    let limits = limits(raw.limits.map(|l| l.0))?;
+    let times = Times {
+        max_s: limits.virtual_s_max,
     };
+    let broker = broker(raw.broker.map(|b| b.0), times)?;
     let jitter_max_s = match raw.jitter {
-        Some(jitter) => Some(seconds("jitter.max", jitter.0.max)?),
+        Some(jitter) => Some(times.seconds("jitter.max", jitter.0.max)?),
         None => None,
     };
-    let limits = limits(raw.limits.map(|l| l.0))?;
+    let explore = match raw.explore {
+        Some(text) => Some(
+            text.parse::<Strategy>()
+                .or_else(|message| issue("explore", message))?,
+        ),
+        None => None,
+    };
 
+    let mut builder = Builder {
+        times,
+        ..Builder::default()
+    };
     let answerers = builder.answerers(raw.answerers)?;
     let agents = builder.agents(raw.agents)?;
     for agent in &agents {
@@ -145,7 +165,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         builder.check_references(agent)?;
     }
     let names = &builder.names;
-    let events = events(raw.events, names)?;
+    let events = events(raw.events, names, times)?;
     let expect = match raw.expect {
         Some(expect) => Some(expect_block(expect.0, names)?),
         None => None,
@@ -161,38 +181,121 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         agents: agents.into_iter().map(|agent| finish(agent, None)).collect(),
         events,
         jitter_max_s,
-        explore: None,
         limits,
+        explore,
         expect,
     })
 }
 
-/// Seconds: finite and non-negative.
-fn seconds(path: &str, s: f64) -> Checked<f64> {
-    if s.is_finite() && s >= 0.0 {
-        Ok(s)
+/// A number of seconds for a message: `1e20` rather than twenty-one digits.
+fn show(s: f64) -> String {
+    if s != 0.0 && !(1e-4..1e15).contains(&s.abs()) {
+        format!("{s:e}")
     } else {
-        issue(
-            path,
-            format!("expected a non-negative number of seconds, got {s}"),
-        )
+        format!("{s}")
     }
 }
 
-/// Seconds: finite and positive.
-fn positive(path: &str, s: f64) -> Checked<f64> {
-    if s.is_finite() && s > 0.0 {
-        Ok(s)
-    } else {
-        issue(path, format!("expected a positive number of seconds, got {s}"))
+/// The bound on every time and duration of a file: its `limits.virtual_s_max`.
+/// Nothing a run does past that instant can be observed (the run stops there), and
+/// it keeps every time, and a few of them added up, far inside what the runtime's
+/// clocks hold.
+#[derive(Clone, Copy)]
+struct Times {
+    max_s: f64,
+}
+
+impl Default for Times {
+    fn default() -> Self {
+        Times {
+            max_s: VIRTUAL_S_MAX_DEFAULT,
+        }
     }
 }
 
-fn limits(raw: Option<super::raw::RawLimits>) -> Checked<Limits> {
+impl Times {
+    /// Seconds: finite, non-negative, at most the bound.
+    fn seconds(self, path: &str, s: f64) -> Checked<f64> {
+        if !(s.is_finite() && s >= 0.0) {
+            return issue(
+                path,
+                format!("expected a non-negative number of seconds, got {}", show(s)),
+            );
+        }
+        self.bounded(path, s)
+    }
+
+    /// Seconds: finite, positive, at most the bound.
+    fn positive(self, path: &str, s: f64) -> Checked<f64> {
+        if !(s.is_finite() && s > 0.0) {
+            return issue(
+                path,
+                format!("expected a positive number of seconds, got {}", show(s)),
+            );
+        }
+        self.bounded(path, s)
+    }
+
+    fn bounded(self, path: &str, s: f64) -> Checked<f64> {
+        if s > self.max_s {
+            return issue(
+                path,
+                format!(
+                    "{} is past limits.virtual_s_max ({} s)",
+                    show(s),
+                    show(self.max_s)
+                ),
+            );
+        }
+        Ok(s)
+    }
+
+    /// A latency in any of its forms; a bare number is named by `path` itself, an
+    /// object form by its key (`path.fixed`, `path.uniform[1]`).
+    fn latency(self, path: &str, raw: RawLatency) -> Checked<Latency> {
+        match raw.latency {
+            Latency::Fixed(s) => {
+                let path = match raw.written {
+                    Written::Bare => path.to_owned(),
+                    Written::Tagged => format!("{path}.fixed"),
+                };
+                self.seconds(&path, s).map(Latency::Fixed)
+            }
+            Latency::Uniform(min, max) => {
+                let path = format!("{path}.uniform");
+                self.seconds(&format!("{path}[0]"), min)?;
+                self.seconds(&format!("{path}[1]"), max)?;
+                if min > max {
+                    return issue(
+                        path,
+                        format!("min {} is greater than max {}", show(min), show(max)),
+                    );
+                }
+                Ok(Latency::Uniform(min, max))
+            }
+            Latency::Exp(mean) => self.positive(&format!("{path}.exp"), mean).map(Latency::Exp),
+            Latency::Never => Ok(Latency::Never),
+        }
+    }
+}
+
+fn limits(raw: Option<RawLimits>) -> Checked<Limits> {
     let mut limits = Limits::default();
     if let Some(raw) = raw {
         if let Some(s) = raw.virtual_s_max {
-            limits.virtual_s_max = positive("limits.virtual_s_max", s)?;
+            let path = "limits.virtual_s_max";
+            if s.is_finite() && s > VIRTUAL_S_MAX_MAX {
+                let largest = show(VIRTUAL_S_MAX_MAX);
+                let message = format!(
+                    "{} is past the largest limits.virtual_s_max ({largest} s)",
+                    show(s)
+                );
+                return issue(path, message);
+            }
+            let largest = Times {
+                max_s: VIRTUAL_S_MAX_MAX,
+            };
+            limits.virtual_s_max = largest.positive(path, s)?;
         }
         if let Some(n) = raw.events_max {
             if n == 0 {
@@ -204,21 +307,25 @@ fn limits(raw: Option<super::raw::RawLimits>) -> Checked<Limits> {
     Ok(limits)
 }
 
-fn latency(path: &str, latency: Latency) -> Checked<Latency> {
-    match latency {
-        Latency::Fixed(s) => seconds(&format!("{path}.fixed"), s).map(Latency::Fixed),
-        Latency::Uniform(min, max) => {
-            let path = format!("{path}.uniform");
-            seconds(&format!("{path}[0]"), min)?;
-            seconds(&format!("{path}[1]"), max)?;
-            if min > max {
-                return issue(path, format!("min {min} is greater than max {max}"));
-            }
-            Ok(Latency::Uniform(min, max))
-        }
-        Latency::Exp(mean) => positive(&format!("{path}.exp"), mean).map(Latency::Exp),
-        Latency::Never => Ok(Latency::Never),
+fn broker(raw: Option<RawBroker>, times: Times) -> Checked<BrokerSpec> {
+    let mut broker = BrokerSpec::default();
+    let Some(raw) = raw else { return Ok(broker) };
+    if let Some(s) = raw.offer_timeout {
+        broker.offer_timeout_s = times.positive("broker.offer_timeout", s)?;
     }
+    let count = |path: &str, n: Option<u64>, max: usize| -> Checked<Option<u64>> {
+        match n {
+            Some(n) if n == 0 || n > max as u64 => issue(path, format!("expected 1 to {max}, got {n}")),
+            n => Ok(n),
+        }
+    };
+    broker.open_calls_max = count("broker.open_calls_max", raw.open_calls_max, OPEN_CALLS_MAX)?;
+    broker.agents_per_tree_max = count(
+        "broker.agents_per_tree_max",
+        raw.agents_per_tree_max,
+        AGENTS_PER_TREE_MAX,
+    )?;
+    Ok(broker)
 }
 
 /// Replaces every `key` in `s` by `value`; allocates only when `key` occurs.
@@ -245,6 +352,11 @@ fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
     }
 }
 
+/// Why an answerer without `latency` or `answer` is refused.
+fn missing_unless_silent(field: &str) -> String {
+    format!("missing field `{field}` (only an answerer with \"accepts\": \"none\" may leave it out)")
+}
+
 /// How many copies a `count` asks for: 1 to `max`.
 fn count(path: &str, count: Option<u64>, max: u64, name: &str) -> Checked<Option<u64>> {
     let Some(n) = count else { return Ok(None) };
@@ -262,6 +374,8 @@ fn count(path: &str, count: Option<u64>, max: u64, name: &str) -> Checked<Option
 
 #[derive(Default)]
 struct Builder {
+    /// The bound on every time of the file.
+    times: Times,
     /// Paths in the file, indexed by the `src` of expanded values.
     paths: Vec<String>,
     /// Where each name was defined, as an index into `paths`.
@@ -312,18 +426,32 @@ impl Builder {
     }
 
     fn answerer(&mut self, path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
+        let times = self.times;
         let offer_latency = match row.offer_latency {
-            Some(l) => latency(&format!("{path}.offer_latency"), l)?,
+            Some(l) => times.latency(&format!("{path}.offer_latency"), l)?,
             None => Latency::Fixed(0.0),
         };
+        // An answerer that accepts nothing never submits: `latency` and `answer`
+        // are never used, so it may leave them out.
+        let silent = row.accepts == Accepts::None;
+        let latency = match row.latency {
+            Some(l) => times.latency(&format!("{path}.latency"), l)?,
+            None if silent => Latency::Never,
+            None => return issue(path, missing_unless_silent("latency")),
+        };
+        let answer = match row.answer {
+            Some(answer) => answer,
+            None if silent => AnswerPolicy::Recommended,
+            None => return issue(path, missing_unless_silent("answer")),
+        };
         let hold_after_s = match row.hold {
-            Some(Obj(hold)) => Some(seconds(&format!("{path}.hold.after"), hold.after)?),
+            Some(Obj(hold)) => Some(times.seconds(&format!("{path}.hold.after"), hold.after)?),
             None => None,
         };
         let (mut crash_at_s, mut crash_after_accepts) = (None, None);
         if let Some(Obj(faults)) = row.faults {
             if let Some(t) = faults.crash_at {
-                crash_at_s = Some(seconds(&format!("{path}.faults.crash_at"), t)?);
+                crash_at_s = Some(times.seconds(&format!("{path}.faults.crash_at"), t)?);
             }
             if let Some(n) = faults.crash_after_accepts {
                 if n == 0 {
@@ -340,8 +468,8 @@ impl Builder {
             policy: Policy {
                 accepts: row.accepts,
                 offer_latency,
-                latency: latency(&format!("{path}.latency"), row.latency)?,
-                answer: row.answer,
+                latency,
+                answer,
                 hold_after_s,
                 crash_at_s,
                 crash_after_accepts,
@@ -453,7 +581,10 @@ impl Builder {
                 };
                 (Step::AskUnresolved { timeout }.into(), "ask_unresolved")
             }
-            RawStep::Work(s) => (Step::Work(seconds(&format!("{path}.work"), s)?).into(), "work"),
+            RawStep::Work(s) => {
+                let s = self.times.seconds(&format!("{path}.work"), s)?;
+                (Step::Work(s).into(), "work")
+            }
             RawStep::Join(name) => (XKind::Join(name), "join"),
             RawStep::AwaitAnswer(call) => (XKind::AwaitAnswer(call), "await_answer"),
             RawStep::Spawn(Obj(spawn)) => {
@@ -633,14 +764,14 @@ fn known_agent(name: &str, names: &Names) -> Result<(), String> {
     }
 }
 
-fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
+fn events(raw: Vec<Obj<RawEvent>>, names: &Names, times: Times) -> Checked<Vec<EventSpec>> {
     if raw.len() as u64 > EVENTS_MAX {
         return issue("events", format!("more than {EVENTS_MAX} events"));
     }
     let mut out = Vec::with_capacity(raw.len());
     for (k, Obj(event)) in raw.into_iter().enumerate() {
         let path = format!("events[{k}]");
-        let at_s = seconds(&format!("{path}.at"), event.at)?;
+        let at_s = times.seconds(&format!("{path}.at"), event.at)?;
         let mut kinds = Vec::new();
         if let Some(agent) = event.cancel_turn {
             let checked = known_agent(&agent, names);
@@ -651,7 +782,8 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
             kinds.push(("cancel_call", checked, Action::CancelCall(call)));
         }
         if let Some(Obj(loss)) = event.process_loss {
-            let restart_after_s = seconds(&format!("{path}.process_loss.restart_after"), loss.restart_after)?;
+            let restart_after_s =
+                times.seconds(&format!("{path}.process_loss.restart_after"), loss.restart_after)?;
             kinds.push(("process_loss", Ok(()), Action::ProcessLoss { restart_after_s }));
         }
         if let Some(agent) = event.stop_agent {
@@ -683,10 +815,18 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names) -> Checked<Vec<EventSpec>> {
 fn expect_block(raw: RawExpect, names: &Names) -> Checked<Expect> {
     for key in raw.counts.keys() {
         if !OUTCOME_NAMES.contains(&key.as_str()) && ErrorCode::parse(key).is_none() {
+            let hint = closest(
+                key,
+                OUTCOME_NAMES
+                    .into_iter()
+                    .chain(ErrorCode::ALL.map(ErrorCode::as_str)),
+            )
+            .map(|name| format!("; did you mean `{name}`?"))
+            .unwrap_or_default();
             return issue(
                 format!("expect.counts.{key}"),
                 format!(
-                    "{key:?} is not an outcome ({}) or an error code",
+                    "{key:?} is not an outcome ({}) or an error code{hint}",
                     OUTCOME_NAMES.join(", ")
                 ),
             );

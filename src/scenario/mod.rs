@@ -16,13 +16,35 @@
 //! JSON path of the offending value in the file (`agents[0].script[2].join: …`) and
 //! are located by a second, position-recording pass over the text; when that path is
 //! not in the file (a missing key), the nearest enclosing value is given instead.
-//! Only the first error of a file is reported.
+//! Only the first error of a file is reported. An unknown key or variant (a
+//! top-level key, a step, an event key, an `accepts` or `latency` form, an
+//! `expect.counts` name, a `tool` key, an `explore` form) ends with `; did you mean
+//! `x`?` when one known name is close: an edit distance (a swap of two neighbouring
+//! characters counts 1) of at most 1 for a name of up to 4 characters, 2 for a
+//! longer one, and no other name as close (`suggest.rs`).
+//!
+//! # JSON Schema
+//!
+//! [`json_schema`] derives a JSON Schema (draft-07) from the same serde shapes the
+//! parser reads (`raw.rs`), for editors; `asksim schema --scenario` prints it.
 //!
 //! # Decisions where SPEC §5 is silent
 //!
 //! - Required keys: `name` (top level, non-empty); an answerer's `name`, `accepts`,
 //!   `latency` and `answer`; an agent's `name`; an event's `at`. `answerers`,
 //!   `agents`, `events` default to empty, `script` and `on_resume` to empty.
+//! - An answerer with `"accepts": "none"` may leave out `latency` (then `"never"`)
+//!   and `answer` (then `"recommended"`): it declines every offer, so neither is
+//!   ever used. Given, they are checked as for any answerer.
+//! - `latency` and `offer_latency` take a bare number of seconds for
+//!   `{"fixed": s}`; an error about it names `latency` itself, not `latency.fixed`.
+//! - `"$schema"` (a string, for editors) is read and ignored. `explore` is
+//!   `"random"`, `"fifo"` or `"pct:D"` with D from 1 to [`PCT_DEPTH_MAX`], written
+//!   as [`Strategy`] displays it; absent, [`Scenario::explore`] is `None`.
+//! - `broker.open_calls_max` (1 to [`crate::broker::OPEN_CALLS_MAX`]) and
+//!   `broker.agents_per_tree_max` (1 to [`crate::broker::AGENTS_PER_TREE_MAX`]) lower
+//!   the broker's limits for the run, so a scenario can reach `LIMIT_EXCEEDED`; a
+//!   file cannot raise them past the broker's own.
 //! - `count` must be 1 to its maximum ([`AGENTS_MAX`], [`ANSWERERS_MAX`]); `{i}` is
 //!   substituted only in rows that have a `count` (also `count: 1`). A name that
 //!   still holds `{i}` (no `count`) or `{r}` (a spawn outside any `repeat`) after
@@ -51,6 +73,16 @@
 //!   wins at run time); `crash_after_accepts: 0` is an error (use `crash_at: 0`).
 //! - Times: finite and non-negative everywhere; `broker.offer_timeout` and the
 //!   `limits` must be positive; `exp` means positive; `uniform` needs min ≤ max.
+//! - Every time is bounded, so no arithmetic on times can overflow later:
+//!   `limits.virtual_s_max` is at most [`VIRTUAL_S_MAX_MAX`] (10^9 s), and every
+//!   other time or duration is at most the file's `virtual_s_max` (read first;
+//!   default [`VIRTUAL_S_MAX_DEFAULT`]): `events[].at`, `faults.crash_at`, `work`,
+//!   every form of `latency` and `offer_latency` (the fixed value, both `uniform`
+//!   bounds, the `exp` mean), `hold.after`, `process_loss.restart_after`,
+//!   `jitter.max` and `broker.offer_timeout`. Nothing past `virtual_s_max` could be
+//!   seen anyway: the run stops there. Exactly the bound is accepted. Tool timeouts
+//!   (`tool.timeout`, `ask_unresolved.timeout`) keep their own bound, 86,400 s
+//!   (SPEC §2.1). An `exp` draw is not bounded by its mean: a run draws it.
 //! - `jitter` is accepted with either clock; the driver applies it only on the
 //!   virtual clock (`--clock` may switch clocks after loading).
 //! - `expect`: `counts` keys are outcome names of SPEC §6 or error codes;
@@ -64,17 +96,22 @@
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
+mod explore;
 mod position;
 mod raw;
+mod suggest;
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::tool::ToolConfig;
+
+pub use explore::{PCT_DEPTH_MAX, Strategy};
 
 /// Most agents in one run: every root after fan-out and every spawned child after
 /// unrolling.
@@ -96,6 +133,10 @@ pub const FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
 /// Default limit on a run's virtual time, in seconds (one day).
 pub const VIRTUAL_S_MAX_DEFAULT: f64 = 86_400.0;
+/// Largest `limits.virtual_s_max`, in seconds (about 31.7 years): every other time
+/// of a file is at most the file's `virtual_s_max`, so a few of them added up in
+/// nanoseconds stay far inside a `u64` (about 1.8 × 10^10 s).
+pub const VIRTUAL_S_MAX_MAX: f64 = 1e9;
 /// Default limit on a run's logged events.
 pub const EVENTS_MAX_DEFAULT: u64 = 10_000_000;
 
@@ -134,10 +175,11 @@ pub struct Scenario {
     pub events: Vec<EventSpec>,
     /// The largest random delay added to each message between actors, in seconds.
     pub jitter_max_s: Option<f64>,
-    /// The scheduling strategy (`explore`), if the file names one.
-    pub explore: Option<Strategy>,
     /// When a run stops.
     pub limits: Limits,
+    /// The scheduling strategy the file asks for (`--explore` overrides it); `None`
+    /// when the file names none, which means [`Strategy::Random`].
+    pub explore: Option<Strategy>,
     /// What the run must produce, if anything.
     pub expect: Option<Expect>,
 }
@@ -154,59 +196,8 @@ impl Scenario {
     }
 }
 
-/// The scheduling strategy (SPEC §5 `explore`, `--explore`): which of the
-/// deliveries due at one instant goes first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Strategy {
-    /// Uniformly at random, from the run's seed.
-    #[default]
-    Random,
-    /// Probabilistic concurrency testing with `depth` (≥ 1).
-    Pct {
-        /// The bug depth it targets.
-        depth: u32,
-    },
-    /// First in, first out.
-    Fifo,
-}
-
-/// Largest `pct:D` depth.
-pub const PCT_DEPTH_MAX: u32 = 64;
-
-impl std::str::FromStr for Strategy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Strategy, String> {
-        let expected =
-            || format!("expected \"random\", \"pct:D\" (D from 1 to {PCT_DEPTH_MAX}) or \"fifo\", got {s:?}");
-        match s {
-            "random" => Ok(Strategy::Random),
-            "fifo" => Ok(Strategy::Fifo),
-            _ => {
-                let depth = s.strip_prefix("pct:").ok_or_else(expected)?;
-                let depth: u32 = depth.parse().map_err(|_| expected())?;
-                if (1..=PCT_DEPTH_MAX).contains(&depth) {
-                    Ok(Strategy::Pct { depth })
-                } else {
-                    Err(expected())
-                }
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Strategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Strategy::Random => f.write_str("random"),
-            Strategy::Pct { depth } => write!(f, "pct:{depth}"),
-            Strategy::Fifo => f.write_str("fifo"),
-        }
-    }
-}
-
 /// The run's clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", expecting = "\"virtual\" or \"real\"")]
 pub enum Clock {
     /// Paused tokio time on a current-thread runtime, seeded: deterministic.
@@ -220,12 +211,33 @@ pub enum Clock {
 pub struct BrokerSpec {
     /// Seconds an answerer has to reply to an offer before it counts as declining.
     pub offer_timeout_s: f64,
+    /// Most open calls at once (`broker.open_calls_max`, 1 to
+    /// [`crate::broker::OPEN_CALLS_MAX`]); `None`: the broker's own limit.
+    pub open_calls_max: Option<u64>,
+    /// Most agents in one tree, stopped ones included
+    /// (`broker.agents_per_tree_max`, 1 to [`crate::broker::AGENTS_PER_TREE_MAX`]);
+    /// `None`: the broker's own limit.
+    pub agents_per_tree_max: Option<u64>,
+}
+
+impl BrokerSpec {
+    /// The broker's limits this spec asks for (the broker's own where it is silent).
+    pub fn limits(&self) -> crate::broker::BrokerLimits {
+        let defaults = crate::broker::BrokerLimits::default();
+        let cap = |asked: Option<u64>, default: usize| asked.map_or(default, |n| usize::try_from(n).unwrap_or(default));
+        crate::broker::BrokerLimits {
+            open_calls_max: cap(self.open_calls_max, defaults.open_calls_max),
+            agents_per_tree_max: cap(self.agents_per_tree_max, defaults.agents_per_tree_max),
+        }
+    }
 }
 
 impl Default for BrokerSpec {
     fn default() -> Self {
         BrokerSpec {
             offer_timeout_s: OFFER_TIMEOUT_S_DEFAULT,
+            open_calls_max: None,
+            agents_per_tree_max: None,
         }
     }
 }
@@ -413,6 +425,17 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
         .map_err(|err| position::serde_error(file_label, text, &err))?;
     build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+}
+
+/// The JSON Schema (draft-07) of the scenario format, derived from the same serde
+/// shapes the parser reads, so it cannot drift from them. It states keys, types and
+/// forms (an unknown key fails it); checks that need the whole file (names,
+/// references, times against `limits.virtual_s_max`) are the parser's alone.
+/// `asksim schema --scenario` prints it. Draft-07 because editors (VS Code's
+/// `json.schemas`) read it.
+pub fn json_schema() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    generator.into_root_schema_for::<raw::RawScenario>().to_value()
 }
 
 /// Loads every file and returns the errors, in the order of `paths` (for

@@ -38,6 +38,7 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
         serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
         serde_json::error::Category::Eof => format!("truncated JSON: {bare}"),
         _ => {
+            let bare = super::suggest::with_suggestion(&bare);
             // serde_json's column is the last byte it consumed; a type error found
             // by peeking at a value is reported on the separator before it.
             if err.column() > 0

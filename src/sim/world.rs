@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Script};
 use crate::answerer::AnswererState;
-use crate::broker::{BrokerConfig, BrokerLimits, BrokerState};
+use crate::broker::{BrokerConfig, BrokerState};
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
 use crate::protocol::{
@@ -160,7 +160,7 @@ impl<'s> World<'s> {
                 .map(|a| Name::from(a.name.as_str()))
                 .collect(),
             offer_timeout_s: self.scenario.broker.offer_timeout_s,
-            limits: BrokerLimits::default(),
+            limits: self.scenario.broker.limits(),
         };
         self.broker = Some(BrokerState::new(config).expect("a scenario has at most ANSWERERS_MAX answerers"));
         let now_s = seconds(self.now());
