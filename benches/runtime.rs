@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use asksim::AnswererSlot;
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
-use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
+use asksim::{Runtime, RuntimeConfig};
 use baseline::{Answerer, Baseline};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 

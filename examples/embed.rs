@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use asksim::protocol::AnswererMsg;
 use asksim::AnswererSlot;
-use asksim::{Runtime, RuntimeConfig};
+use asksim::protocol::AnswererMsg;
 use asksim::tool::{Timeout, ToolConfig};
+use asksim::{Runtime, RuntimeConfig};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::json;
 

@@ -366,7 +366,8 @@ fn run(args: &RunArgs) -> ExitCode {
             keep_events: true,
             log: None,
         };
-        let again = driver::run_options(&scenario, again).expect("a run without a log cannot fail to write one");
+        let again =
+            driver::run_options(&scenario, again).expect("a run without a log cannot fail to write one");
         determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
             let command = crate::sim::report::reproduce_command(&file, &output);

@@ -12,8 +12,8 @@ use std::time::Duration;
 use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
-use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
+use asksim::{Runtime, RuntimeConfig};
 use broker_support::*;
 use serde_json::json;
 

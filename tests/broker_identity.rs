@@ -5,9 +5,9 @@ mod broker_support;
 
 use asksim::AnswererSlot;
 use asksim::broker::AGENTS_PER_TREE_MAX;
-use asksim::protocol::SpawnError;
 use asksim::event::EventKind;
 use asksim::policy::Policy;
+use asksim::protocol::SpawnError;
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 

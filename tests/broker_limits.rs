@@ -5,8 +5,8 @@ mod broker_support;
 
 use asksim::broker::BrokerLimits;
 use asksim::protocol::SpawnError;
-use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Timeout, ToolConfig};
+use asksim::{Runtime, RuntimeConfig};
 use broker_support::*;
 
 async fn limited(limits: BrokerLimits, web: &Script) -> Runtime {

@@ -70,7 +70,10 @@ async fn answer_against_turn_cancellation() {
     let turn = root.turn().await.unwrap();
     turn.cancel();
     let submit = offer.submit(yes_batch());
-    let broker = offer.broker.clone().expect("an actor runtime's offer names its broker");
+    let broker = offer
+        .broker
+        .clone()
+        .expect("an actor runtime's offer names its broker");
     tokio::spawn(async move { broker.send_message(submit.into()).unwrap() });
     let outcome = outcome(call).await;
 
@@ -121,8 +124,7 @@ async fn two_submits_for_one_call() {
     send(&offer_a, offer_a.submit(yes_batch()));
     send(
         &offer_a,
-        offer_a
-            .submit(serde_json::json!([{"id":"go","selected":["No"]}])),
+        offer_a.submit(serde_json::json!([{"id":"go","selected":["No"]}])),
     );
     let outcome = outcome(call).await;
 

@@ -8,8 +8,8 @@ mod broker_support;
 use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, Latency, Policy};
-use asksim::{Runtime, RuntimeConfig};
 use asksim::tool::{Schema, Timeout, ToolConfig};
+use asksim::{Runtime, RuntimeConfig};
 use broker_support::*;
 use serde_json::json;
 
@@ -429,8 +429,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
     assert!(!call.is_finished());
     send(
         &offer,
-        offer
-            .submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
+        offer.submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
     );
     let outcome = outcome(call).await;
 

@@ -76,26 +76,55 @@ fn kind() -> impl Strategy<Value = EventKind> {
     let answerer = || pick(ANSWERERS).prop_map(text);
     let mbox = || proptest::option::of(0u64..100);
     prop_oneof![
-        (agent(), proptest::option::of(agent()), proptest::option::of(pick(AGENTS)))
-            .prop_map(|(agent, owner, lineage)| EventKind::Spawn { agent, owner, lineage }),
-        (agent(), proptest::option::of(agent()), pick(&["LIMIT_EXCEEDED", "owner_not_live"]))
+        (
+            agent(),
+            proptest::option::of(agent()),
+            proptest::option::of(pick(AGENTS))
+        )
+            .prop_map(|(agent, owner, lineage)| EventKind::Spawn {
+                agent,
+                owner,
+                lineage
+            }),
+        (
+            agent(),
+            proptest::option::of(agent()),
+            pick(&["LIMIT_EXCEEDED", "owner_not_live"])
+        )
             .prop_map(|(agent, owner, reason)| EventKind::SpawnRefused { agent, owner, reason }),
         agent().prop_map(|agent| EventKind::Stop { agent }),
-        (call(), agent(), schema(), any::<bool>(), small_json(), seconds(), seconds(), mbox())
-            .prop_map(|(call_id, agent, schema, keyed, questions, timeout, window_s, mbox)| {
-                EventKind::Request {
-                    call_id,
-                    agent,
-                    schema,
-                    keyed,
-                    questions: RawQuestions::new(&questions.to_string()).unwrap(),
-                    questions_text: None,
-                    timeout,
-                    window_s,
-                    mbox,
+        (
+            call(),
+            agent(),
+            schema(),
+            any::<bool>(),
+            small_json(),
+            seconds(),
+            seconds(),
+            mbox()
+        )
+            .prop_map(
+                |(call_id, agent, schema, keyed, questions, timeout, window_s, mbox)| {
+                    EventKind::Request {
+                        call_id,
+                        agent,
+                        schema,
+                        keyed,
+                        questions: RawQuestions::new(&questions.to_string()).unwrap(),
+                        questions_text: None,
+                        timeout,
+                        window_s,
+                        mbox,
+                    }
                 }
-            }),
-        (call(), agent(), pick(RESULTS), any::<bool>(), proptest::option::of(outcome()))
+            ),
+        (
+            call(),
+            agent(),
+            pick(RESULTS),
+            any::<bool>(),
+            proptest::option::of(outcome())
+        )
             .prop_map(|(call_id, agent, result, is_error, outcome)| EventKind::Result {
                 call_id,
                 agent,
@@ -104,22 +133,35 @@ fn kind() -> impl Strategy<Value = EventKind> {
                 outcome,
             }),
         (call(), answerer()).prop_map(|(call_id, answerer)| EventKind::Offer { call_id, answerer }),
-        (call(), answerer(), mbox())
-            .prop_map(|(call_id, answerer, mbox)| EventKind::Accept { call_id, answerer, mbox }),
-        (call(), answerer(), pick(&["declined", "offer_timeout", "dead"]), mbox()).prop_map(
-            |(call_id, answerer, reason, mbox)| EventKind::Decline {
+        (call(), answerer(), mbox()).prop_map(|(call_id, answerer, mbox)| EventKind::Accept {
+            call_id,
+            answerer,
+            mbox
+        }),
+        (
+            call(),
+            answerer(),
+            pick(&["declined", "offer_timeout", "dead"]),
+            mbox()
+        )
+            .prop_map(|(call_id, answerer, reason, mbox)| EventKind::Decline {
                 call_id,
                 answerer,
                 reason,
                 mbox
-            }
-        ),
-        (call(), answerer(), mbox()).prop_map(|(call_id, answerer, mbox)| EventKind::Hold { call_id, answerer, mbox }),
-        (call(), answerer(), small_json(), mbox()).prop_map(|(call_id, answerer, batch, mbox)| EventKind::Answer {
+            }),
+        (call(), answerer(), mbox()).prop_map(|(call_id, answerer, mbox)| EventKind::Hold {
             call_id,
             answerer,
-            batch,
             mbox
+        }),
+        (call(), answerer(), small_json(), mbox()).prop_map(|(call_id, answerer, batch, mbox)| {
+            EventKind::Answer {
+                call_id,
+                answerer,
+                batch,
+                mbox,
+            }
         }),
         (
             call(),

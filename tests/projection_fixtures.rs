@@ -67,7 +67,9 @@ fn agent(owner: Option<&str>, lineage: Option<&str>, live: bool, calls_made: u64
 fn questions_in(events: &[Event], call_id: &str) -> Option<serde_json::Value> {
     events.iter().find_map(|e| match &e.kind {
         EventKind::Request {
-            call_id: c, questions, ..
+            call_id: c,
+            questions,
+            ..
         } if c == call_id => Some(questions.value()),
         _ => None,
     })
@@ -126,8 +128,15 @@ fn timed_loss_fixture_folds_to_pinned_states() {
             ("root".to_owned(), agent(None, None, true, 2)),
         ])
     );
-    assert_eq!(message_calls(&p, "root"), ["root/1", "root/2"], "both late answers reached root");
-    assert!(p.agents["ops"].messages.is_empty(), "a cancel_call withdraws without a message");
+    assert_eq!(
+        message_calls(&p, "root"),
+        ["root/1", "root/2"],
+        "both late answers reached root"
+    );
+    assert!(
+        p.agents["ops"].messages.is_empty(),
+        "a cancel_call withdraws without a message"
+    );
 }
 
 /// The agents without the messages they received.
@@ -142,7 +151,12 @@ fn message_calls(p: &Projection, agent: &str) -> Vec<String> {
     p.agents[agent]
         .messages
         .iter()
-        .map(|m| serde_json::from_str::<serde_json::Value>(m).unwrap()["callId"].as_str().unwrap().to_owned())
+        .map(|m| {
+            serde_json::from_str::<serde_json::Value>(m).unwrap()["callId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -406,10 +420,7 @@ fn legacy_questions_the_legacy_tool_would_refuse_today_still_fold() {
         json!("Deployment target")
     );
     assert_eq!(
-        questions_in(&events, "root/2")
-            .unwrap()
-            .as_array()
-            .map(Vec::len),
+        questions_in(&events, "root/2").unwrap().as_array().map(Vec::len),
         Some(5)
     );
     // The mixed log's ops/1 is such a question too (a 17-character header, one option).

@@ -82,7 +82,7 @@ fn log_bytes(scenario: &Scenario, output: &RunOutput) -> Vec<u8> {
     write_lines(
         &mut bytes,
         &LogHeader::new(&scenario.name, output.seed),
-        &output.events(),
+        output.events(),
     )
     .expect("writing to a Vec never fails");
     bytes

@@ -70,7 +70,10 @@ fn sweep_lists_each_failing_seed_with_its_reproduce_command_and_exits_1() {
     assert!(!failed.is_empty(), "some seed loses the race the other way");
     for failure in failed {
         let seed = failure["seed"].as_u64().unwrap();
-        let expected = format!("asksim run {} --seed {seed}", file.display());
+        let expected = format!(
+            "asksim run {} --seed {seed} --clock virtual --explore random",
+            file.display()
+        );
         assert_eq!(failure["reproduce"].as_str().unwrap(), expected);
     }
     let seeds: Vec<u64> = failed.iter().map(|f| f["seed"].as_u64().unwrap()).collect();

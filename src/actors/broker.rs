@@ -16,7 +16,7 @@ use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg};
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
     /// The built-in answerer with this state.
-    Builtin(crate::answerer::AnswererState),
+    Builtin(Box<crate::answerer::AnswererState>),
     /// A user's actor.
     User(ActorRef<AnswererMsg>),
 }
@@ -62,7 +62,7 @@ impl Actor for BrokerActor {
                 Slot::Builtin(state) => {
                     let answerer_args = AnswererArgs {
                         shared: args.shared.clone(),
-                        state,
+                        state: *state,
                         index,
                     };
                     let (actor, _) =

@@ -205,7 +205,12 @@ impl Runtime {
             .map(|(index, slot)| match slot {
                 AnswererSlot::Policy { name, policy } => {
                     let stream = answerer_stream(config.seed, index);
-                    Slot::Builtin(AnswererState::new(index, name.as_str().into(), policy, stream))
+                    Slot::Builtin(Box::new(AnswererState::new(
+                        index,
+                        name.as_str().into(),
+                        policy,
+                        stream,
+                    )))
                 }
                 AnswererSlot::Actor { actor, .. } => Slot::User(actor),
             })

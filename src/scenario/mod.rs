@@ -224,7 +224,9 @@ impl BrokerSpec {
     /// The broker's limits this spec asks for (the broker's own where it is silent).
     pub fn limits(&self) -> crate::broker::BrokerLimits {
         let defaults = crate::broker::BrokerLimits::default();
-        let cap = |asked: Option<u64>, default: usize| asked.map_or(default, |n| usize::try_from(n).unwrap_or(default));
+        let cap = |asked: Option<u64>, default: usize| {
+            asked.map_or(default, |n| usize::try_from(n).unwrap_or(default))
+        };
         crate::broker::BrokerLimits {
             open_calls_max: cap(self.open_calls_max, defaults.open_calls_max),
             agents_per_tree_max: cap(self.agents_per_tree_max, defaults.agents_per_tree_max),

@@ -494,7 +494,10 @@ impl Checker {
         if let Some((broker_open, projection)) = broker {
             self.projection_matches(broker_open, projection);
         }
-        self.violations.sort_by_key(|v| v.seq);
+        // Calls are kept in a hash map: the order of violations must not depend on it.
+        self.violations.sort_by(|a, b| {
+            (a.seq, &a.call_id, a.invariant, &a.detail).cmp(&(b.seq, &b.call_id, b.invariant, &b.detail))
+        });
         self.violations
     }
 
