@@ -137,6 +137,7 @@ enum SchemaMode {
 /// Runs the command line with the process's arguments and returns its exit code.
 pub fn main() -> ExitCode {
     init_tracing();
+    crate::sim::driver::install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -129,22 +129,37 @@ pub fn read_file(path: &Path) -> Result<(LogHeader, Vec<Event>), LogError> {
     };
     let bytes = std::fs::read(path).map_err(|e| error(None, format!("cannot read: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| error(None, format!("not UTF-8: {e}")))?;
-    parse(&text).map_err(|(line, message)| error(Some(line), message))
+    parse(&text).map_err(|e| error(Some(e.line), e.message))
 }
 
-/// Parses log text; errors carry the 1-based line.
-pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), (usize, String)> {
+/// A line of a log that cannot be read, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct LineError {
+    /// The 1-based line.
+    pub line: usize,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+fn line_error(line: usize, message: impl Into<String>) -> LineError {
+    LineError {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Parses log text. A request's `questions` keep the exact text of the line
+/// (SPEC §4: restored questions use the text the model sent).
+pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     let mut lines = text.split('\n');
     let first = lines.next().unwrap_or_default();
     if first.trim().is_empty() {
-        return Err((
-            1,
-            "missing header: expected {\"format\":\"asksim-log\",…}".to_owned(),
-        ));
+        return Err(line_error(1, "missing header: expected {\"format\":\"asksim-log\",…}"));
     }
-    let header: LogHeader = serde_json::from_str(first).map_err(|e| (1, format!("bad header: {e}")))?;
+    let header: LogHeader = serde_json::from_str(first).map_err(|e| line_error(1, format!("bad header: {e}")))?;
     if header.format != LOG_FORMAT || header.version != LOG_VERSION {
-        return Err((1, format!("not an {LOG_FORMAT} version {LOG_VERSION} log")));
+        return Err(line_error(1, format!("not an {LOG_FORMAT} version {LOG_VERSION} log")));
     }
     let mut events = Vec::new();
     for (index, line) in lines.enumerate() {
@@ -152,18 +167,33 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), (usize, String)> {
         if line.is_empty() {
             continue;
         }
-        let event: Event = serde_json::from_str(line).map_err(|e| (number, format!("bad event: {e}")))?;
+        let mut event: Event = serde_json::from_str(line).map_err(|e| line_error(number, format!("bad event: {e}")))?;
         let expected = events.len() as u64 + 1;
         if event.seq != expected {
-            return Err((
-                number,
-                format!(
-                    "seq {} where {expected} was expected (a gap or a repeat)",
-                    event.seq
-                ),
-            ));
+            let message = format!("seq {} where {expected} was expected (a gap or a repeat)", event.seq);
+            return Err(line_error(number, message));
         }
+        exact_questions(&mut event, line);
         events.push(event);
     }
     Ok((header, events))
+}
+
+/// Gives a request event the exact text its line holds for `questions`.
+fn exact_questions(event: &mut Event, line: &str) {
+    #[derive(Deserialize)]
+    struct Questions<'a> {
+        #[serde(borrow)]
+        questions: &'a serde_json::value::RawValue,
+    }
+    if let crate::event::EventKind::Request {
+        questions,
+        questions_text: None,
+        ..
+    } = &mut event.kind
+        && let Ok(raw) = serde_json::from_str::<Questions>(line)
+        && let Ok(exact) = crate::event::RawQuestions::new(raw.questions.get())
+    {
+        *questions = exact;
+    }
 }

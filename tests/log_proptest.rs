@@ -292,7 +292,7 @@ proptest! {
 
     #[test]
     fn parse_never_panics_on_loglike_text(text in loglike()) {
-        if let Err((line, _)) = parse(&text) {
+        if let Err(asksim::log::LineError { line, .. }) = parse(&text) {
             prop_assert!(line >= 1 && line <= text.split('\n').count().max(1));
         }
     }
@@ -315,7 +315,7 @@ proptest! {
         let mut bytes = Vec::new();
         write_lines(&mut bytes, &header, &events).unwrap();
         let text = String::from_utf8(bytes).unwrap();
-        let (h, back) = parse(&text).map_err(|(l, e)| TestCaseError::fail(format!("{l}: {e}")))?;
+        let (h, back) = parse(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(h, header);
         prop_assert_eq!(Projection::fold(&back), Projection::fold(&events));
     }

@@ -136,7 +136,7 @@ fn a_log_round_trips_through_its_lines() {
         let output = run(&scenario);
         let bytes = log_bytes(&scenario, &output);
         let text = String::from_utf8(bytes.clone()).expect("a log is UTF-8");
-        let (header, events) = parse(&text).unwrap_or_else(|(line, e)| panic!("{label}:{line}: {e}"));
+        let (header, events) = parse(&text).unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_eq!(header, LogHeader::new(&scenario.name, output.seed), "{label}");
         assert_eq!(events, output.events(), "{label}");
         // …and writes back to the same bytes, so the trace hash is stable.

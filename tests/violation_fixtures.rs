@@ -260,9 +260,9 @@ fn no_answer_lost_bites_on_a_submit_neither_delivered_nor_refused() {
 
 #[test]
 fn delegated_never_offered_bites_on_an_offer_before_the_refusal() {
-    // The checker learns the caller was delegated from its result, so it names the
-    // result (seq 5), not the offer (seq 4) that broke the rule.
-    let mut log = assert_bites("delegated_never_offered", &[("worker/1", 5)]);
+    // The checker knows the tree from the spawns: worker is a live child of a live
+    // root, so the offer (seq 4) breaks the rule, and it is named once.
+    let mut log = assert_bites("delegated_never_offered", &[("worker/1", 4)]);
     assert_eq!(log.event(4)["event"], "offer");
     log.remove(4);
     assert_healthy("delegated_never_offered", &log);
@@ -388,25 +388,25 @@ fn assert_blind_spot_bites(name: &str, invariant: &str, call_id: &str) {
 }
 
 #[test]
-#[ignore = "checker blind spot: a non-error `pending` result counts as delivering an earlier batch"]
+
 fn blind_spot_an_answer_in_the_window_dropped_for_pending() {
     assert_blind_spot_bites("answer_in_window_dropped_for_pending", "no_answer_lost", "root/1");
 }
 
 #[test]
-#[ignore = "checker blind spot: another answerer's settlement counts as delivering a dead owner's batch"]
+
 fn blind_spot_a_dead_owners_submit_dropped_without_refusal() {
     assert_blind_spot_bites("dead_owner_submit_dropped", "no_answer_lost", "root/1");
 }
 
 #[test]
-#[ignore = "checker blind spot: delegation is read from a DELEGATED_CALLER result, not from the agent tree"]
+
 fn blind_spot_a_delegated_childs_question_offered_and_answered() {
     assert_blind_spot_bites("delegated_child_answered", "delegated_never_offered", "worker/1");
 }
 
 #[test]
-#[ignore = "checker blind spot: windows are checked only when a call returns a result"]
+
 fn blind_spot_a_window_that_never_closes() {
     assert_blind_spot_bites("window_never_closes", "window_respected", "root/1");
 }

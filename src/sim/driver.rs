@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+
 use serde_json::Value;
 
 use crate::log::LogHeader;
@@ -123,6 +124,34 @@ pub fn run_with(
     written.map(|()| output)
 }
 
+thread_local! {
+    /// Whether this thread is inside a run, whose panics are caught and reported.
+    static IN_RUN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, catching a panic as the run's crash.
+pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    let was = IN_RUN.with(|r| r.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()));
+    IN_RUN.with(|r| r.set(was));
+    result
+}
+
+/// Keeps the default panic hook quiet for panics inside a run: they are caught
+/// and reported as the run's crash (with the reproduce command) instead.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !IN_RUN.with(|r| r.get()) {
+            previous(info);
+        }
+    }));
+}
+
+/// The environment variable that makes a simulated run panic after that many
+/// deliveries: asksim's own fault injection, to test how a crash is reported.
+pub const PANIC_AFTER_ENV: &str = "ASKSIM_PANIC_AFTER_DELIVERIES";
+
 /// The virtual-clock run: the world under `chooser`, a panic caught.
 fn simulate(
     scenario: &Scenario,
@@ -136,13 +165,14 @@ fn simulate(
         choices: 0,
     };
     let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
-    let ran = catch_unwind(AssertUnwindSafe(|| {
+    let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
+    let ran = caught(|| {
         world.start();
-        world.run(&mut counting)
-    }));
+        world.run(&mut counting, panic_after)
+    });
     let (limit, crashed) = match ran {
         Ok(limit) => (limit, None),
-        Err(panic) => (None, Some(panic_message(panic.as_ref()))),
+        Err(message) => (None, Some(message)),
     };
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();

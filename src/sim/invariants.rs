@@ -72,6 +72,12 @@ struct CallInfo {
     result: Option<(u64, f64, ResultKind)>,
     pending: bool,
     held_at: Option<f64>,
+    holder: Option<String>,
+    /// A window or delegation violation was raised already (one per call).
+    window_violated: bool,
+    delegation_violated: bool,
+    /// The request came from a live child owned by a live agent.
+    delegated: bool,
     closed: bool,
     /// Open at a process loss: a legacy call must never settle after it; a timed
     /// one is pending and must be taken up again after the restart.
@@ -93,9 +99,13 @@ pub struct Checker {
     tolerance_s: f64,
     calls: HashMap<String, CallInfo>,
     owners: HashMap<String, Option<String>>,
+    stopped: BTreeSet<String>,
     offered: BTreeSet<String>,
-    /// Batches neither delivered nor refused yet: (callId, answerer) → seqs.
-    answers: BTreeMap<(String, String), Vec<u64>>,
+    /// The last batch submitted, owed its settlement or its refusal as the very
+    /// next event about its call: (callId, answerer, seq).
+    answer: Option<(String, String, u64)>,
+    /// When each timed window ends: (end in ns, callId).
+    deadlines: BTreeSet<(u64, String)>,
     /// User messages decided and not yet received, by callId.
     owed: BTreeMap<String, Vec<Owed>>,
     /// Turn signals and the calls waiting when they fired: (seq, t, callIds).
@@ -145,45 +155,49 @@ impl Checker {
     pub fn visit(&mut self, event: &Event) {
         let (seq, t) = (event.seq, event.t);
         self.last_seq = seq;
+        self.windows_passed(seq, t);
+        self.account_answer(event);
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => {
-                self.owners
-                    .insert(agent.to_string(), owner.as_deref().map(str::to_owned));
+                self.owners.insert(agent.to_string(), owner.as_deref().map(str::to_owned));
+                self.stopped.remove(&**agent);
             }
+            EventKind::Stop { agent } => {
+                self.stopped.insert(agent.to_string());
+            }
+            EventKind::Decline {
+                call_id,
+                answerer,
+                reason,
+                ..
+            } if reason == "dead" => self.holder_died(call_id, answerer, t),
             EventKind::Request { .. } => self.request(&event.kind, seq, t),
             EventKind::Offer { call_id, .. } => {
                 self.offered.insert(call_id.to_string());
                 self.after_loss(call_id, seq, false);
+                if let Some(info) = self.calls.get_mut(&**call_id)
+                    && info.delegated
+                    && !info.delegation_violated
+                {
+                    info.delegation_violated = true;
+                    let detail = "a delegated caller's request was offered".into();
+                    self.violate("delegated_never_offered", call_id, seq, detail);
+                }
             }
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
             EventKind::Restart => self.restarted = true,
-            EventKind::Hold { call_id, .. } => {
+            EventKind::Hold { call_id, answerer, .. } => {
                 if let Some(info) = self.calls.get_mut(&**call_id) {
                     info.held_at.get_or_insert(t);
+                    info.holder = Some(answerer.to_string());
                 }
             }
             EventKind::Result { call_id, .. } => {
                 let kind = event.kind.result_kind().expect("a result has a kind");
                 self.result(call_id, seq, t, kind, &event.kind);
             }
-            EventKind::Answer {
-                call_id, answerer, ..
-            } => {
-                let key = (call_id.to_string(), answerer.to_string());
-                self.answers.entry(key).or_default().push(seq);
-            }
-            EventKind::Refused {
-                call_id,
-                answerer,
-                what,
-                ..
-            } if what == "submit" => {
-                let key = (call_id.to_string(), answerer.to_string());
-                if let Some(seqs) = self.answers.get_mut(&key)
-                    && !seqs.is_empty()
-                {
-                    seqs.remove(0);
-                }
+            EventKind::Answer { call_id, answerer, .. } => {
+                self.answer = Some((call_id.to_string(), answerer.to_string(), seq));
             }
             EventKind::LateAnswer {
                 call_id,
@@ -191,7 +205,6 @@ impl Checker {
                 message,
                 ..
             } => {
-                self.answers_delivered(call_id);
                 self.closure(call_id, seq);
                 let items = serde_json::to_value(answers).unwrap_or(Value::Null);
                 self.well_formed(call_id, seq, &items);
@@ -240,15 +253,85 @@ impl Checker {
             Some(text) => RawQuestions::new(text).ok(),
             None => Some(questions.clone()),
         };
+        let delegated = self.is_delegated(agent);
         let info = CallInfo {
             agent: agent.to_string(),
             schema: Some(*schema),
             questions,
             window_s: *window_s,
             request_t: t,
+            delegated,
             ..CallInfo::default()
         };
+        if let (Schema::Timed, Some(w)) = (schema, window_s)
+            && *w > 0.0
+        {
+            self.deadlines.insert((crate::protocol::nanos(t + w), call_id.to_string()));
+        }
         self.calls.insert(call_id.to_string(), info);
+    }
+
+    /// A live child owned by a live agent (ownership ends when either stops).
+    fn is_delegated(&self, agent: &str) -> bool {
+        !self.stopped.contains(agent)
+            && self
+                .owners
+                .get(agent)
+                .and_then(Option::as_deref)
+                .is_some_and(|owner| !self.stopped.contains(owner))
+    }
+
+    /// Every window that ended before `t` (and its tolerance) must have seen its
+    /// call settle, unless it is held (SPEC §3.4).
+    fn windows_passed(&mut self, seq: u64, t: f64) {
+        let now = crate::protocol::nanos((t - self.tolerance_s).max(0.0));
+        while let Some((end, call_id)) = self.deadlines.first().cloned().filter(|(end, _)| *end < now) {
+            self.deadlines.pop_first();
+            let Some(info) = self.calls.get_mut(&call_id) else { continue };
+            let waiting = info.result.is_none() && info.held_at.is_none() && info.lost.is_none() && info.survived.is_none();
+            if waiting && !info.window_violated {
+                info.window_violated = true;
+                let (w, from) = (info.window_s.unwrap_or(0.0), info.request_t);
+                let detail = format!("still waiting at {t} s, past its window of {w} s from {from} s, unheld");
+                self.violate("window_respected", &call_id, seq, detail);
+            }
+            let _ = end;
+        }
+    }
+
+    /// The holder of a held call died: its hold dies with it, and the call is back
+    /// in its window (SPEC §3.5): past it, it must go pending at once.
+    fn holder_died(&mut self, call_id: &str, answerer: &str, t: f64) {
+        let Some(info) = self.calls.get_mut(call_id) else { return };
+        if info.holder.as_deref() != Some(answerer) || info.result.is_some() {
+            return;
+        }
+        info.held_at = None;
+        info.holder = None;
+        if let Some(w) = info.window_s.filter(|w| *w > 0.0) {
+            let end = (info.request_t + w).max(t);
+            self.deadlines.insert((crate::protocol::nanos(end), call_id.to_owned()));
+        }
+    }
+
+    /// The event right after a batch about its call must account for it: its
+    /// settlement (answers, or the late answer) or its refusal to the sender.
+    fn account_answer(&mut self, event: &Event) {
+        let Some((call_id, answerer, seq)) = self.answer.take() else { return };
+        if event.kind.call_id() != Some(call_id.as_str()) {
+            self.answer = Some((call_id, answerer, seq));
+            return;
+        }
+        let accounted = match &event.kind {
+            EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
+            EventKind::LateAnswer { .. } => true,
+            EventKind::Refused { answerer: a, what, .. } => **a == *answerer && what == "submit",
+            _ => false,
+        };
+        if !accounted {
+            let detail = format!("a batch from {answerer} was neither delivered nor refused");
+            self.violate("no_answer_lost", &call_id, seq, detail);
+        }
     }
 
     fn process_loss(&mut self, seq: u64) {
@@ -290,9 +373,6 @@ impl Checker {
 
     fn result(&mut self, call_id: &str, seq: u64, t: f64, kind: ResultKind, event: &EventKind) {
         self.after_loss(call_id, seq, true);
-        if kind == ResultKind::Answers {
-            self.answers_delivered(call_id);
-        }
         self.cancel_settled(call_id, seq, t);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
@@ -314,11 +394,12 @@ impl Checker {
         info.pending = kind == ResultKind::Pending;
         let (schema, window_s, request_t, held_at) =
             (info.schema, info.window_s, info.request_t, info.held_at);
+        let window_violated = info.window_violated;
         if info.pending && schema == Some(Schema::Legacy) {
             let detail = "a legacy call returned pending".into();
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
-        if let (Some(Schema::Timed), Some(w)) = (schema, window_s)
+        if let (Some(Schema::Timed), Some(w), false) = (schema, window_s, window_violated)
             && w > 0.0
             && t > request_t + w + self.tolerance_s
             && held_at.is_none_or(|h| h > request_t + w + self.tolerance_s)
@@ -326,7 +407,10 @@ impl Checker {
             let detail = format!("settled at {t} s, past its window of {w} s from {request_t} s, unheld");
             self.violate("window_respected", call_id, seq, detail);
         }
-        if kind == ResultKind::Error(ErrorCode::DelegatedCaller) && self.offered.contains(call_id) {
+        if kind == ResultKind::Error(ErrorCode::DelegatedCaller)
+            && self.offered.contains(call_id)
+            && !self.calls.get(call_id).is_some_and(|c| c.delegation_violated)
+        {
             let detail = "a delegated caller's request was offered".into();
             self.violate("delegated_never_offered", call_id, seq, detail);
         }
@@ -337,14 +421,6 @@ impl Checker {
                 self.well_formed(call_id, seq, &items);
             }
         }
-    }
-
-    /// A batch for `call_id` was delivered: every batch for it is accounted for.
-    fn answers_delivered(&mut self, call_id: &str) {
-        self.answers
-            .range_mut((call_id.to_owned(), String::new())..)
-            .take_while(|((c, _), _)| c == call_id)
-            .for_each(|(_, seqs)| seqs.clear());
     }
 
     fn closure(&mut self, call_id: &str, seq: u64) {
@@ -502,11 +578,9 @@ impl Checker {
     }
 
     fn owed_at_end(&mut self) {
-        for ((call_id, answerer), seqs) in std::mem::take(&mut self.answers) {
-            for seq in seqs {
-                let detail = format!("a batch from {answerer} was neither delivered nor refused");
-                self.violate("no_answer_lost", &call_id, seq, detail);
-            }
+        if let Some((call_id, answerer, seq)) = self.answer.take() {
+            let detail = format!("a batch from {answerer} was neither delivered nor refused");
+            self.violate("no_answer_lost", &call_id, seq, detail);
         }
         for (call_id, owed) in std::mem::take(&mut self.owed) {
             for o in owed {

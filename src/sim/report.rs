@@ -190,18 +190,66 @@ impl Summary {
 
 /// The command that reproduces a run of `file`: every flag that changes it.
 pub fn reproduce_command(file: &str, output: &RunOutput) -> String {
-    let clock = match output.clock {
-        Clock::Virtual => "virtual",
-        Clock::Real => "real",
-    };
+    let clock = clock_name(output.clock);
     format!(
         "asksim run {file} --seed {} --clock {clock} --explore {}",
         output.seed, output.strategy
     )
 }
 
-/// Analyses a run of `scenario` loaded from `file`.
+/// Analyses a run of `scenario` loaded from `file`. A panic in the analysis (the
+/// checker, the report) fails the run as `crashed`, like a panic in the run.
 pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
+    match crate::sim::driver::caught(|| analyse(scenario, file, output)) {
+        Ok(summary) => summary,
+        Err(message) => {
+            let mut crashed = output.clone();
+            crashed.crashed = Some(format!("the analysis panicked: {message}"));
+            let mut summary = Summary::empty(scenario, &crashed);
+            summary.reproduce = Some(reproduce_command(file, &crashed));
+            summary
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of a run nothing could be analysed of.
+    fn empty(scenario: &Scenario, output: &RunOutput) -> Summary {
+        Summary {
+            scenario: scenario.name.clone(),
+            seed: output.seed,
+            clock: clock_name(output.clock),
+            explore: output.strategy.to_string(),
+            calls: 0,
+            outcomes: Outcomes::default(),
+            invariants: InvariantReport {
+                checked: INVARIANTS.to_vec(),
+                violations: Vec::new(),
+            },
+            expectations: ExpectationReport::default(),
+            trace_hash: output.recording.trace_hash.clone(),
+            order_hash: output.recording.order_hash.clone(),
+            virtual_s: output.virtual_s,
+            wall_s: output.wall_s,
+            latency_s: LatencySummary::default(),
+            lateness_s: LatencySummary::default(),
+            throughput: Throughput::default(),
+            limit: output.limit.map(|l| l.as_str()),
+            crashed: output.crashed.clone(),
+            events: output.recording.count,
+            reproduce: None,
+        }
+    }
+}
+
+fn clock_name(clock: Clock) -> &'static str {
+    match clock {
+        Clock::Virtual => "virtual",
+        Clock::Real => "real",
+    }
+}
+
+fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
     let projection = output.projection();
     let outcomes = outcomes(projection);
     let calls = (projection.questions.len() + projection.rejected.len()) as u64;
@@ -218,10 +266,7 @@ pub fn summarise(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary
     let mut summary = Summary {
         scenario: scenario.name.clone(),
         seed: output.seed,
-        clock: match output.clock {
-            Clock::Virtual => "virtual",
-            Clock::Real => "real",
-        },
+        clock: clock_name(output.clock),
         explore: output.strategy.to_string(),
         calls,
         throughput: Throughput {

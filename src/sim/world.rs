@@ -115,12 +115,20 @@ impl<'s> World<'s> {
         }
     }
 
-    /// Runs until nothing is due, a limit is hit, or the chooser's schedule ends.
-    pub fn run(&mut self, chooser: &mut dyn Chooser) -> Option<Limit> {
+    /// Runs until nothing is due or a limit is hit. `panic_after` makes it panic
+    /// after that many deliveries (asksim's own fault injection).
+    pub fn run(&mut self, chooser: &mut dyn Chooser, panic_after: Option<u64>) -> Option<Limit> {
         let limit = nanos(self.scenario.limits.virtual_s_max);
+        let mut deliveries = 0u64;
         loop {
             match self.queue.next(chooser, limit) {
-                Ok(delivery) => self.deliver(delivery),
+                Ok(delivery) => {
+                    deliveries += 1;
+                    if panic_after == Some(deliveries) {
+                        panic!("injected panic after {deliveries} deliveries ({})", crate::sim::driver::PANIC_AFTER_ENV);
+                    }
+                    self.deliver(delivery)
+                }
                 Err(Stop::Done) => return None,
                 Err(Stop::Limit) => return Some(Limit::VirtualSMax),
             }
