@@ -24,6 +24,7 @@
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log.
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
 //!   events to every question's state, and its snapshot cache.
+//! - [`restart`]: what a restart after a process loss rebuilds from the log.
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
 //! - [`seed`]: the streams derived from a run's one seed.
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
@@ -45,6 +46,7 @@ pub mod policy;
 pub mod projection;
 pub mod protocol;
 pub mod record;
+pub mod restart;
 pub mod scenario;
 pub mod seed;
 pub mod sim;

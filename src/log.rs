@@ -155,11 +155,18 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     let mut lines = text.split('\n');
     let first = lines.next().unwrap_or_default();
     if first.trim().is_empty() {
-        return Err(line_error(1, "missing header: expected {\"format\":\"asksim-log\",…}"));
+        return Err(line_error(
+            1,
+            "missing header: expected {\"format\":\"asksim-log\",…}",
+        ));
     }
-    let header: LogHeader = serde_json::from_str(first).map_err(|e| line_error(1, format!("bad header: {e}")))?;
+    let header: LogHeader =
+        serde_json::from_str(first).map_err(|e| line_error(1, format!("bad header: {e}")))?;
     if header.format != LOG_FORMAT || header.version != LOG_VERSION {
-        return Err(line_error(1, format!("not an {LOG_FORMAT} version {LOG_VERSION} log")));
+        return Err(line_error(
+            1,
+            format!("not an {LOG_FORMAT} version {LOG_VERSION} log"),
+        ));
     }
     let mut events = Vec::new();
     for (index, line) in lines.enumerate() {
@@ -167,10 +174,14 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
         if line.is_empty() {
             continue;
         }
-        let mut event: Event = serde_json::from_str(line).map_err(|e| line_error(number, format!("bad event: {e}")))?;
+        let mut event: Event =
+            serde_json::from_str(line).map_err(|e| line_error(number, format!("bad event: {e}")))?;
         let expected = events.len() as u64 + 1;
         if event.seq != expected {
-            let message = format!("seq {} where {expected} was expected (a gap or a repeat)", event.seq);
+            let message = format!(
+                "seq {} where {expected} was expected (a gap or a repeat)",
+                event.seq
+            );
             return Err(line_error(number, message));
         }
         exact_questions(&mut event, line);

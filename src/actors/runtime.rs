@@ -421,6 +421,16 @@ impl Runtime {
         crate::protocol::seconds(self.inner.shared.now())
     }
 
+    /// Messages the runtime's own actors sent and have not handled yet, and timers
+    /// running (faults aside): a real-clock run is over only when both are zero.
+    pub fn in_flight(&self) -> (i64, i64) {
+        let shared = &self.inner.shared;
+        (
+            shared.in_flight.load(Ordering::SeqCst),
+            shared.due.load(Ordering::SeqCst),
+        )
+    }
+
     /// The registered tool.
     pub fn tool(&self) -> ToolConfig {
         self.inner.shared.tool

@@ -318,59 +318,44 @@ impl<'s> Driver<'s> {
         runtime.start_scripted(setup, lineage, redeliver).await
     }
 
-    /// The runtime starts again from the log (SPEC §3.9), as the simulator does.
+    /// The runtime starts again from the log, as [`crate::restart::plan`] says,
+    /// as the simulator does.
     async fn restart(&self) -> Runtime {
         self.record(EventKind::Restart);
-        let projection = self
-            .continuity
-            .recorder
-            .lock()
-            .expect("recorder poisoned")
-            .projection()
-            .clone();
+        let plan = {
+            let recorder = self.continuity.recorder.lock().expect("recorder poisoned");
+            crate::restart::plan(recorder.projection())
+        };
         let runtime = Runtime::start_in(self.config(), self.continuity.clone())
             .await
             .expect("a validated scenario starts");
-        let mut resumed: BTreeMap<&str, AgentId> = BTreeMap::new();
-        for (name, record) in projection.agents.iter().filter(|(_, a)| a.live) {
-            let Some(spec) = self.specs.get(name).cloned() else {
+        let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
+        for agent in plan.agents {
+            let Some(spec) = self.specs.get(&agent.name).cloned() else {
                 continue;
             };
-            let pending = projection
-                .answerable()
-                .filter(|(_, q)| &q.agent == name)
-                .map(|(id, _)| id.as_str().into())
-                .collect();
-            let redeliver = projection
-                .undelivered()
-                .filter(|(_, q, _)| &q.agent == name)
-                .map(|(id, _, message)| (id.as_str().into(), message.clone()))
-                .collect();
-            let lineage = record.lineage.clone().or_else(|| record.owner.clone());
+            let (lineage, calls_made, pending) = (agent.lineage, agent.calls_made, agent.pending);
             if let Some(id) = self
                 .start_agent(
                     &runtime,
                     &spec,
                     lineage,
-                    record.calls_made,
+                    calls_made,
                     pending,
                     true,
-                    redeliver,
+                    agent.redeliver,
                 )
                 .await
             {
-                resumed.insert(name, id);
+                resumed.insert(agent.name, id);
             }
         }
-        for (call_id, question) in projection.answerable() {
+        for reopened in plan.reopened {
             let restored = Restored {
-                agent: resumed.get(question.agent.as_str()).copied().unwrap_or(0),
-                agent_name: question.agent.as_str().into(),
-                call_id: call_id.as_str().into(),
-                ask: question
-                    .questions
-                    .as_ref()
-                    .and_then(|q| crate::sim::world::restored_ask(q.text())),
+                agent: resumed.get(&reopened.agent).copied().unwrap_or(0),
+                agent_name: reopened.agent.as_str().into(),
+                call_id: reopened.call_id,
+                ask: reopened.ask,
             };
             runtime
                 .shared()

@@ -173,6 +173,11 @@ impl BrokerState {
         BrokerStatus { open }
     }
 
+    /// Whether any call is open (waiting or pending).
+    pub fn has_open_calls(&self) -> bool {
+        self.calls.len() > 0
+    }
+
     /// The answerer at `index`, if the waterfall has it.
     pub fn answerer_name(&self, index: AnswererIx) -> Option<&Name> {
         self.answerers.get(index).map(|s| &s.name)

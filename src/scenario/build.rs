@@ -236,6 +236,27 @@ impl Times {
         self.bounded(path, s)
     }
 
+    /// An instant on the run's clock (`events[].at`, `faults.crash_at`): finite,
+    /// non-negative, at most [`VIRTUAL_S_MAX_MAX`]. One past the file's
+    /// `limits.virtual_s_max` is valid: it never fires, and a run that still has it
+    /// ahead stops at the limit (SPEC §5).
+    fn instant(self, path: &str, s: f64) -> Checked<f64> {
+        Times {
+            max_s: VIRTUAL_S_MAX_MAX,
+        }
+        .seconds(path, s)
+        .map_err(|mut issue| {
+            if s.is_finite() && s > VIRTUAL_S_MAX_MAX {
+                issue.message = format!(
+                    "{} is past the latest instant a run can reach ({} s)",
+                    show(s),
+                    show(VIRTUAL_S_MAX_MAX)
+                );
+            }
+            issue
+        })
+    }
+
     fn bounded(self, path: &str, s: f64) -> Checked<f64> {
         if s > self.max_s {
             return issue(
@@ -451,7 +472,7 @@ impl Builder {
         let (mut crash_at_s, mut crash_after_accepts) = (None, None);
         if let Some(Obj(faults)) = row.faults {
             if let Some(t) = faults.crash_at {
-                crash_at_s = Some(times.seconds(&format!("{path}.faults.crash_at"), t)?);
+                crash_at_s = Some(times.instant(&format!("{path}.faults.crash_at"), t)?);
             }
             if let Some(n) = faults.crash_after_accepts {
                 if n == 0 {
@@ -771,7 +792,7 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names, times: Times) -> Checked<Vec<E
     let mut out = Vec::with_capacity(raw.len());
     for (k, Obj(event)) in raw.into_iter().enumerate() {
         let path = format!("events[{k}]");
-        let at_s = times.seconds(&format!("{path}.at"), event.at)?;
+        let at_s = times.instant(&format!("{path}.at"), event.at)?;
         let mut kinds = Vec::new();
         if let Some(agent) = event.cancel_turn {
             let checked = known_agent(&agent, names);

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-
 use serde_json::Value;
 
 use crate::log::LogHeader;

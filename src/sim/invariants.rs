@@ -73,6 +73,9 @@ struct CallInfo {
     pending: bool,
     held_at: Option<f64>,
     holder: Option<String>,
+    /// When a hold that died with its holder was released: the window's end moves
+    /// there if it had passed.
+    released_at: Option<f64>,
     /// A window or delegation violation was raised already (one per call).
     window_violated: bool,
     delegation_violated: bool,
@@ -159,7 +162,8 @@ impl Checker {
         self.account_answer(event);
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => {
-                self.owners.insert(agent.to_string(), owner.as_deref().map(str::to_owned));
+                self.owners
+                    .insert(agent.to_string(), owner.as_deref().map(str::to_owned));
                 self.stopped.remove(&**agent);
             }
             EventKind::Stop { agent } => {
@@ -186,7 +190,9 @@ impl Checker {
             }
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
             EventKind::Restart => self.restarted = true,
-            EventKind::Hold { call_id, answerer, .. } => {
+            EventKind::Hold {
+                call_id, answerer, ..
+            } => {
                 if let Some(info) = self.calls.get_mut(&**call_id) {
                     info.held_at.get_or_insert(t);
                     info.holder = Some(answerer.to_string());
@@ -196,7 +202,9 @@ impl Checker {
                 let kind = event.kind.result_kind().expect("a result has a kind");
                 self.result(call_id, seq, t, kind, &event.kind);
             }
-            EventKind::Answer { call_id, answerer, .. } => {
+            EventKind::Answer {
+                call_id, answerer, ..
+            } => {
                 self.answer = Some((call_id.to_string(), answerer.to_string(), seq));
             }
             EventKind::LateAnswer {
@@ -266,7 +274,8 @@ impl Checker {
         if let (Schema::Timed, Some(w)) = (schema, window_s)
             && *w > 0.0
         {
-            self.deadlines.insert((crate::protocol::nanos(t + w), call_id.to_string()));
+            self.deadlines
+                .insert((crate::protocol::nanos(t + w), call_id.to_string()));
         }
         self.calls.insert(call_id.to_string(), info);
     }
@@ -287,12 +296,18 @@ impl Checker {
         let now = crate::protocol::nanos((t - self.tolerance_s).max(0.0));
         while let Some((end, call_id)) = self.deadlines.first().cloned().filter(|(end, _)| *end < now) {
             self.deadlines.pop_first();
-            let Some(info) = self.calls.get_mut(&call_id) else { continue };
-            let waiting = info.result.is_none() && info.held_at.is_none() && info.lost.is_none() && info.survived.is_none();
+            let Some(info) = self.calls.get_mut(&call_id) else {
+                continue;
+            };
+            let waiting = info.result.is_none()
+                && info.held_at.is_none()
+                && info.lost.is_none()
+                && info.survived.is_none();
             if waiting && !info.window_violated {
                 info.window_violated = true;
                 let (w, from) = (info.window_s.unwrap_or(0.0), info.request_t);
-                let detail = format!("still waiting at {t} s, past its window of {w} s from {from} s, unheld");
+                let detail =
+                    format!("still waiting at {t} s, past its window of {w} s from {from} s, unheld");
                 self.violate("window_respected", &call_id, seq, detail);
             }
             let _ = end;
@@ -302,22 +317,28 @@ impl Checker {
     /// The holder of a held call died: its hold dies with it, and the call is back
     /// in its window (SPEC §3.5): past it, it must go pending at once.
     fn holder_died(&mut self, call_id: &str, answerer: &str, t: f64) {
-        let Some(info) = self.calls.get_mut(call_id) else { return };
+        let Some(info) = self.calls.get_mut(call_id) else {
+            return;
+        };
         if info.holder.as_deref() != Some(answerer) || info.result.is_some() {
             return;
         }
         info.held_at = None;
         info.holder = None;
+        info.released_at = Some(t);
         if let Some(w) = info.window_s.filter(|w| *w > 0.0) {
             let end = (info.request_t + w).max(t);
-            self.deadlines.insert((crate::protocol::nanos(end), call_id.to_owned()));
+            self.deadlines
+                .insert((crate::protocol::nanos(end), call_id.to_owned()));
         }
     }
 
     /// The event right after a batch about its call must account for it: its
     /// settlement (answers, or the late answer) or its refusal to the sender.
     fn account_answer(&mut self, event: &Event) {
-        let Some((call_id, answerer, seq)) = self.answer.take() else { return };
+        let Some((call_id, answerer, seq)) = self.answer.take() else {
+            return;
+        };
         if event.kind.call_id() != Some(call_id.as_str()) {
             self.answer = Some((call_id, answerer, seq));
             return;
@@ -325,7 +346,9 @@ impl Checker {
         let accounted = match &event.kind {
             EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
             EventKind::LateAnswer { .. } => true,
-            EventKind::Refused { answerer: a, what, .. } => **a == *answerer && what == "submit",
+            EventKind::Refused {
+                answerer: a, what, ..
+            } => **a == *answerer && what == "submit",
             _ => false,
         };
         if !accounted {
@@ -394,6 +417,7 @@ impl Checker {
         info.pending = kind == ResultKind::Pending;
         let (schema, window_s, request_t, held_at) =
             (info.schema, info.window_s, info.request_t, info.held_at);
+        let released_at = info.released_at.unwrap_or(0.0);
         let window_violated = info.window_violated;
         if info.pending && schema == Some(Schema::Legacy) {
             let detail = "a legacy call returned pending".into();
@@ -401,7 +425,7 @@ impl Checker {
         }
         if let (Some(Schema::Timed), Some(w), false) = (schema, window_s, window_violated)
             && w > 0.0
-            && t > request_t + w + self.tolerance_s
+            && t > (request_t + w).max(released_at) + self.tolerance_s
             && held_at.is_none_or(|h| h > request_t + w + self.tolerance_s)
         {
             let detail = format!("settled at {t} s, past its window of {w} s from {request_t} s, unheld");

@@ -109,6 +109,8 @@ pub struct Queue {
     ready: Vec<Entry>,
     /// Messages queued plus live timers that are not faults.
     work: usize,
+    /// Live fault timers.
+    faults: usize,
     candidates: Vec<Candidate>,
 }
 
@@ -172,7 +174,9 @@ impl Queue {
             },
         );
         assert!(previous.is_none(), "timer {id} of {owner:?} started twice");
-        if !fault {
+        if fault {
+            self.faults += 1;
+        } else {
             self.work += 1;
         }
         self.schedule(Entry {
@@ -184,9 +188,15 @@ impl Queue {
 
     /// Cancels a timer if it has not fired.
     pub fn cancel(&mut self, owner: Addr, id: TimerId) {
-        if let Some(timer) = self.timers.remove(&(owner, id))
-            && !timer.fault
-        {
+        if let Some(timer) = self.timers.remove(&(owner, id)) {
+            self.forget(&timer);
+        }
+    }
+
+    fn forget(&mut self, timer: &Timer) {
+        if timer.fault {
+            self.faults -= 1;
+        } else {
             self.work -= 1;
         }
     }
@@ -194,7 +204,7 @@ impl Queue {
     /// Drops every channel and timer that `keep` rejects (process loss: only the
     /// driver's own schedule survives).
     pub fn retain(&mut self, keep: impl Fn(Addr, Addr) -> bool) {
-        let mut dropped = 0;
+        let (mut dropped, mut faults) = (0, 0);
         self.channels.retain(|(from, to), channel| {
             let kept = keep(*from, *to);
             if !kept {
@@ -204,12 +214,15 @@ impl Queue {
         });
         self.timers.retain(|(owner, _), timer| {
             let kept = keep(*owner, *owner);
-            if !kept && !timer.fault {
-                dropped += 1;
+            match (kept, timer.fault) {
+                (false, false) => dropped += 1,
+                (false, true) => faults += 1,
+                _ => {}
             }
             kept
         });
         self.work -= dropped;
+        self.faults -= faults;
         // Stale entries are skipped when they come up.
         let ready = std::mem::take(&mut self.ready);
         self.ready = ready.into_iter().filter(|e| self.live(e)).collect();
@@ -237,9 +250,19 @@ impl Queue {
 
     /// The next delivery, chosen by `chooser` among what is deliverable at the
     /// earliest instant; or why there is none. Nothing past `limit` is delivered.
-    pub fn next(&mut self, chooser: &mut dyn Chooser, limit: Nanos) -> Result<Delivery, Stop> {
+    /// Fault timers count as work only when `faults_matter` (a question is open:
+    /// a crash can still change something).
+    pub fn next(
+        &mut self,
+        chooser: &mut dyn Chooser,
+        limit: Nanos,
+        faults_matter: bool,
+    ) -> Result<Delivery, Stop> {
         loop {
             if self.ready.is_empty() {
+                if self.work == 0 && !(faults_matter && self.faults > 0) {
+                    return Err(Stop::Done);
+                }
                 self.advance(limit)?;
                 continue;
             }
@@ -261,9 +284,6 @@ impl Queue {
 
     /// Moves the clock to the earliest due entry and gathers everything due then.
     fn advance(&mut self, limit: Nanos) -> Result<(), Stop> {
-        if self.work == 0 {
-            return Err(Stop::Done);
-        }
         let due = loop {
             let Some(Reverse(top)) = self.heap.peek().copied() else {
                 return Err(Stop::Done);
@@ -311,9 +331,7 @@ impl Queue {
         match entry.key {
             Key::Timer(owner, id) => {
                 let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == entry.seq)?;
-                if !timer.fault {
-                    self.work -= 1;
-                }
+                self.forget(&timer);
                 Some(Delivery {
                     from: owner,
                     envelope: timer.envelope,
@@ -385,15 +403,15 @@ mod tests {
         let mut queue = Queue::new();
         queue.send(Addr::Agent(1), stop(1), 50);
         queue.send(Addr::Agent(1), stop(2), 10);
-        let first = queue.next(&mut Last, u64::MAX).unwrap();
-        let second = queue.next(&mut Last, u64::MAX).unwrap();
+        let first = queue.next(&mut Last, u64::MAX, false).unwrap();
+        let second = queue.next(&mut Last, u64::MAX, false).unwrap();
         assert_eq!((agent_of(&first), first.at), (1, 50));
         assert_eq!(
             (agent_of(&second), second.at),
             (2, 50),
             "FIFO per pair: held back to the first"
         );
-        assert_eq!(queue.next(&mut Last, u64::MAX).unwrap_err(), Stop::Done);
+        assert_eq!(queue.next(&mut Last, u64::MAX, false).unwrap_err(), Stop::Done);
     }
 
     #[test]
@@ -402,7 +420,7 @@ mod tests {
             let mut queue = Queue::new();
             queue.send(Addr::Agent(1), stop(1), 5);
             queue.send(Addr::Agent(2), stop(2), 5);
-            let delivery = queue.next(chooser, u64::MAX).unwrap();
+            let delivery = queue.next(chooser, u64::MAX, false).unwrap();
             assert_eq!(agent_of(&delivery), expected);
         }
     }
@@ -412,12 +430,16 @@ mod tests {
         let mut queue = Queue::new();
         queue.timer(Addr::Answerer(0), 1, stop(1), 1_000, true);
         assert_eq!(queue.work(), 0);
-        assert_eq!(queue.next(&mut First, u64::MAX).unwrap_err(), Stop::Done);
+        assert_eq!(queue.next(&mut First, u64::MAX, false).unwrap_err(), Stop::Done);
+        let fired = queue
+            .next(&mut First, u64::MAX, true)
+            .expect("a fault that matters fires");
+        assert_eq!(fired.at, 1_000);
         let mut queue = Queue::new();
         queue.timer(Addr::Broker, 1, stop(1), 10, false);
         queue.timer(Addr::Broker, 2, stop(2), 20, false);
         queue.cancel(Addr::Broker, 1);
-        let delivery = queue.next(&mut First, u64::MAX).unwrap();
+        let delivery = queue.next(&mut First, u64::MAX, false).unwrap();
         assert_eq!((agent_of(&delivery), delivery.at), (2, 20));
     }
 
@@ -425,7 +447,7 @@ mod tests {
     fn nothing_past_the_limit_is_delivered() {
         let mut queue = Queue::new();
         queue.timer(Addr::Broker, 1, stop(1), 100, false);
-        assert_eq!(queue.next(&mut First, 99).unwrap_err(), Stop::Limit);
+        assert_eq!(queue.next(&mut First, 99, false).unwrap_err(), Stop::Limit);
         assert_eq!(queue.now(), 99);
     }
 
@@ -440,7 +462,7 @@ mod tests {
         );
         queue.send(Addr::Agent(1), stop(1), 0);
         let mut mboxes = Vec::new();
-        while let Ok(delivery) = queue.next(&mut Last, u64::MAX) {
+        while let Ok(delivery) = queue.next(&mut Last, u64::MAX, false) {
             mboxes.push(delivery.mbox);
         }
         assert_eq!(mboxes, [Some(2), None, Some(1)]);

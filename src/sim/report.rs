@@ -262,7 +262,13 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
     } else {
         check(output.events(), Some(&output.open), tolerance_s)
     };
-    let expectations = expectations(scenario, output, &outcomes);
+    // A run that crashed is judged by its crash: what it did not get to do is not
+    // an expectation failure too.
+    let expectations = if output.crashed.is_some() {
+        ExpectationReport::default()
+    } else {
+        expectations(scenario, output, &outcomes)
+    };
     let mut summary = Summary {
         scenario: scenario.name.clone(),
         seed: output.seed,

@@ -28,7 +28,6 @@ use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
 use crate::seed::{answerer_stream, jitter_stream};
 use crate::sim::queue::{Chooser, Delivery, Queue, Stop};
-use crate::tool::{Ask, Question, Schema, Wait};
 
 /// The timer id of the driver's restart.
 const RESTART_TIMER: u64 = 1;
@@ -121,11 +120,16 @@ impl<'s> World<'s> {
         let limit = nanos(self.scenario.limits.virtual_s_max);
         let mut deliveries = 0u64;
         loop {
-            match self.queue.next(chooser, limit) {
+            // A crash can change something only while a question is open.
+            let faults_matter = self.broker.as_ref().is_some_and(BrokerState::has_open_calls);
+            match self.queue.next(chooser, limit, faults_matter) {
                 Ok(delivery) => {
                     deliveries += 1;
                     if panic_after == Some(deliveries) {
-                        panic!("injected panic after {deliveries} deliveries ({})", crate::sim::driver::PANIC_AFTER_ENV);
+                        panic!(
+                            "injected panic after {deliveries} deliveries ({})",
+                            crate::sim::driver::PANIC_AFTER_ENV
+                        );
                     }
                     self.deliver(delivery)
                 }
@@ -412,65 +416,39 @@ impl<'s> World<'s> {
         );
     }
 
-    /// The runtime starts again from the log (SPEC §3.9): answerers from their
-    /// rows, every agent that was live as a runtime root carrying its lineage,
-    /// with every user message decided for it and never received delivered first,
-    /// then running its `on_resume`; every open timed question re-offered.
+    /// The runtime starts again from the log, as [`crate::restart::plan`] says:
+    /// answerers from their rows, agents as roots (undelivered messages first,
+    /// then their `on_resume`), open timed questions re-offered.
     fn restart(&mut self) {
         self.lost_until = None;
         self.recorder.record(seconds(self.now()), EventKind::Restart);
-        let projection = self.recorder.projection().clone();
+        let plan = crate::restart::plan(self.recorder.projection());
         self.boot();
-        let mut resumed: BTreeMap<&str, AgentId> = BTreeMap::new();
-        for (name, record) in projection.agents.iter().filter(|(_, a)| a.live) {
-            let Some(spec) = self.specs.get(name).cloned() else {
+        let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
+        for agent in plan.agents {
+            let Some(spec) = self.specs.get(&agent.name).cloned() else {
                 continue;
             };
-            let pending = projection
-                .answerable()
-                .filter(|(_, q)| &q.agent == name)
-                .map(|(id, _)| id.as_str().into())
-                .collect();
-            let lineage = record.lineage.clone().or_else(|| record.owner.clone());
-            let id = self.start_agent(&spec, lineage, record.calls_made, pending, true);
-            resumed.insert(name, id);
+            let id = self.start_agent(&spec, agent.lineage, agent.calls_made, agent.pending, true);
             self.out.reset(self.now(), None);
-            let agent = self.agents.get_mut(&id).expect("just started");
-            for (call_id, _, message) in projection.undelivered().filter(|(_, q, _)| &q.agent == name) {
-                agent.redeliver(call_id.as_str().into(), message.clone(), &mut self.out);
+            let state = self.agents.get_mut(&id).expect("just started");
+            for (call_id, message) in agent.redeliver {
+                state.redeliver(call_id, message, &mut self.out);
             }
             self.apply(Addr::Agent(id));
+            resumed.insert(agent.name, id);
         }
-        for (call_id, question) in projection.answerable() {
+        for reopened in plan.reopened {
             let restored = Restored {
-                agent: resumed.get(question.agent.as_str()).copied().unwrap_or(0),
-                agent_name: question.agent.as_str().into(),
-                call_id: call_id.as_str().into(),
-                ask: question.questions.as_ref().and_then(|q| restored_ask(q.text())),
+                agent: resumed.get(&reopened.agent).copied().unwrap_or(0),
+                agent_name: reopened.agent.as_str().into(),
+                call_id: reopened.call_id,
+                ask: reopened.ask,
             };
             let msg = Envelope::Broker(BrokerMsg::Restore(restored));
             self.queue.send(Addr::Driver, msg, self.now());
         }
     }
-}
-
-/// A timed question rebuilt from the questions text of its request, or `None` if
-/// the record lacks the shape. No limit of SPEC §2.3 is applied again.
-pub(crate) fn restored_ask(text: &str) -> Option<Ask> {
-    let recorded: Value = serde_json::from_str(text).ok()?;
-    let questions: Vec<Question> = recorded
-        .as_array()?
-        .iter()
-        .map(Question::from_recorded)
-        .collect::<Option<_>>()?;
-    Some(Ask {
-        schema: Schema::Timed,
-        questions: questions.into(),
-        questions_raw: text.into(),
-        questions_json: Value::Null,
-        timeout_arg: None,
-        wait: Wait::Blocking,
-    })
 }
 
 /// A scheduled event as the log's `dropped` records it.

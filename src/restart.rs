@@ -1,0 +1,106 @@
+//! What a restart after a process loss rebuilds from the log (SPEC §3.9): a pure
+//! plan from the projection, carried out alike by the simulator and the actor
+//! runtime.
+//!
+//! Every agent that was live comes back as a runtime root carrying its lineage,
+//! with its callId counter, the calls of its earlier life that are still pending,
+//! and the user messages decided for it and never received (delivered first, once).
+//! Every open timed question is re-offered from the exact text the model sent; one
+//! whose record lacks the shape is withdrawn by the broker (`not_restorable`).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::projection::Projection;
+use crate::protocol::CallId;
+use crate::tool::{Ask, Question, Schema, Wait};
+
+/// One agent coming back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resumed {
+    /// Its name.
+    pub name: String,
+    /// Its lineage: the recorded lineage, else its former owner.
+    pub lineage: Option<String>,
+    /// Calls it made in its earlier life.
+    pub calls_made: u64,
+    /// Its calls still pending (for `await_answer`).
+    pub pending: BTreeSet<CallId>,
+    /// User messages decided for it and never received, in callId order.
+    pub redeliver: Vec<(CallId, Arc<str>)>,
+}
+
+/// One timed question re-offered.
+#[derive(Clone, Debug)]
+pub struct Reopened {
+    /// The call.
+    pub call_id: CallId,
+    /// The agent that asked it.
+    pub agent: String,
+    /// The question rebuilt from its text, or `None` if the record lacks the shape.
+    pub ask: Option<Ask>,
+}
+
+/// The restart's plan.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The agents that come back, by name.
+    pub agents: Vec<Resumed>,
+    /// The questions re-offered, by callId.
+    pub reopened: Vec<Reopened>,
+}
+
+/// The plan for a restart from `projection`.
+pub fn plan(projection: &Projection) -> Plan {
+    let agents = projection
+        .agents
+        .iter()
+        .filter(|(_, a)| a.live)
+        .map(|(name, record)| Resumed {
+            name: name.clone(),
+            lineage: record.lineage.clone().or_else(|| record.owner.clone()),
+            calls_made: record.calls_made,
+            pending: projection
+                .answerable()
+                .filter(|(_, q)| &q.agent == name)
+                .map(|(id, _)| id.as_str().into())
+                .collect(),
+            redeliver: projection
+                .undelivered()
+                .filter(|(_, q, _)| &q.agent == name)
+                .map(|(id, _, message)| (id.as_str().into(), message.clone()))
+                .collect(),
+        })
+        .collect();
+    let reopened = projection
+        .answerable()
+        .map(|(call_id, question)| Reopened {
+            call_id: call_id.as_str().into(),
+            agent: question.agent.clone(),
+            ask: question.questions.as_ref().and_then(|q| restored_ask(q.text())),
+        })
+        .collect();
+    Plan { agents, reopened }
+}
+
+/// A timed question rebuilt from the questions text of its request, or `None` if
+/// the record lacks the shape. No limit of SPEC §2.3 is applied again (they held
+/// when the model asked); the text is kept exactly, for the late answer's message.
+pub fn restored_ask(text: &str) -> Option<Ask> {
+    let recorded: Value = serde_json::from_str(text).ok()?;
+    let questions: Vec<Question> = recorded
+        .as_array()?
+        .iter()
+        .map(Question::from_recorded)
+        .collect::<Option<_>>()?;
+    Some(Ask {
+        schema: Schema::Timed,
+        questions: questions.into(),
+        questions_raw: text.into(),
+        questions_json: Value::Null,
+        timeout_arg: None,
+        wait: Wait::Blocking,
+    })
+}
