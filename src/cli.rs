@@ -234,6 +234,7 @@ fn sweep(file: &std::path::Path, args: &SweepArgs) -> ExitCode {
         clock: args.clock.unwrap_or(scenario.clock),
         strategy: args.explore.or(scenario.explore).unwrap_or_default(),
         invariants_only: args.invariants_only,
+        shard: crate::sim::shard::Shard::WHOLE,
     };
     let json = args.json;
     // A progress bar only when a person watches stderr.
