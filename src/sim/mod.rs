@@ -12,11 +12,13 @@
 //! - `sweep`: one scenario under many seeds, in parallel.
 //! - `shard`: a sweep's share of the seeds (`--shard K/N`) and the JSON Lines it
 //!   writes for `merge`.
+//! - `merge`: shard files folded into the report of one sweep.
 //! - `replay`: a log folded into the projection, listed and re-checked.
 
 pub mod chrome_trace;
 pub mod driver;
 pub mod invariants;
+pub mod merge;
 pub mod queue;
 pub mod replay;
 pub mod report;
