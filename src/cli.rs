@@ -80,6 +80,25 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Run only shard K of N, counted from 0: the i-th seed of the range is in
+        /// shard i mod N. `auto/N` takes K from JOB_COMPLETION_INDEX (Kubernetes)
+        /// or SLURM_ARRAY_TASK_ID (Slurm).
+        #[arg(long, value_name = "K/N")]
+        shard: Option<crate::sim::shard::ShardArg>,
+        /// Write every seed's result and the shard's totals here (JSON Lines), for
+        /// `asksim merge`.
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+    },
+    /// Fold the files of a sharded sweep (`sweep --shard K/N --out PATH`) into the
+    /// report one sweep over the same seeds prints; exit 1 if any seed failed.
+    Merge {
+        /// Every shard's file, each once.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Fold an event log into the userQuestions projection, print every
     /// question's state, and re-check the invariants.
@@ -161,6 +180,8 @@ pub fn main() -> ExitCode {
             explore,
             invariants_only,
             json,
+            shard,
+            out,
         } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let args = SweepArgs {
@@ -170,9 +191,12 @@ pub fn main() -> ExitCode {
                 explore,
                 invariants_only,
                 json,
+                shard,
+                out,
             };
             sweep(&file, &args)
         }
+        Command::Merge { paths, json } => merge(&paths, json),
         Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
@@ -217,14 +241,28 @@ struct SweepArgs {
     explore: Option<Strategy>,
     invariants_only: bool,
     json: bool,
+    shard: Option<crate::sim::shard::ShardArg>,
+    out: Option<PathBuf>,
 }
 
 fn sweep(file: &std::path::Path, args: &SweepArgs) -> ExitCode {
-    use crate::sim::sweep::{SweepOptions, render};
-    let scenario = match scenario::load(file) {
-        Ok(scenario) => scenario,
+    use crate::sim::sweep::SweepOptions;
+    let (scenario, text) = match scenario::load_text(file) {
+        Ok(loaded) => loaded,
         Err(error) => {
             eprintln!("{error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let shard = match crate::sim::shard::resolve(args.shard, |name| std::env::var_os(name)) {
+        Ok((shard, note)) => {
+            if let Some(note) = note {
+                eprintln!("asksim sweep: {note}");
+            }
+            shard
+        }
+        Err(error) => {
+            eprintln!("asksim sweep: --shard: {error}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
@@ -235,11 +273,12 @@ fn sweep(file: &std::path::Path, args: &SweepArgs) -> ExitCode {
         clock: args.clock.unwrap_or(scenario.clock),
         strategy: args.explore.or(scenario.explore).unwrap_or_default(),
         invariants_only: args.invariants_only,
+        shard,
     };
     let json = args.json;
     // A progress bar only when a person watches stderr.
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(args.seeds.len());
+        let bar = indicatif::ProgressBar::new(shard.len(args.seeds));
         let style =
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
@@ -248,20 +287,73 @@ fn sweep(file: &std::path::Path, args: &SweepArgs) -> ExitCode {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let report = crate::sim::sweep::sweep(&scenario, &options, |done| bar.set_position(done));
+    let progress = |done| bar.set_position(done);
+    let report = match &args.out {
+        None => crate::sim::sweep::sweep(&scenario, &options, progress),
+        Some(out) => match crate::sim::shard::sweep_to_file(&scenario, &text, &options, out, progress) {
+            Ok(report) => report,
+            Err(error) => {
+                bar.finish_and_clear();
+                eprintln!("asksim sweep: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+    };
     bar.finish_and_clear();
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("the report serialises")
-        );
-    } else {
-        print!("{}", render(&report));
+    print_sweep(
+        &report,
+        (shard != crate::sim::shard::Shard::WHOLE).then_some(shard),
+        json,
+    )
+}
+
+/// A sweep's report as `sweep` prints it (a shard's also names its K/N), and the
+/// exit code: 1 if any seed failed.
+fn print_sweep(
+    report: &crate::sim::sweep::SweepReport,
+    shard: Option<crate::sim::shard::Shard>,
+    json: bool,
+) -> ExitCode {
+    /// The report with `"shard": "K/N"` last (flatten, because `seeds.to` is a
+    /// u128 that a `serde_json::Value` cannot hold).
+    #[derive(serde::Serialize)]
+    struct Sharded<'a> {
+        #[serde(flatten)]
+        report: &'a crate::sim::sweep::SweepReport,
+        shard: String,
     }
+    let text = match (json, shard) {
+        (false, None) => crate::sim::sweep::render(report),
+        (false, Some(shard)) => format!(
+            "{}  shard {shard}: {} of the range's {} seeds\n",
+            crate::sim::sweep::render(report),
+            report.runs,
+            report.seeds.len()
+        ),
+        (true, None) => serde_json::to_string(report).expect("the report serialises") + "\n",
+        (true, Some(shard)) => {
+            let sharded = Sharded {
+                report,
+                shard: shard.to_string(),
+            };
+            serde_json::to_string(&sharded).expect("the report serialises") + "\n"
+        }
+    };
+    print!("{text}");
     if report.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn merge(paths: &[PathBuf], json: bool) -> ExitCode {
+    match crate::sim::merge::merge(paths) {
+        Ok(report) => print_sweep(&report, None, json),
+        Err(error) => {
+            eprintln!("asksim merge: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
     }
 }
 

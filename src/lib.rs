@@ -28,8 +28,8 @@
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
 //! - [`seed`]: the streams derived from a run's one seed.
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
-//!   simulated world, the driver, the invariant checker, the report, sweeps and
-//!   replays.
+//!   simulated world, the driver, the invariant checker, the report, sweeps
+//!   (sharded ones and their merge) and replays.
 //! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]

@@ -27,6 +27,7 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
         clock: scenario.clock,
         strategy: asksim::scenario::Strategy::Random,
         invariants_only: true,
+        shard: asksim::sim::shard::Shard::WHOLE,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 40);

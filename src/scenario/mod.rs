@@ -422,6 +422,15 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(&file, &text)
 }
 
+/// [`load`], also giving back the file's text: a sharded sweep records it, so
+/// that `asksim merge` folds its report with the very scenario the shards ran.
+pub fn load_text(path: &Path) -> Result<(Scenario, String), ScenarioError> {
+    let file = path.display().to_string();
+    let text = read_text(path, &file)?;
+    let scenario = parse(&file, &text)?;
+    Ok((scenario, text))
+}
+
 /// Parses and checks the text of a scenario file; `file_label` names it in errors.
 pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)

@@ -10,14 +10,19 @@
 //! - `report`: outcomes, expectations, the summary.
 //! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
 //! - `sweep`: one scenario under many seeds, in parallel.
+//! - `shard`: a sweep's share of the seeds (`--shard K/N`) and the JSON Lines it
+//!   writes for `merge`.
+//! - `merge`: shard files folded into the report of one sweep.
 //! - `replay`: a log folded into the projection, listed and re-checked.
 
 pub mod chrome_trace;
 pub mod driver;
 pub mod invariants;
+pub mod merge;
 pub mod queue;
 pub mod replay;
 pub mod report;
+pub mod shard;
 pub mod strategy;
 pub mod sweep;
 pub mod world;

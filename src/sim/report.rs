@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::projection::{Projection, QuestionRecord, QuestionState};
@@ -20,7 +20,7 @@ use crate::tool::{ResultKind, ToolResult};
 const REPORT_LINES_MAX: usize = 20;
 
 /// How the calls of a run settled (SPEC §6 `outcomes`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcomes {
     /// Answers returned to the tool call.
     pub answered: u64,
@@ -102,7 +102,7 @@ pub struct InvariantReport {
 }
 
 /// The expectations part of the summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ExpectationReport {
     /// Expectations that held.
     pub passed: u64,
@@ -113,7 +113,7 @@ pub struct ExpectationReport {
 }
 
 /// Seconds from a call's start to its settlement.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LatencySummary {
     /// Median.
     pub p50: f64,

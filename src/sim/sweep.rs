@@ -14,6 +14,7 @@ use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::{self, RunOptions};
 use crate::sim::invariants::Violation;
 use crate::sim::report::{Outcomes, Summary, summarise};
+use crate::sim::shard::Shard;
 use crate::sim::strategy::Strategy;
 
 /// Most seeds one sweep runs.
@@ -137,6 +138,8 @@ pub struct SweepOptions {
     /// Check invariants and limits only, not the scenario's `expect` (whose exact
     /// results usually hold for one seed only).
     pub invariants_only: bool,
+    /// The share of `seeds` this process runs ([`Shard::WHOLE`]: all of them).
+    pub shard: Shard,
 }
 
 /// One seed's result, as a sweep keeps it.
@@ -169,19 +172,36 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
 
 /// Runs the sweep; `progress` is called with the number of runs done after each.
 pub fn sweep(scenario: &Scenario, options: &SweepOptions, progress: impl Fn(u64)) -> SweepReport {
-    // The wall clock is read only to report wall_s.
-    let wall = std::time::Instant::now();
+    let scenario = swept(scenario, options);
+    let (results, wall_s) = run_seeds(&scenario, options, progress);
+    report(&scenario, options, results, wall_s)
+}
+
+/// The scenario as a sweep runs it: without its `expect` under `--invariants-only`.
+pub fn swept(scenario: &Scenario, options: &SweepOptions) -> Scenario {
     let mut scenario = scenario.clone();
     if options.invariants_only {
         scenario.expect = None;
     }
-    let count = options.seeds.len();
+    scenario
+}
+
+/// Runs every seed of the sweep's shard of `scenario` (as [`swept`] gives it) and
+/// returns the results by seed, with the seconds of wall time they took.
+pub fn run_seeds(
+    scenario: &Scenario,
+    options: &SweepOptions,
+    progress: impl Fn(u64),
+) -> (BTreeMap<u64, SeedResult>, f64) {
+    // The wall clock is read only to report wall_s.
+    let wall = std::time::Instant::now();
+    let count = options.shard.len(options.seeds);
     let next = AtomicU64::new(0);
     let (tx, rx) = mpsc::channel::<(u64, SeedResult)>();
     let jobs = options.jobs.clamp(1, JOBS_MAX);
     let results: BTreeMap<u64, SeedResult> = std::thread::scope(|scope| {
         for _ in 0..jobs {
-            let (scenario, next, tx) = (&scenario, &next, tx.clone());
+            let (next, tx) = (&next, tx.clone());
             scope.spawn(move || {
                 loop {
                     // An index, not a seed: it never passes `count + jobs`, so it
@@ -190,7 +210,7 @@ pub fn sweep(scenario: &Scenario, options: &SweepOptions, progress: impl Fn(u64)
                     if index >= count {
                         return;
                     }
-                    let seed = options.seeds.seed(index);
+                    let seed = options.shard.seed(options.seeds, index);
                     if tx.send((seed, run_seed(scenario, options, seed))).is_err() {
                         return;
                     }
@@ -205,7 +225,7 @@ pub fn sweep(scenario: &Scenario, options: &SweepOptions, progress: impl Fn(u64)
         }
         results
     });
-    report(&scenario, options, results, wall.elapsed().as_secs_f64())
+    (results, wall.elapsed().as_secs_f64())
 }
 
 /// Folds the results of every seed into the report.

@@ -1,0 +1,613 @@
+//! Sharded sweeps (issue #14): one seed range split among N processes that never
+//! talk to each other (the pods of a Kubernetes Indexed Job, the tasks of a Slurm
+//! job array), and the JSON Lines file each shard writes for `asksim merge`
+//! (`merge.rs`). asksim has no cluster of its own: seeds need no coordination, so
+//! the rule below is all the shards share.
+//!
+//! # The rule
+//!
+//! Shards count from 0: `--shard K/N` with `0 <= K < N` and `1 <= N <=`
+//! [`SHARDS_MAX`]. The i-th seed of the range (seed `A + i` of `A..B`, i from 0)
+//! belongs to shard `i mod N`: shard K runs `A+K, A+K+N, A+K+2N, …`, every seed is
+//! in exactly one shard, and shard sizes differ by at most one (a shard may be
+//! empty when N exceeds the number of seeds). cargo-nextest's `--partition
+//! count:K/N` counts from 1; counting from 0 makes K the very index a cluster hands
+//! the process (`JOB_COMPLETION_INDEX`, or `SLURM_ARRAY_TASK_ID` of an array
+//! `--array=0-(N-1)`), so `shard-3.jsonl` holds shard 3/N with no arithmetic in
+//! the job script. `auto/N` reads K from one of [`INDEX_VARIABLES`].
+//!
+//! # The file (`--out`)
+//!
+//! One JSON object per line: for every seed of the shard, in seed order,
+//! `{"run": SeedRecord}`; then one closing line, `{"shard": ShardEnd}`, written
+//! last. A file without its closing line is truncated (the shard did not finish,
+//! or the copy was cut short). The closing line carries what `merge` checks before
+//! it folds anything: the version and build, the scenario (its SHA-256 and its
+//! text), the seed range, K/N, the strategy, the clock, `--invariants-only`, and
+//! the SHA-256 of every seed line above it (`lines_sha256`), so a damaged line is
+//! found even when it is still valid JSON.
+//!
+//! A [`SeedRecord`] holds what `sweep::report` reads of a seed's result, nothing
+//! derived from the wall clock, so `merge` rebuilds each seed's
+//! [`SeedResult`] and folds them with that same function: a field the sweep report
+//! gains from a seed's summary reaches `merge` through [`SeedRecord::into_result`],
+//! which names every field of [`Summary`] (a new one does not compile until it is
+//! carried or ruled out here).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::scenario::{Clock, Scenario, Strategy};
+use crate::sim::invariants::{INVARIANTS, Violation};
+use crate::sim::report::{ExpectationReport, InvariantReport, LatencySummary, Outcomes, Summary, Throughput};
+use crate::sim::sweep::{self, SEEDS_MAX, SeedRange, SeedResult, SweepOptions, SweepReport};
+use crate::sim::world::Limit;
+
+/// Most shards one sweep is split into. Far more than a useful split (a shard
+/// should run thousands of seeds to pay for starting a process), and few enough
+/// that `merge` takes every shard's file on one command line.
+pub const SHARDS_MAX: u64 = 100_000;
+
+/// Where `--shard auto/N` reads K, in this order: Kubernetes sets the first in
+/// every pod of an Indexed Job (0-based), Slurm the second in every task of a job
+/// array.
+pub const INDEX_VARIABLES: [&str; 2] = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"];
+
+/// This process's share of a sweep's seeds: shard `index` of `count` (the rule is
+/// in the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub struct Shard {
+    index: u64,
+    count: u64,
+}
+
+impl Shard {
+    /// The whole range: shard 0 of 1.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count`; an error says what is out of range.
+    pub fn new(index: u64, count: u64) -> Result<Shard, String> {
+        if count == 0 || count > SHARDS_MAX {
+            return Err(format!("N must be from 1 to {SHARDS_MAX}, got {count}"));
+        }
+        if index >= count {
+            return Err(format!(
+                "K must be below N (shards count from 0: 0/{count} to {}/{count}), got {index}/{count}",
+                count - 1
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// K, from 0.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// N.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// How many seeds of `seeds` this shard runs: the indices `i < len` with
+    /// `i mod N == K`.
+    pub fn len(&self, seeds: SeedRange) -> u64 {
+        let all = seeds.len();
+        if self.index >= all {
+            0
+        } else {
+            (all - 1 - self.index) / self.count + 1
+        }
+    }
+
+    /// Whether this shard runs no seed of `seeds`.
+    pub fn is_empty(&self, seeds: SeedRange) -> bool {
+        self.len(seeds) == 0
+    }
+
+    /// The `nth` seed this shard runs (`nth < self.len(seeds)`): the seed at index
+    /// `K + nth * N` of the range. Below `len`, that index is below the range's
+    /// length, so nothing overflows.
+    pub fn seed(&self, seeds: SeedRange, nth: u64) -> u64 {
+        debug_assert!(
+            nth < self.len(seeds),
+            "seed {nth} of a shard of {}",
+            self.len(seeds)
+        );
+        seeds.seed(self.index + nth * self.count)
+    }
+
+    /// Whether `seed` is one of `seeds` and falls to this shard.
+    pub fn holds(&self, seeds: SeedRange, seed: u64) -> bool {
+        seed >= seeds.from && u128::from(seed) < seeds.to && (seed - seeds.from) % self.count == self.index
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl From<Shard> for String {
+    fn from(shard: Shard) -> String {
+        shard.to_string()
+    }
+}
+
+impl TryFrom<String> for Shard {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Shard, String> {
+        match text.parse::<ShardArg>()? {
+            ShardArg::Fixed(shard) => Ok(shard),
+            ShardArg::Auto { .. } => Err(format!("expected K/N, got {text:?}")),
+        }
+    }
+}
+
+/// `--shard`: `K/N`, or `auto/N` (K from the environment, [`resolve`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardArg {
+    /// `K/N`.
+    Fixed(Shard),
+    /// `auto/N`.
+    Auto {
+        /// N.
+        count: u64,
+    },
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ShardArg, String> {
+        let Some((k, n)) = s.split_once('/') else {
+            return Err(format!("expected K/N or auto/N, got {s:?}"));
+        };
+        let number = |text: &str, what: &str| {
+            text.parse::<u64>()
+                .map_err(|_| format!("{what} must be a whole number, got {text:?} in {s:?}"))
+        };
+        let count = number(n, "N")?;
+        if k == "auto" {
+            Shard::new(0, count)?;
+            return Ok(ShardArg::Auto { count });
+        }
+        Shard::new(number(k, "K")?, count).map(ShardArg::Fixed)
+    }
+}
+
+/// The shard a sweep runs: the whole range without `--shard`; with `auto/N`, K from
+/// the first of [`INDEX_VARIABLES`] that `env` finds set. Also gives, for `auto`,
+/// a note saying which variable it used. An unset, non-numeric or out-of-range
+/// index is an error naming the variable.
+pub fn resolve(
+    arg: Option<ShardArg>,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<(Shard, Option<String>), String> {
+    let count = match arg {
+        None => return Ok((Shard::WHOLE, None)),
+        Some(ShardArg::Fixed(shard)) => return Ok((shard, None)),
+        Some(ShardArg::Auto { count }) => count,
+    };
+    let Some((name, value)) = INDEX_VARIABLES
+        .iter()
+        .find_map(|name| env(name).map(|v| (*name, v)))
+    else {
+        return Err(format!(
+            "auto/{count} takes K from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or \
+             SLURM_ARRAY_TASK_ID (a Slurm job array), and neither is set"
+        ));
+    };
+    let text = value.to_string_lossy();
+    let Ok(index) = text.parse::<u64>() else {
+        return Err(format!(
+            "{name}={text:?} is not a shard index (a whole number from 0)"
+        ));
+    };
+    let shard = Shard::new(index, count).map_err(|_| {
+        format!(
+            "{name}={index} is not a shard of {count}: shards count from 0 (a Slurm array must be --array=0-{})",
+            count - 1
+        )
+    })?;
+    Ok((shard, Some(format!("shard {shard} from {name}={index}"))))
+}
+
+/// A broken invariant, as a shard file holds it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViolationRecord {
+    /// Which invariant: one of [`INVARIANTS`].
+    pub invariant: String,
+    /// The call it is about, if any.
+    #[serde(rename = "callId")]
+    pub call_id: Option<String>,
+    /// The `seq` of the offending event.
+    pub seq: u64,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl ViolationRecord {
+    fn new(violation: &Violation) -> ViolationRecord {
+        ViolationRecord {
+            invariant: violation.invariant.to_owned(),
+            call_id: violation.call_id.clone(),
+            seq: violation.seq,
+            detail: violation.detail.clone(),
+        }
+    }
+
+    fn into_violation(self) -> Result<Violation, String> {
+        let Some(invariant) = INVARIANTS.iter().find(|name| **name == self.invariant) else {
+            return Err(format!(
+                "{:?} is not an invariant this build checks",
+                self.invariant
+            ));
+        };
+        Ok(Violation {
+            invariant,
+            call_id: self.call_id,
+            seq: self.seq,
+            detail: self.detail,
+        })
+    }
+}
+
+/// One seed's result as a shard file holds it (`{"run": …}`): what
+/// `sweep::report` reads of it, and what a person looking at one seed wants.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedRecord {
+    /// The seed.
+    pub seed: u64,
+    /// How its calls settled.
+    pub outcomes: Outcomes,
+    /// SHA-256 of its event log.
+    pub trace_hash: String,
+    /// Its order hash (`distinct_traces`).
+    pub order_hash: String,
+    /// Its timing hash (`distinct_timings`).
+    pub timing_hash: String,
+    /// Broken invariants.
+    pub violations: Vec<ViolationRecord>,
+    /// Its expectations' verdict (`failures`: the failed ones).
+    pub expectations: ExpectationReport,
+    /// The limit that stopped it, if one did.
+    pub limit: Option<String>,
+    /// The panic that ended it, if one did.
+    pub crashed: Option<String>,
+    /// The command that reproduces it, when it failed.
+    pub reproduce: Option<String>,
+    /// Tool calls made.
+    pub calls: u64,
+    /// Events recorded.
+    pub events: u64,
+    /// Seconds on the run's clock.
+    pub virtual_s: f64,
+    /// Call start → settlement.
+    pub latency_s: LatencySummary,
+    /// How late each `pending` came past its window's end.
+    pub lateness_s: LatencySummary,
+}
+
+/// What every seed of a shard shares, which a [`SeedRecord`] leaves out.
+pub struct SeedContext<'a> {
+    /// The scenario's name.
+    pub scenario: &'a str,
+    /// The clock.
+    pub clock: Clock,
+    /// The scheduling strategy.
+    pub strategy: Strategy,
+}
+
+impl SeedRecord {
+    /// The record of `seed`'s result.
+    pub fn new(seed: u64, result: &SeedResult) -> SeedRecord {
+        let s = &result.summary;
+        SeedRecord {
+            seed,
+            outcomes: s.outcomes.clone(),
+            trace_hash: s.trace_hash.clone(),
+            order_hash: result.order_hash.clone(),
+            timing_hash: result.timing_hash.clone(),
+            violations: s.invariants.violations.iter().map(ViolationRecord::new).collect(),
+            expectations: s.expectations.clone(),
+            limit: s.limit.map(str::to_owned),
+            crashed: s.crashed.clone(),
+            reproduce: s.reproduce.clone(),
+            calls: s.calls,
+            events: s.events,
+            virtual_s: s.virtual_s,
+            latency_s: s.latency_s.clone(),
+            lateness_s: s.lateness_s.clone(),
+        }
+    }
+
+    /// The seed's result again, as `sweep::report` folds it. Left out, because a
+    /// seed's wall time is no property of the seed: `wall_s` and `throughput`
+    /// (zero here). An invariant or limit this build does not know is an error.
+    pub fn into_result(self, context: &SeedContext) -> Result<SeedResult, String> {
+        let violations = self
+            .violations
+            .into_iter()
+            .map(ViolationRecord::into_violation)
+            .collect::<Result<Vec<_>, _>>()?;
+        let limit = match self.limit {
+            None => None,
+            Some(name) => {
+                Some(limit_named(&name).ok_or_else(|| format!("{name:?} is not a limit of this build"))?)
+            }
+        };
+        let summary = Summary {
+            scenario: context.scenario.to_owned(),
+            seed: self.seed,
+            clock: clock_name(context.clock),
+            explore: context.strategy.to_string(),
+            calls: self.calls,
+            outcomes: self.outcomes,
+            invariants: InvariantReport {
+                checked: INVARIANTS.to_vec(),
+                violations,
+            },
+            expectations: self.expectations,
+            trace_hash: self.trace_hash,
+            order_hash: self.order_hash.clone(),
+            virtual_s: self.virtual_s,
+            wall_s: 0.0,
+            latency_s: self.latency_s,
+            lateness_s: self.lateness_s,
+            throughput: Throughput::default(),
+            limit,
+            crashed: self.crashed,
+            events: self.events,
+            reproduce: self.reproduce,
+        };
+        Ok(SeedResult {
+            summary,
+            order_hash: self.order_hash,
+            timing_hash: self.timing_hash,
+        })
+    }
+}
+
+/// A limit's name back to the name the report holds. The match is exhaustive, so a
+/// new [`Limit`] does not compile until it is listed here.
+fn limit_named(name: &str) -> Option<&'static str> {
+    let listed = |limit: Limit| match limit {
+        Limit::VirtualSMax | Limit::EventsMax => limit.as_str(),
+    };
+    [Limit::VirtualSMax, Limit::EventsMax]
+        .into_iter()
+        .map(listed)
+        .find(|known| *known == name)
+}
+
+/// The clock's name, as the reports write it.
+pub fn clock_name(clock: Clock) -> &'static str {
+    match clock {
+        Clock::Virtual => "virtual",
+        Clock::Real => "real",
+    }
+}
+
+/// A clock's name back to the clock.
+pub fn clock_named(name: &str) -> Option<Clock> {
+    [Clock::Virtual, Clock::Real]
+        .into_iter()
+        .find(|clock| clock_name(*clock) == name)
+}
+
+/// A seed range as a shard file holds it (`to` may be 2^64: `A..=u64::MAX`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeRecord {
+    /// First seed.
+    pub from: u64,
+    /// One past the last seed.
+    pub to: u128,
+}
+
+impl RangeRecord {
+    /// The range, checked as `--seeds` checks it.
+    pub fn range(&self) -> Result<SeedRange, String> {
+        let (from, to) = (u128::from(self.from), self.to);
+        if to <= from || to > u128::from(u64::MAX) + 1 || to - from > u128::from(SEEDS_MAX) {
+            return Err(format!(
+                "{}..{} is not a range of 1 to {SEEDS_MAX} seeds",
+                self.from, self.to
+            ));
+        }
+        Ok(SeedRange {
+            from: self.from,
+            to: self.to,
+        })
+    }
+}
+
+impl From<SeedRange> for RangeRecord {
+    fn from(seeds: SeedRange) -> RangeRecord {
+        RangeRecord {
+            from: seeds.from,
+            to: seeds.to,
+        }
+    }
+}
+
+/// A shard file's closing line (`{"shard": …}`): what ran, and its totals.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEnd {
+    /// The asksim version that wrote it (`CARGO_PKG_VERSION`).
+    pub asksim: String,
+    /// The build: SHA-256 of the executable's bytes ([`build_id`]).
+    pub build: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file, as the shard was given it.
+    pub scenario_file: String,
+    /// SHA-256 of the scenario file's bytes.
+    pub scenario_sha256: String,
+    /// The whole sweep's seed range (not only this shard's seeds).
+    pub seeds: RangeRecord,
+    /// K/N.
+    pub shard: Shard,
+    /// The scheduling strategy.
+    pub explore: String,
+    /// `virtual` or `real`.
+    pub clock: String,
+    /// Whether `--invariants-only` was given.
+    pub invariants_only: bool,
+    /// Seeds this shard ran.
+    pub runs: u64,
+    /// Of them, how many passed.
+    pub passed: u64,
+    /// Of them, how many failed.
+    pub failed: u64,
+    /// Outcomes summed over this shard's seeds.
+    pub totals: Outcomes,
+    /// Distinct event orders among this shard's seeds.
+    pub distinct_traces: u64,
+    /// Distinct event streams with their times among this shard's seeds.
+    pub distinct_timings: u64,
+    /// Seconds of wall time this shard took.
+    pub wall_s: f64,
+    /// SHA-256 of every line above this one, newlines included.
+    pub lines_sha256: String,
+    /// The scenario file's text, verbatim: `merge` parses it again, so it needs
+    /// no copy of the file.
+    pub scenario_text: String,
+}
+
+/// One line of a shard file.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Line {
+    /// A seed's result.
+    #[serde(rename = "run")]
+    Run(SeedRecord),
+    /// The closing line.
+    #[serde(rename = "shard")]
+    End(ShardEnd),
+}
+
+/// Why a shard could not write its file (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    /// The executable could not be read to identify the build.
+    #[error("cannot identify the build: cannot read the executable {path}: {error}")]
+    Build {
+        /// The executable.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The output could not be written.
+    #[error("cannot write the shard output to {path}: {error}")]
+    Write {
+        /// The output.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+}
+
+/// SHA-256 in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The build's identity: SHA-256 of the running executable's bytes. The version
+/// alone does not do: two builds of one version from different code (a branch, a
+/// local edit) may run a seed differently, and their shards must not be merged.
+pub fn build_id() -> Result<String, ShardError> {
+    let failed = |path: &Path, error| ShardError::Build {
+        path: path.display().to_string(),
+        error,
+    };
+    let path = std::env::current_exe().map_err(|e| failed(Path::new("(current executable)"), e))?;
+    let mut file = File::open(&path).map_err(|e| failed(&path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer).map_err(|e| failed(&path, e))?;
+        if n == 0 {
+            return Ok(hex(&hasher.finalize()));
+        }
+        hasher.update(&buffer[..n]);
+    }
+}
+
+/// Runs this process's shard of the sweep (`options.shard`) and writes its JSON
+/// Lines to `out`; returns the shard's own report. `text` is the scenario file's
+/// text, `scenario` what it parsed to. The build is identified and `out` created
+/// before any seed runs, so a bad path fails at once.
+pub fn sweep_to_file(
+    scenario: &Scenario,
+    text: &str,
+    options: &SweepOptions,
+    out: &Path,
+    progress: impl Fn(u64),
+) -> Result<SweepReport, ShardError> {
+    let build = build_id()?;
+    let failed = |error| ShardError::Write {
+        path: out.display().to_string(),
+        error,
+    };
+    let mut writer = BufWriter::new(File::create(out).map_err(failed)?);
+    let scenario = sweep::swept(scenario, options);
+    let (results, wall_s) = sweep::run_seeds(&scenario, options, progress);
+    let mut lines = Sha256::new();
+    for (seed, result) in &results {
+        let line = json_line(&Line::Run(SeedRecord::new(*seed, result)));
+        lines.update(line.as_bytes());
+        writer.write_all(line.as_bytes()).map_err(failed)?;
+    }
+    let report = sweep::report(&scenario, options, results, wall_s);
+    let end = ShardEnd {
+        asksim: env!("CARGO_PKG_VERSION").to_owned(),
+        build,
+        scenario: report.scenario.clone(),
+        scenario_file: options.file.clone(),
+        scenario_sha256: sha256_hex(text.as_bytes()),
+        seeds: options.seeds.into(),
+        shard: options.shard,
+        explore: report.explore.clone(),
+        clock: clock_name(options.clock).to_owned(),
+        invariants_only: options.invariants_only,
+        runs: report.runs,
+        passed: report.passed,
+        failed: report.failed.len() as u64,
+        totals: report.totals.clone(),
+        distinct_traces: report.distinct_traces,
+        distinct_timings: report.distinct_timings,
+        wall_s: report.wall_s,
+        lines_sha256: hex(&lines.finalize()),
+        scenario_text: text.to_owned(),
+    };
+    let line = json_line(&Line::End(end));
+    writer.write_all(line.as_bytes()).map_err(failed)?;
+    writer
+        .into_inner()
+        .map_err(|e| failed(e.into_error()))?
+        .sync_all()
+        .map_err(failed)?;
+    Ok(report)
+}
+
+fn json_line(line: &Line) -> String {
+    let mut text = serde_json::to_string(line).expect("a shard line serialises");
+    text.push('\n');
+    text
+}
