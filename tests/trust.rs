@@ -148,6 +148,7 @@ fn a_sweep_up_to_the_last_seed_ends() {
         clock: Clock::Virtual,
         strategy: Strategy::Random,
         invariants_only: true,
+        shard: asksim::sim::shard::Shard::WHOLE,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 2);
