@@ -51,11 +51,6 @@ impl AnswererState {
         }
     }
 
-    /// Its name.
-    pub fn name(&self) -> &Name {
-        &self.name
-    }
-
     /// Starts it at `now_s` seconds into the run: a `crash_at` still ahead is armed
     /// as a fault timer (one already past, after a restart, does not fire again).
     pub fn start(&mut self, now_s: f64, out: &mut Out) {

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::event::EventKind;
-use crate::protocol::{
-    AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Name, Nanos, Turn, seconds,
-};
+use crate::protocol::{AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Name, Nanos, Turn};
 use crate::scenario::AgentSpec;
 
 /// A timer's id, unique within the actor that started it.
@@ -96,11 +94,6 @@ impl Out {
         self.now
     }
 
-    /// The time, in seconds.
-    pub fn now_s(&self) -> f64 {
-        seconds(self.now)
-    }
-
     /// The handled message's place in the broker's mailbox (order of entry), when
     /// the executor numbers them.
     pub fn mbox(&self) -> Option<u64> {
@@ -170,10 +163,5 @@ impl Out {
     /// Takes the effects, in the order they were made.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)
-    }
-
-    /// Whether no effect is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.effects.is_empty()
     }
 }

@@ -4,6 +4,27 @@
 //! Data flows one way: scenario → driver → agents → broker → answerers → events →
 //! log / projection / checker → report.
 //!
+//! ```
+//! use asksim::scenario::{self, Clock};
+//! use asksim::sim::{driver, report};
+//!
+//! let text = r#"{
+//!   "name": "one-question",
+//!   "tool": { "mode": "timed", "timeout": 30 },
+//!   "answerers": [ { "name": "web", "accepts": "all", "latency": 2.0, "answer": "recommended" } ],
+//!   "agents": [ { "name": "root", "script": [
+//!     { "ask": { "questions": [ { "id": "go", "question": "Proceed?", "header": "Confirm",
+//!                                 "options": [ { "label": "Yes (Recommended)" }, { "label": "No" } ] } ] } } ] } ],
+//!   "expect": { "counts": { "answered": 1 } }
+//! }"#;
+//! let scenario = scenario::parse("one-question.json", text).unwrap();
+//! let output = driver::run(&scenario, 7, Clock::Virtual).unwrap();
+//! let summary = report::summarise(&scenario, "one-question.json", &output);
+//! assert!(summary.passed());
+//! assert_eq!(summary.outcomes.answered, 1);
+//! assert_eq!(output.virtual_s, 2.0);
+//! ```
+//!
 //! # Layout
 //!
 //! - [`tool`]: the model-facing tool, pure data and rules: the plugin row, the
@@ -20,6 +41,7 @@
 //! - [`answerer`]: the built-in answerer acting on a policy.
 //! - [`actors`]: the same three as ractor actors on tokio: the library
 //!   ([`Runtime`]) and real-clock runs.
+//! - [`limits`]: the runtime's limits, named once.
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log.
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
@@ -34,13 +56,14 @@
 
 #![warn(missing_docs)]
 
-pub mod actors;
-pub mod agent;
-pub mod answerer;
-pub mod broker;
+mod actors;
+mod agent;
+mod answerer;
+mod broker;
 pub mod cli;
-pub mod effect;
+mod effect;
 pub mod event;
+pub mod limits;
 pub mod log;
 pub mod policy;
 pub mod projection;
@@ -48,10 +71,10 @@ pub mod protocol;
 pub mod record;
 pub mod restart;
 pub mod scenario;
-pub mod seed;
+mod seed;
 pub mod sim;
 pub mod tool;
 
-pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
+pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError, panic_message};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
 pub use tool::{Timeout, ToolConfig};

@@ -189,9 +189,13 @@ impl Projection {
             }
             EventKind::LateAnswer { call_id, message, .. } => {
                 let (from, to) = (QuestionState::Pending, QuestionState::LateAnswered);
-                if let Some(q) = self.transition(call_id, from, to, message.to_string(), seq) {
-                    q.message = Some(message.clone());
-                }
+                self.close(
+                    call_id,
+                    (from, to),
+                    message.to_string(),
+                    Some(message.clone()),
+                    seq,
+                );
             }
             EventKind::Withdraw {
                 call_id,
@@ -200,22 +204,13 @@ impl Projection {
                 ..
             } => {
                 let (from, to) = (QuestionState::Pending, QuestionState::Withdrawn);
-                if let Some(q) = self.transition(call_id, from, to, reason.clone(), seq) {
-                    q.message = message.clone();
-                }
+                self.close(call_id, (from, to), reason.clone(), message.clone(), seq);
             }
             EventKind::UserMessage {
                 call_id,
                 agent,
                 message,
-            } => {
-                if let Some(q) = self.questions.get_mut(&**call_id) {
-                    q.delivered = true;
-                }
-                if let Some(a) = self.agents.get_mut(&**agent) {
-                    a.messages.push(message.clone());
-                }
-            }
+            } => self.received(call_id, agent, message),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
             _ => {}
         }
@@ -305,6 +300,30 @@ impl Projection {
                     question.state = QuestionState::LostOnRestart;
                 }
             }
+        }
+    }
+
+    /// A pending call closed: its new state, and the message decided for its agent.
+    fn close(
+        &mut self,
+        call_id: &str,
+        (from, to): (QuestionState, QuestionState),
+        how: String,
+        message: Option<Arc<str>>,
+        seq: u64,
+    ) {
+        if let Some(q) = self.transition(call_id, from, to, how, seq) {
+            q.message = message;
+        }
+    }
+
+    /// A user message reached its agent.
+    fn received(&mut self, call_id: &str, agent: &str, message: &Arc<str>) {
+        if let Some(q) = self.questions.get_mut(call_id) {
+            q.delivered = true;
+        }
+        if let Some(a) = self.agents.get_mut(agent) {
+            a.messages.push(message.clone());
         }
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::projection::Projection;
-use crate::protocol::CallId;
+use crate::protocol::{AgentId, CallId, Restored};
 use crate::tool::{Ask, Question, Schema, Wait};
 
 /// One agent coming back.
@@ -41,6 +41,19 @@ pub struct Reopened {
     pub agent: String,
     /// The question rebuilt from its text, or `None` if the record lacks the shape.
     pub ask: Option<Ask>,
+}
+
+impl Reopened {
+    /// The broker's `Restore` for it, once its agent came back as `resumed` (an
+    /// agent not resumed leaves it for the broker to withdraw).
+    pub fn restored(self, resumed: &std::collections::BTreeMap<String, AgentId>) -> Restored {
+        Restored {
+            agent: resumed.get(&self.agent).copied().unwrap_or(0),
+            agent_name: self.agent.as_str().into(),
+            call_id: self.call_id,
+            ask: self.ask,
+        }
+    }
 }
 
 /// The restart's plan.

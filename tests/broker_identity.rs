@@ -4,8 +4,8 @@
 mod broker_support;
 
 use asksim::AnswererSlot;
-use asksim::broker::AGENTS_PER_TREE_MAX;
 use asksim::event::EventKind;
+use asksim::limits::AGENTS_PER_TREE_MAX;
 use asksim::policy::Policy;
 use asksim::protocol::SpawnError;
 use asksim::tool::{Timeout, ToolConfig};

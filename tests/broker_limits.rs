@@ -3,7 +3,7 @@
 
 mod broker_support;
 
-use asksim::broker::BrokerLimits;
+use asksim::limits::BrokerLimits;
 use asksim::protocol::SpawnError;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{Runtime, RuntimeConfig};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use asksim::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
+use asksim::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use asksim::scenario::{
     self, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock, EventSpec, Latency,
     Limits, PCT_DEPTH_MAX, Policy, Scenario, ScenarioError, Step, VIRTUAL_S_MAX_MAX,

@@ -1,5 +1,6 @@
 //! The actor runtime: the broker, agents and answerers as ractor actors on tokio,
-//! for the library ([`Runtime`]) and for real-clock scenario runs ([`scenario`]).
+//! for the library ([`Runtime`]) and for real-clock scenario runs
+//! ([`crate::sim::real_clock`]).
 //!
 //! Each actor wraps the same state as the simulator runs ([`crate::broker`],
 //! [`crate::agent`], [`crate::answerer`]) and carries out its effects here: sends
@@ -13,7 +14,6 @@ mod agent;
 mod answerer;
 mod broker;
 mod runtime;
-pub mod scenario;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -30,6 +30,7 @@ use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
+pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
 
 use agent::AgentMail;
@@ -252,8 +253,19 @@ pub(crate) fn guarded(shared: &Shared, handler: impl FnOnce()) -> bool {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(handler)) {
         Ok(()) => true,
         Err(panic) => {
-            shared.record_panic(crate::sim::driver::panic_message(panic.as_ref()));
+            shared.record_panic(panic_message(panic.as_ref()));
             false
         }
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
     }
 }

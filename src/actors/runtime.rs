@@ -36,8 +36,9 @@ use super::broker::{BrokerActor, BrokerArgs, Slot};
 use super::{AgentHandle, Shared};
 use crate::agent::{AgentSetup, AgentState};
 use crate::answerer::AnswererState;
-use crate::broker::{BrokerConfig, BrokerLimits, BrokerState, OFFER_TIMEOUT_S_DEFAULT};
+use crate::broker::{BrokerConfig, BrokerState};
 use crate::event::Event;
+use crate::limits::{BrokerLimits, EVENTS_MAX_DEFAULT, OFFER_TIMEOUT_S_DEFAULT};
 use crate::log::LogHeader;
 use crate::policy::Policy;
 use crate::protocol::{
@@ -45,7 +46,6 @@ use crate::protocol::{
     TurnId,
 };
 use crate::record::Recorder;
-use crate::scenario::EVENTS_MAX_DEFAULT;
 use crate::seed::answerer_stream;
 use crate::tool::ToolConfig;
 
@@ -446,12 +446,39 @@ impl Runtime {
         &self.inner.broker
     }
 
-    fn send(&self, msg: BrokerMsg) {
-        let _ = self.inner.broker.send_message(msg.into());
+    /// Sends the broker a message of the runtime's own (counted in flight).
+    pub(crate) fn send(&self, msg: BrokerMsg) {
+        self.inner.shared.route(crate::protocol::Envelope::Broker(msg));
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.inner.shared
+    /// The id of the agent of this runtime named `name`.
+    pub(crate) fn agent_named(&self, name: &str) -> Option<AgentId> {
+        self.inner
+            .shared
+            .names
+            .lock()
+            .expect("names poisoned")
+            .get(name)
+            .copied()
+    }
+
+    /// Fires the current turn of the agent named `name`, as a host runtime does
+    /// (its token, and the broker told first); false if there is no such agent.
+    pub(crate) async fn cancel_turn_of(&self, name: &str) -> bool {
+        let shared = &self.inner.shared;
+        let Some((id, actor)) = self
+            .agent_named(name)
+            .and_then(|id| shared.agent(id).map(|a| (id, a)))
+        else {
+            return false;
+        };
+        let (reply, rx) = oneshot::channel();
+        let _ = actor.send_message(AgentMail::Token { new: false, reply });
+        if let Ok((token, turn)) = rx.await {
+            self.send(BrokerMsg::CancelTurn { agent: id, turn });
+            token.cancel();
+        }
+        true
     }
 
     /// Stops the broker, its answerers and every agent, and cancels every timer:

@@ -54,6 +54,32 @@ pub struct Call {
 }
 
 impl Call {
+    /// A call not yet offered: waiting (with its caller's turn) or pending (a
+    /// question restored after a restart, in no turn).
+    pub fn new(call_id: CallId, agent: AgentId, agent_name: Name, ask: Ask, turn: Option<Turn>) -> Call {
+        Call {
+            call_id,
+            agent,
+            agent_name,
+            ask,
+            phase: if turn.is_some() {
+                Phase::Waiting
+            } else {
+                Phase::Pending
+            },
+            turn,
+            next: 0,
+            offered: None,
+            attempt: 0,
+            owner: None,
+            held: false,
+            window_end: None,
+            window_attempt: 0,
+            window: None,
+            offer_timer: None,
+        }
+    }
+
     /// The timers the call has running.
     pub fn timers(&self) -> impl Iterator<Item = TimerId> {
         self.window.into_iter().chain(self.offer_timer)
@@ -161,23 +187,8 @@ mod tests {
         let ask = ToolConfig::timed(Timeout::Window(5.0))
             .prepare(r#"{"questions":[{"id":"q","question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}"#)
             .expect("valid arguments");
-        Call {
-            call_id: call_id.into(),
-            agent: 1,
-            agent_name: "root".into(),
-            ask,
-            phase: Phase::Waiting,
-            turn: None,
-            next: 0,
-            offered: None,
-            attempt: 0,
-            owner: None,
-            held: false,
-            window_end: None,
-            window_attempt: 0,
-            window: None,
-            offer_timer: None,
-        }
+        let turn = crate::protocol::Turn::root(crate::protocol::TurnId { agent: 1, n: 1 });
+        Call::new(call_id.into(), 1, "root".into(), ask, Some(turn))
     }
 
     #[test]

@@ -29,45 +29,7 @@ use agents::{AgentTree, Identity};
 use calls::{Call, CallTable, Phase};
 use settle::End;
 
-/// Most calls open at once (in their window, blocking or pending) per broker.
-/// Sized for the scale target of SPEC §8 (10⁶ concurrent pending questions).
-pub const OPEN_CALLS_MAX: usize = 2_000_000;
-/// Most answerers in one waterfall.
-pub const ANSWERERS_MAX: usize = 1_024;
-/// Most agents in one tree (a root and all its descendants, live or stopped).
-pub const AGENTS_PER_TREE_MAX: usize = 100_000;
-/// The broker's offer timeout when none is configured (SPEC §3.2), in seconds.
-pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
-
-/// The broker's limits. Requests over them settle as `LIMIT_EXCEEDED` and nothing
-/// is queued; the defaults are the named constants, and a runtime may set them
-/// lower (tests and scenarios do), never higher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BrokerLimits {
-    /// Calls open at once (waiting or pending), at most [`OPEN_CALLS_MAX`].
-    pub open_calls_max: usize,
-    /// Agents in one tree, at most [`AGENTS_PER_TREE_MAX`].
-    pub agents_per_tree_max: usize,
-}
-
-impl Default for BrokerLimits {
-    fn default() -> Self {
-        BrokerLimits {
-            open_calls_max: OPEN_CALLS_MAX,
-            agents_per_tree_max: AGENTS_PER_TREE_MAX,
-        }
-    }
-}
-
-impl BrokerLimits {
-    /// The limits, capped at the named constants.
-    pub fn capped(self) -> BrokerLimits {
-        BrokerLimits {
-            open_calls_max: self.open_calls_max.min(OPEN_CALLS_MAX),
-            agents_per_tree_max: self.agents_per_tree_max.min(AGENTS_PER_TREE_MAX),
-        }
-    }
-}
+pub use crate::limits::{ANSWERERS_MAX, BrokerLimits, OPEN_CALLS_MAX};
 
 /// What a broker starts from.
 #[derive(Clone, Debug)]
@@ -183,11 +145,6 @@ impl BrokerState {
         self.answerers.get(index).map(|s| &s.name)
     }
 
-    /// The waterfall place of the answerer named `name`.
-    pub fn answerer_index(&self, name: &str) -> Option<AnswererIx> {
-        self.answerers.iter().position(|s| &*s.name == name)
-    }
-
     fn timer_id(&mut self) -> TimerId {
         self.next_timer += 1;
         self.next_timer
@@ -288,23 +245,9 @@ impl BrokerState {
             Wait::Window(s) => Some(s),
             Wait::Blocking => None,
         };
-        let ticket = self.calls.open(Call {
-            call_id,
-            agent,
-            agent_name,
-            ask,
-            phase: Phase::Waiting,
-            turn: Some(turn),
-            next: 0,
-            offered: None,
-            attempt: 0,
-            owner: None,
-            held: false,
-            window_end: window_s.map(|s| out.now().saturating_add(nanos(s))),
-            window_attempt: 0,
-            window: None,
-            offer_timer: None,
-        });
+        let mut call = Call::new(call_id, agent, agent_name, ask, Some(turn));
+        call.window_end = window_s.map(|s| out.now().saturating_add(nanos(s)));
+        let ticket = self.calls.open(call);
         if let Some(s) = window_s {
             self.start_window(ticket, nanos(s), out);
         }
@@ -328,23 +271,7 @@ impl BrokerState {
                 return;
             }
         };
-        let ticket = self.calls.open(Call {
-            call_id,
-            agent,
-            agent_name,
-            ask,
-            phase: Phase::Pending,
-            turn: None,
-            next: 0,
-            offered: None,
-            attempt: 0,
-            owner: None,
-            held: false,
-            window_end: None,
-            window_attempt: 0,
-            window: None,
-            offer_timer: None,
-        });
+        let ticket = self.calls.open(Call::new(call_id, agent, agent_name, ask, None));
         self.offer_next(ticket, out);
     }
 

@@ -149,67 +149,8 @@ impl BrokerState {
             withdraw_from(working, ticket, out);
         }
         match phase {
-            Phase::Waiting => {
-                let result = match end {
-                    End::Answers(items) => ToolResult::answers(match call.ask.schema {
-                        Schema::Legacy => legacy::render_answers(&call.ask.questions, &items),
-                        Schema::Timed => timed::render_answers(&items),
-                    }),
-                    End::NoAnswerer => {
-                        ToolResult::error(ErrorCode::NoAnswerer, "no answerer accepted the request")
-                    }
-                    End::TurnFired => ToolResult::error(
-                        ErrorCode::Aborted,
-                        "the turn was cancelled before the call settled",
-                    ),
-                    End::Abort(message, _) => ToolResult::error(ErrorCode::Aborted, message),
-                };
-                out.record(EventKind::result(&call.call_id, &call.agent_name, &result));
-                out.to_agent(
-                    call.agent,
-                    AgentMsg::Settled {
-                        call_id: call.call_id,
-                        result,
-                    },
-                );
-            }
-            Phase::Pending => {
-                let message: Option<Arc<str>> = match end {
-                    End::Answers(items) => {
-                        let message: Arc<str> =
-                            late_answer_message(&call.call_id, &call.ask.questions_raw, &items).into();
-                        out.record(EventKind::LateAnswer {
-                            call_id: call.call_id.clone(),
-                            agent: call.agent_name.clone(),
-                            answers: items,
-                            message: message.clone(),
-                        });
-                        Some(message)
-                    }
-                    End::NoAnswerer => {
-                        let message: Arc<str> =
-                            withdrawal_message(&call.call_id, ErrorCode::NoAnswerer).into();
-                        let reason = WithdrawReason::NoAnswerer;
-                        out.record(EventKind::withdraw(
-                            &call.call_id,
-                            &call.agent_name,
-                            reason,
-                            Some(message.clone()),
-                        ));
-                        Some(message)
-                    }
-                    End::Abort(_, reason) => {
-                        out.record(EventKind::withdraw(&call.call_id, &call.agent_name, reason, None));
-                        None
-                    }
-                    End::TurnFired => unreachable!("a pending call belongs to no turn"),
-                };
-                let closed = AgentMsg::Closed {
-                    call_id: call.call_id,
-                    message,
-                };
-                out.to_agent(call.agent, closed);
-            }
+            Phase::Waiting => settle_waiting(call, end, out),
+            Phase::Pending => close_pending(call, end, out),
         }
     }
 
@@ -242,4 +183,65 @@ impl BrokerState {
             .cloned()
             .unwrap_or_else(|| format!("?answerer-{answerer}").into())
     }
+}
+
+/// A waiting call returns its tool result to its caller.
+fn settle_waiting(call: super::calls::Call, end: End, out: &mut Out) {
+    let result = match end {
+        End::Answers(items) => ToolResult::answers(match call.ask.schema {
+            Schema::Legacy => legacy::render_answers(&call.ask.questions, &items),
+            Schema::Timed => timed::render_answers(&items),
+        }),
+        End::NoAnswerer => ToolResult::error(ErrorCode::NoAnswerer, "no answerer accepted the request"),
+        End::TurnFired => ToolResult::error(
+            ErrorCode::Aborted,
+            "the turn was cancelled before the call settled",
+        ),
+        End::Abort(message, _) => ToolResult::error(ErrorCode::Aborted, message),
+    };
+    out.record(EventKind::result(&call.call_id, &call.agent_name, &result));
+    let settled = AgentMsg::Settled {
+        call_id: call.call_id,
+        result,
+    };
+    out.to_agent(call.agent, settled);
+}
+
+/// A pending call closes for good: its late answer, or its withdrawal (with the
+/// message its agent must read, when the waterfall ran out).
+fn close_pending(call: super::calls::Call, end: End, out: &mut Out) {
+    let message: Option<Arc<str>> = match end {
+        End::Answers(items) => {
+            let message: Arc<str> =
+                late_answer_message(&call.call_id, &call.ask.questions_raw, &items).into();
+            out.record(EventKind::LateAnswer {
+                call_id: call.call_id.clone(),
+                agent: call.agent_name.clone(),
+                answers: items,
+                message: message.clone(),
+            });
+            Some(message)
+        }
+        End::NoAnswerer => {
+            let message: Arc<str> = withdrawal_message(&call.call_id, ErrorCode::NoAnswerer).into();
+            let reason = WithdrawReason::NoAnswerer;
+            out.record(EventKind::withdraw(
+                &call.call_id,
+                &call.agent_name,
+                reason,
+                Some(message.clone()),
+            ));
+            Some(message)
+        }
+        End::Abort(_, reason) => {
+            out.record(EventKind::withdraw(&call.call_id, &call.agent_name, reason, None));
+            None
+        }
+        End::TurnFired => unreachable!("a pending call belongs to no turn"),
+    };
+    let closed = AgentMsg::Closed {
+        call_id: call.call_id,
+        message,
+    };
+    out.to_agent(call.agent, closed);
 }

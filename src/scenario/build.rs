@@ -22,7 +22,7 @@ use super::{
     EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
     STEPS_MAX, Scenario, Step, Strategy, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
 };
-use crate::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
+use crate::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use crate::policy::Written;
 use crate::tool::{ErrorCode, Timeout, ToolConfig};
 

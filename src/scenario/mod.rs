@@ -41,8 +41,8 @@
 //! - `"$schema"` (a string, for editors) is read and ignored. `explore` is
 //!   `"random"`, `"fifo"` or `"pct:D"` with D from 1 to [`PCT_DEPTH_MAX`], written
 //!   as [`Strategy`] displays it; absent, [`Scenario::explore`] is `None`.
-//! - `broker.open_calls_max` (1 to [`crate::broker::OPEN_CALLS_MAX`]) and
-//!   `broker.agents_per_tree_max` (1 to [`crate::broker::AGENTS_PER_TREE_MAX`]) lower
+//! - `broker.open_calls_max` (1 to [`crate::limits::OPEN_CALLS_MAX`]) and
+//!   `broker.agents_per_tree_max` (1 to [`crate::limits::AGENTS_PER_TREE_MAX`]) lower
 //!   the broker's limits for the run, so a scenario can reach `LIMIT_EXCEEDED`; a
 //!   file cannot raise them past the broker's own.
 //! - `count` must be 1 to its maximum ([`AGENTS_MAX`], [`ANSWERERS_MAX`]); `{i}` is
@@ -116,8 +116,8 @@ pub use explore::{PCT_DEPTH_MAX, Strategy};
 /// Most agents in one run: every root after fan-out and every spawned child after
 /// unrolling.
 pub const AGENTS_MAX: u64 = 100_000;
-/// Most answerers in one run, after fan-out.
-pub const ANSWERERS_MAX: u64 = 1_024;
+/// Most answerers in one run, after fan-out: the broker's waterfall limit.
+pub const ANSWERERS_MAX: u64 = crate::limits::ANSWERERS_MAX as u64;
 /// Most script steps in one run, after fan-out and unrolling, counting every
 /// agent's `script` and `on_resume`, spawned children's included.
 pub const STEPS_MAX: u64 = 1_000_000;
@@ -129,16 +129,13 @@ pub const EVENTS_MAX: u64 = 1_000_000;
 pub const NESTING_MAX: usize = 32;
 /// Largest scenario file, in bytes (64 MiB).
 pub const FILE_BYTES_MAX: u64 = 64 * 1024 * 1024;
-/// Default broker offer timeout, in seconds (SPEC §3.2).
-pub const OFFER_TIMEOUT_S_DEFAULT: f64 = 1.0;
+pub use crate::limits::{EVENTS_MAX_DEFAULT, OFFER_TIMEOUT_S_DEFAULT};
 /// Default limit on a run's virtual time, in seconds (one day).
 pub const VIRTUAL_S_MAX_DEFAULT: f64 = 86_400.0;
 /// Largest `limits.virtual_s_max`, in seconds (about 31.7 years): every other time
 /// of a file is at most the file's `virtual_s_max`, so a few of them added up in
 /// nanoseconds stay far inside a `u64` (about 1.8 × 10^10 s).
 pub const VIRTUAL_S_MAX_MAX: f64 = 1e9;
-/// Default limit on a run's logged events.
-pub const EVENTS_MAX_DEFAULT: u64 = 10_000_000;
 
 /// The outcome names of SPEC §6 that `expect.counts` may name, besides the error
 /// codes.
@@ -212,22 +209,22 @@ pub struct BrokerSpec {
     /// Seconds an answerer has to reply to an offer before it counts as declining.
     pub offer_timeout_s: f64,
     /// Most open calls at once (`broker.open_calls_max`, 1 to
-    /// [`crate::broker::OPEN_CALLS_MAX`]); `None`: the broker's own limit.
+    /// [`crate::limits::OPEN_CALLS_MAX`]); `None`: the broker's own limit.
     pub open_calls_max: Option<u64>,
     /// Most agents in one tree, stopped ones included
-    /// (`broker.agents_per_tree_max`, 1 to [`crate::broker::AGENTS_PER_TREE_MAX`]);
+    /// (`broker.agents_per_tree_max`, 1 to [`crate::limits::AGENTS_PER_TREE_MAX`]);
     /// `None`: the broker's own limit.
     pub agents_per_tree_max: Option<u64>,
 }
 
 impl BrokerSpec {
     /// The broker's limits this spec asks for (the broker's own where it is silent).
-    pub fn limits(&self) -> crate::broker::BrokerLimits {
-        let defaults = crate::broker::BrokerLimits::default();
+    pub fn limits(&self) -> crate::limits::BrokerLimits {
+        let defaults = crate::limits::BrokerLimits::default();
         let cap = |asked: Option<u64>, default: usize| {
             asked.map_or(default, |n| usize::try_from(n).unwrap_or(default))
         };
-        crate::broker::BrokerLimits {
+        crate::limits::BrokerLimits {
             open_calls_max: cap(self.open_calls_max, defaults.open_calls_max),
             agents_per_tree_max: cap(self.agents_per_tree_max, defaults.agents_per_tree_max),
         }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use super::{Accepts, AnswerPolicy, Clock, Latency, VIRTUAL_S_MAX_MAX};
-use crate::broker::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
+use crate::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use crate::policy::{LatencyVisitor, Written};
 
 /// A struct read from a JSON object only. serde's derived structs also accept an

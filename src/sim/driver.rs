@@ -117,7 +117,7 @@ pub fn run_with(
     }
     let (mut output, written) = match options.clock {
         Clock::Virtual => simulate(scenario, &options, recorder, chooser),
-        Clock::Real => crate::actors::scenario::run(scenario, options.seed, recorder),
+        Clock::Real => crate::sim::real_clock::run(scenario, options.seed, recorder),
     };
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
@@ -131,7 +131,8 @@ thread_local! {
 /// Runs `f`, catching a panic as the run's crash.
 pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let was = IN_RUN.with(|r| r.replace(true));
-    let result = catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_message(panic.as_ref()));
+    let result =
+        catch_unwind(AssertUnwindSafe(f)).map_err(|panic| crate::actors::panic_message(panic.as_ref()));
     IN_RUN.with(|r| r.set(was));
     result
 }
@@ -207,15 +208,4 @@ fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);
     let mut fifo = strategy::Fifo;
     simulate(scenario, &options, recorder, &mut fifo).0.choices
-}
-
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }

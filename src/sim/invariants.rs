@@ -176,18 +176,7 @@ impl Checker {
                 ..
             } if reason == "dead" => self.holder_died(call_id, answerer, t),
             EventKind::Request { .. } => self.request(&event.kind, seq, t),
-            EventKind::Offer { call_id, .. } => {
-                self.offered.insert(call_id.to_string());
-                self.after_loss(call_id, seq, false);
-                if let Some(info) = self.calls.get_mut(&**call_id)
-                    && info.delegated
-                    && !info.delegation_violated
-                {
-                    info.delegation_violated = true;
-                    let detail = "a delegated caller's request was offered".into();
-                    self.violate("delegated_never_offered", call_id, seq, detail);
-                }
-            }
+            EventKind::Offer { call_id, .. } => self.offer(call_id, seq),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
             EventKind::Restart => self.restarted = true,
             EventKind::Hold {
@@ -212,12 +201,7 @@ impl Checker {
                 answers,
                 message,
                 ..
-            } => {
-                self.closure(call_id, seq);
-                let items = serde_json::to_value(answers).unwrap_or(Value::Null);
-                self.well_formed(call_id, seq, &items);
-                self.decided(call_id, seq, message);
-            }
+            } => self.late_answer(call_id, seq, answers, message),
             EventKind::Withdraw { call_id, message, .. } => {
                 self.after_loss(call_id, seq, false);
                 self.closure(call_id, seq);
@@ -233,6 +217,26 @@ impl Checker {
             EventKind::Cancel { agent } => self.cancel(agent, seq, t),
             _ => {}
         }
+    }
+
+    fn offer(&mut self, call_id: &str, seq: u64) {
+        self.offered.insert(call_id.to_owned());
+        self.after_loss(call_id, seq, false);
+        if let Some(info) = self.calls.get_mut(call_id)
+            && info.delegated
+            && !info.delegation_violated
+        {
+            info.delegation_violated = true;
+            let detail = "a delegated caller's request was offered".into();
+            self.violate("delegated_never_offered", call_id, seq, detail);
+        }
+    }
+
+    fn late_answer(&mut self, call_id: &str, seq: u64, answers: &[crate::tool::AnswerItem], message: &str) {
+        self.closure(call_id, seq);
+        let items = serde_json::to_value(answers).unwrap_or(Value::Null);
+        self.well_formed(call_id, seq, &items);
+        self.decided(call_id, seq, message);
     }
 
     fn request(&mut self, kind: &EventKind, seq: u64, t: f64) {

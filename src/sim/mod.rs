@@ -6,6 +6,7 @@
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO).
 //! - `world`: the simulated actors and the driver's schedule.
 //! - `driver`: one run, on either clock, with crashes caught.
+//! - `real_clock`: a scenario on the actor runtime and the wall clock.
 //! - `invariants`: the checker.
 //! - `report`: outcomes, expectations, the summary.
 //! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
@@ -20,6 +21,7 @@ pub mod driver;
 pub mod invariants;
 pub mod merge;
 pub mod queue;
+pub mod real_clock;
 pub mod replay;
 pub mod report;
 pub mod shard;

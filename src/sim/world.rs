@@ -21,8 +21,7 @@ use crate::broker::{BrokerConfig, BrokerState};
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
 use crate::protocol::{
-    Addr, AgentId, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Restored, Turn, TurnId, nanos,
-    seconds,
+    Addr, AgentId, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId, nanos, seconds,
 };
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
@@ -439,12 +438,7 @@ impl<'s> World<'s> {
             resumed.insert(agent.name, id);
         }
         for reopened in plan.reopened {
-            let restored = Restored {
-                agent: resumed.get(&reopened.agent).copied().unwrap_or(0),
-                agent_name: reopened.agent.as_str().into(),
-                call_id: reopened.call_id,
-                ask: reopened.ask,
-            };
+            let restored = reopened.restored(&resumed);
             let msg = Envelope::Broker(BrokerMsg::Restore(restored));
             self.queue.send(Addr::Driver, msg, self.now());
         }

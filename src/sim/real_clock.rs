@@ -9,16 +9,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::runtime::Continuity;
-use super::{Runtime, RuntimeConfig};
+use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
 use crate::event::EventKind;
-use crate::protocol::{AgentId, BrokerMsg, Envelope, Restored, Turn, TurnId};
+use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Clock, EventSpec, Scenario};
 use crate::sim::driver::RunOutput;
@@ -86,7 +84,7 @@ impl<'s> Driver<'s> {
                 .scenario
                 .answerers
                 .iter()
-                .map(|a| super::AnswererSlot::Policy {
+                .map(|a| AnswererSlot::Policy {
                     name: a.name.clone(),
                     policy: a.policy.clone(),
                 })
@@ -239,7 +237,6 @@ impl<'s> Driver<'s> {
 
     /// Waits until nothing is in flight, nothing is due and the log is quiet.
     async fn settle(&self, runtime: &Runtime) -> Option<Limit> {
-        let shared = runtime.shared();
         let mut quiet = 0;
         let mut seen = u64::MAX;
         loop {
@@ -254,7 +251,8 @@ impl<'s> Driver<'s> {
                 return Some(Limit::VirtualSMax);
             }
             let events = self.continuity.recorder.lock().expect("recorder poisoned").len();
-            let idle = shared.in_flight.load(Ordering::SeqCst) <= 0 && shared.due.load(Ordering::SeqCst) <= 0;
+            let (in_flight, due) = runtime.in_flight();
+            let idle = in_flight <= 0 && due <= 0;
             quiet = if idle && events == seen { quiet + 1 } else { 0 };
             seen = events;
             if quiet >= QUIET_POLLS {
@@ -264,24 +262,16 @@ impl<'s> Driver<'s> {
     }
 
     async fn apply(&self, runtime: &Runtime, event: &EventSpec) {
-        let shared = runtime.shared();
-        let agent = |name: &str| shared.names.lock().expect("names poisoned").get(name).copied();
         match &event.action {
-            Action::CancelTurn(name) => match agent(name).and_then(|id| shared.agent(id).map(|a| (id, a))) {
-                Some((id, actor)) => {
-                    let (reply, rx) = tokio::sync::oneshot::channel();
-                    let _ = actor.send_message(super::agent::AgentMail::Token { new: false, reply });
-                    if let Ok((token, turn)) = rx.await {
-                        shared.route(Envelope::Broker(BrokerMsg::CancelTurn { agent: id, turn }));
-                        token.cancel();
-                    }
+            Action::CancelTurn(name) => {
+                if !runtime.cancel_turn_of(name).await {
+                    self.record(EventKind::Dropped {
+                        what: json!({"cancel_turn": name, "why": "not spawned yet"}),
+                    });
                 }
-                None => self.record(EventKind::Dropped {
-                    what: json!({"cancel_turn": name, "why": "not spawned yet"}),
-                }),
-            },
-            Action::StopAgent(name) => match agent(name) {
-                Some(id) => shared.route(Envelope::Broker(BrokerMsg::Stop(id))),
+            }
+            Action::StopAgent(name) => match runtime.agent_named(name) {
+                Some(id) => runtime.send(BrokerMsg::Stop(id)),
                 None => self.record(EventKind::Dropped {
                     what: json!({"stop_agent": name, "why": "not spawned yet"}),
                 }),
@@ -351,15 +341,8 @@ impl<'s> Driver<'s> {
             }
         }
         for reopened in plan.reopened {
-            let restored = Restored {
-                agent: resumed.get(&reopened.agent).copied().unwrap_or(0),
-                agent_name: reopened.agent.as_str().into(),
-                call_id: reopened.call_id,
-                ask: reopened.ask,
-            };
-            runtime
-                .shared()
-                .route(Envelope::Broker(BrokerMsg::Restore(restored)));
+            let restored = reopened.restored(&resumed);
+            runtime.send(BrokerMsg::Restore(restored));
         }
         runtime
     }

@@ -1,0 +1,66 @@
+//! Every scenario's `trace_hash` (the SHA-256 of its log under its own seed),
+//! pinned: a refactor must not move a byte of any run. When a change moves a hash
+//! on purpose (the log's bytes or the scheduler's choices change), re-pin with
+//! `ASKSIM_BLESS=1 cargo test --release --test trace_hashes` and say why in the
+//! commit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use asksim::scenario::{self, Clock};
+use asksim::sim::driver;
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/trace_hashes.json")
+}
+
+fn hashes() -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|file| {
+            let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
+            // Real-clock runs are not reproducible to the byte; their hash is not pinned.
+            (scenario.clock == Clock::Virtual).then(|| {
+                let output = driver::run(&scenario, scenario.seed, Clock::Virtual).unwrap();
+                let name = file.file_name().unwrap().to_string_lossy().into_owned();
+                (name, output.recording.trace_hash)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn every_scenario_keeps_its_trace_hash() {
+    let now = hashes();
+    if std::env::var_os("ASKSIM_BLESS").is_some() {
+        let text = serde_json::to_string_pretty(&now).unwrap() + "\n";
+        std::fs::write(golden(), text).unwrap();
+        return;
+    }
+    let pinned: BTreeMap<String, String> =
+        serde_json::from_str(&std::fs::read_to_string(golden()).expect("tests/golden/trace_hashes.json"))
+            .unwrap();
+    let moved: Vec<String> = now
+        .iter()
+        .filter(|(file, hash)| pinned.get(*file) != Some(hash))
+        .map(|(file, hash)| {
+            format!(
+                "{file}: {} -> {hash}",
+                pinned.get(file).map_or("(new)", String::as_str)
+            )
+        })
+        .collect();
+    let gone: Vec<&String> = pinned.keys().filter(|f| !now.contains_key(*f)).collect();
+    assert!(
+        moved.is_empty() && gone.is_empty(),
+        "trace hashes moved (re-pin with ASKSIM_BLESS=1 only if the change is meant to, and say why in the commit):\n{}\ngone: {gone:?}",
+        moved.join("\n")
+    );
+}
