@@ -123,11 +123,11 @@ impl AnswererState {
         };
         let keyed = work.offer.call_id.is_some();
         if !self.policy.accepts.matches(&work.offer.agent, keyed) {
-            out.to_broker(work.offer.decline());
+            out.tell_broker(work.offer.decline());
             self.offers.remove(&ticket);
             return;
         }
-        out.to_broker(work.offer.accept());
+        out.tell_broker(work.offer.accept());
         self.accepts += 1;
         if self.policy.crash_after_accepts.is_some_and(|n| self.accepts >= n) {
             // It dies right after this accept: no hold, no answer.
@@ -163,14 +163,14 @@ impl AnswererState {
 
     fn hold_now(&mut self, ticket: Ticket, out: &mut Out) {
         if let Some(work) = self.offers.get(&ticket) {
-            out.to_broker(work.offer.hold());
+            out.tell_broker(work.offer.hold());
         }
     }
 
     fn submit_now(&mut self, ticket: Ticket, out: &mut Out) {
         if let Some(work) = self.offers.remove(&ticket) {
             let batch = self.policy.answer.batch(&work.offer.questions);
-            out.to_broker(work.offer.submit(batch));
+            out.tell_broker(work.offer.submit(batch));
             work.timers.into_iter().for_each(|t| out.cancel(t));
         }
     }

@@ -101,17 +101,17 @@ impl Out {
     }
 
     /// Sends to the broker.
-    pub fn to_broker(&mut self, msg: BrokerMsg) {
+    pub fn tell_broker(&mut self, msg: BrokerMsg) {
         self.effects.push(Effect::Send(Envelope::Broker(msg)));
     }
 
     /// Sends to an agent.
-    pub fn to_agent(&mut self, agent: AgentId, msg: AgentMsg) {
+    pub fn tell_agent(&mut self, agent: AgentId, msg: AgentMsg) {
         self.effects.push(Effect::Send(Envelope::Agent(agent, msg)));
     }
 
     /// Sends to an answerer.
-    pub fn to_answerer(&mut self, answerer: AnswererIx, msg: AnswererMsg) {
+    pub fn tell_answerer(&mut self, answerer: AnswererIx, msg: AnswererMsg) {
         self.effects.push(Effect::Send(Envelope::Answerer(answerer, msg)));
     }
 

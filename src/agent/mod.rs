@@ -221,7 +221,7 @@ impl AgentState {
             }
             Ok(ask) => {
                 self.waiting.insert(call_id.clone(), waiter);
-                out.to_broker(BrokerMsg::Request(Request {
+                out.tell_broker(BrokerMsg::Request(Request {
                     agent: self.id,
                     call_id: call_id.clone(),
                     ask,

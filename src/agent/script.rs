@@ -286,7 +286,7 @@ impl AgentState {
         let is_child_script = !script.on_resume;
         out.finished(self.name.clone(), final_result.clone());
         if let Some(owner) = self.owner.filter(|_| is_child_script) {
-            out.to_agent(
+            out.tell_agent(
                 owner,
                 AgentMsg::ChildEnded {
                     child: self.name.clone(),

@@ -170,7 +170,7 @@ impl BrokerState {
                 child: reg.name.clone(),
                 result: result.clone(),
             };
-            out.to_agent(owner, spawned);
+            out.tell_agent(owner, spawned);
         }
         // A child spawned under a turn that already fired is born with it fired:
         // it hears so before its script could take a step.
@@ -181,9 +181,9 @@ impl BrokerState {
             .find(|t| self.fired.contains(t))
             .filter(|_| result.is_ok())
         {
-            out.to_agent(reg.agent, AgentMsg::TurnFired(*fired));
+            out.tell_agent(reg.agent, AgentMsg::TurnFired(*fired));
         }
-        out.to_agent(reg.agent, AgentMsg::Registered(result));
+        out.tell_agent(reg.agent, AgentMsg::Registered(result));
     }
 
     fn stop_agent(&mut self, agent: crate::protocol::AgentId, out: &mut Out) {
@@ -238,7 +238,7 @@ impl BrokerState {
         if let Some((code, message)) = refusal {
             let result = ToolResult::error(code, message);
             out.record(EventKind::result(&call_id, &agent_name, &result));
-            out.to_agent(agent, AgentMsg::Settled { call_id, result });
+            out.tell_agent(agent, AgentMsg::Settled { call_id, result });
             return;
         }
         let window_s = match ask.wait {
@@ -292,7 +292,7 @@ impl BrokerState {
         let id = turn.id();
         self.fired.insert(id);
         for fired in self.agents.fired_by(id) {
-            out.to_agent(fired, AgentMsg::TurnFired(id));
+            out.tell_agent(fired, AgentMsg::TurnFired(id));
         }
         for ticket in self.calls.waiting_fired_by(id) {
             self.end_call(ticket, End::TurnFired, out);

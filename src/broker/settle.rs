@@ -67,7 +67,7 @@ impl BrokerState {
             call_id: call.call_id.clone(),
             result,
         };
-        out.to_agent(call.agent, settled);
+        out.tell_agent(call.agent, settled);
     }
 
     /// The holder died: the call returns to its window. If the window has passed,
@@ -159,7 +159,7 @@ impl BrokerState {
         let name = self.answerer_or_unknown(answerer);
         out.record(EventKind::refused(&call_id, &name, what, &reason));
         if answerer < self.answerers.len() {
-            out.to_answerer(answerer, AnswererMsg::Refused { ticket, what, reason });
+            out.tell_answerer(answerer, AnswererMsg::Refused { ticket, what, reason });
         }
     }
 
@@ -204,7 +204,7 @@ fn settle_waiting(call: super::calls::Call, end: End, out: &mut Out) {
         call_id: call.call_id,
         result,
     };
-    out.to_agent(call.agent, settled);
+    out.tell_agent(call.agent, settled);
 }
 
 /// A pending call closes for good: its late answer, or its withdrawal (with the
@@ -243,5 +243,5 @@ fn close_pending(call: super::calls::Call, end: End, out: &mut Out) {
         call_id: call.call_id,
         message,
     };
-    out.to_agent(call.agent, closed);
+    out.tell_agent(call.agent, closed);
 }

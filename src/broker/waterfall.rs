@@ -42,7 +42,7 @@ impl BrokerState {
             let attempt = call.attempt;
             let msg = BrokerMsg::OfferTimeout { ticket, attempt };
             out.timer(timer, offer_timeout, Envelope::Broker(msg));
-            out.to_answerer(index, AnswererMsg::Offer(offer));
+            out.tell_answerer(index, AnswererMsg::Offer(offer));
             return;
         }
         self.end_call(ticket, End::NoAnswerer, out);
@@ -144,5 +144,5 @@ impl BrokerState {
 
 /// Tells an answerer to stop working on a request.
 pub(super) fn withdraw_from(answerer: AnswererIx, ticket: Ticket, out: &mut Out) {
-    out.to_answerer(answerer, AnswererMsg::Withdraw { ticket });
+    out.tell_answerer(answerer, AnswererMsg::Withdraw { ticket });
 }
