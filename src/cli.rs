@@ -11,7 +11,7 @@ use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 use crate::event::Event;
 use crate::scenario::{self, Clock, Strategy};
 use crate::sim::driver::{self, RunOptions};
-use crate::sim::report::{Summary, render_table, summarise};
+use crate::sim::report::{Summary, render_table_with_timelines, summarise};
 use crate::tool::{Mode, ToolConfig};
 
 /// Exit code for bad input: a scenario, arguments or a path.
@@ -56,6 +56,10 @@ enum Command {
         /// Run twice and fail on any difference, naming the first differing event.
         #[arg(long)]
         check_determinism: bool,
+        /// Also print one readable line per event, after the summary (with
+        /// `--json`, as the array of strings `timeline`).
+        #[arg(long)]
+        timeline: bool,
     },
     /// Run one scenario under many seeds in parallel; list every failing seed
     /// with its reproduce command; exit 1 if any fails.
@@ -207,6 +211,7 @@ pub fn main() -> ExitCode {
             chrome_trace,
             json,
             check_determinism,
+            timeline,
         } => {
             let clock = clock.map(ClockArg::clock);
             run(&RunArgs {
@@ -218,6 +223,7 @@ pub fn main() -> ExitCode {
                 chrome_trace,
                 json,
                 check_determinism,
+                timeline,
             })
         }
     }
@@ -384,7 +390,10 @@ fn replay(path: &std::path::Path, json: bool, snapshot: Option<&std::path::Path>
             serde_json::to_string(&report).expect("the report serialises")
         );
     } else {
-        print!("{}", crate::sim::replay::render_table(&report));
+        print!(
+            "{}",
+            crate::sim::replay::render_table_with_timelines(&report, &events)
+        );
     }
     if report.violations.is_empty() {
         ExitCode::SUCCESS
@@ -414,6 +423,7 @@ struct RunArgs {
     chrome_trace: Option<PathBuf>,
     json: bool,
     check_determinism: bool,
+    timeline: bool,
 }
 
 fn run(args: &RunArgs) -> ExitCode {
@@ -474,7 +484,7 @@ fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }
-    print_summary(&summary, determinism.as_deref(), args.json);
+    print_summary(&summary, determinism.as_deref(), args, output.events());
     if summary.passed() && determinism.is_none() {
         ExitCode::SUCCESS
     } else {
@@ -482,15 +492,27 @@ fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
-fn print_summary(summary: &Summary, determinism: Option<&str>, json: bool) {
-    if json {
+/// The summary (with the timelines of the calls its first violations name), then
+/// with `--timeline` every event, one line each.
+fn print_summary(summary: &Summary, determinism: Option<&str>, args: &RunArgs, events: &[Event]) {
+    let timeline = args.timeline.then(|| crate::sim::timeline::timeline(events));
+    if args.json {
         let mut value = serde_json::to_value(summary).expect("the summary serialises");
         value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());
+        if let Some(lines) = timeline {
+            value["timeline"] = lines.into();
+        }
         println!("{value}");
     } else {
-        print!("{}", render_table(summary));
+        print!("{}", render_table_with_timelines(summary, events));
         if let Some(difference) = determinism {
             println!("  NOT DETERMINISTIC {difference}");
+        }
+        if let Some(lines) = timeline {
+            println!("  {:<16}{} events", "timeline", lines.len());
+            for line in lines {
+                println!("    {line}");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `asksim sweep` (many seeds, failing seeds with reproduce commands, totals) and
 //! `--chrome-trace` (Trace Event JSON that Perfetto opens).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -124,7 +125,7 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
     let events = trace["traceEvents"].as_array().unwrap();
     for e in events {
         let ph = e["ph"].as_str().unwrap();
-        assert!(["M", "X", "i"].contains(&ph), "{e}");
+        assert!(["M", "X", "i", "s", "t", "f"].contains(&ph), "{e}");
         assert!(
             e["pid"].is_u64() && e["tid"].is_u64() && e["name"].is_string(),
             "{e}"
@@ -162,4 +163,215 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
         (slice["ts"].as_f64(), slice["dur"].as_f64()),
         (Some(0.0), Some(5_000_000.0))
     );
+}
+
+/// The trace of a run of the scenario `name`, as `--chrome-trace` writes it.
+fn trace_of(name: &str) -> (Vec<Value>, Vec<asksim::event::Event>) {
+    let scenario = scenario::load(&scenario_path(name)).unwrap();
+    let output = asksim::sim::driver::run(&scenario, scenario.seed, scenario.clock).unwrap();
+    let trace = asksim::sim::chrome_trace::chrome_trace(output.events());
+    (
+        trace["traceEvents"].as_array().unwrap().clone(),
+        output.events().to_vec(),
+    )
+}
+
+/// Which slice or instant each flow event binds to, the way Perfetto's JSON
+/// importer decides (src/trace_processor/importers/json and common/flow_tracker):
+/// it reads events in timestamp order (at one timestamp, slices with a duration
+/// first, longest first, then the rest in file order), keeps a stack of slices
+/// per thread (popping those that ended before a new one begins) and binds `s`,
+/// `t` and `f` with `"bp":"e"` to the slice on top of the stack. Returns flow
+/// event index → bound event index, both in file order.
+fn perfetto_bindings(events: &[Value]) -> BTreeMap<usize, usize> {
+    let key = |e: &Value| match (e["ph"].as_str(), e["dur"].as_i64()) {
+        (Some("X"), Some(dur)) => i64::MAX - dur,
+        _ => i64::MAX,
+    };
+    let mut order: Vec<usize> = (0..events.len()).filter(|&i| events[i]["ph"] != "M").collect();
+    order.sort_by_key(|&i| (events[i]["ts"].as_f64().unwrap() as i64, key(&events[i]), i));
+    let mut stacks: BTreeMap<(u64, u64), Vec<usize>> = BTreeMap::new();
+    let mut bound = BTreeMap::new();
+    for i in order {
+        let e = &events[i];
+        let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let ts = e["ts"].as_f64().unwrap();
+        match e["ph"].as_str().unwrap() {
+            "X" | "i" if e["s"] != "g" => {
+                let stack = stacks.entry(track).or_default();
+                let end =
+                    |j: usize| events[j]["ts"].as_f64().unwrap() + events[j]["dur"].as_f64().unwrap_or(0.0);
+                while stack.last().is_some_and(|&j| end(j) < ts) {
+                    stack.pop();
+                }
+                stack.push(i);
+            }
+            "s" | "t" | "f" => {
+                if let Some(&top) = stacks.get(&track).and_then(|s| s.last()) {
+                    bound.insert(i, top);
+                }
+            }
+            _ => {}
+        }
+    }
+    bound
+}
+
+/// A flow's phases and the names of their tracks.
+type FlowPath = &'static [(&'static str, &'static str)];
+
+/// Flow arrows follow each question (issue #14): one flow per offer, from the
+/// caller's track at the offer to the answerer's at its accept and answer, and
+/// back to the caller's at the result, or ending on the answerer's track at a
+/// decline or a process loss. Each flow has one start and one finish with its
+/// id, in time order, and every flow event binds, as Perfetto binds it, to the
+/// instant just before it on its own track.
+#[test]
+fn chrome_trace_flows_follow_each_question_from_offer_to_result() {
+    let cases: [(&str, &[FlowPath]); 3] = [
+        (
+            "quickstart.json",
+            &[&[("s", "root"), ("t", "web"), ("t", "web"), ("f", "root")]],
+        ),
+        (
+            "race-submit-vs-owner-death.json",
+            &[
+                &[("s", "root"), ("t", "web"), ("f", "web")],
+                &[("s", "root"), ("t", "terminal"), ("t", "terminal"), ("f", "root")],
+            ],
+        ),
+        (
+            "loss-during-window.json",
+            &[
+                &[("s", "root"), ("t", "web"), ("f", "web")],
+                &[("s", "root"), ("t", "web"), ("t", "web"), ("f", "root")],
+            ],
+        ),
+    ];
+    for (name, paths) in cases {
+        let (events, _) = trace_of(name);
+        let flows = flows_of(name, &events);
+        let seen: Vec<Vec<(&str, &str)>> = flows
+            .values()
+            .map(|flow| flow.iter().map(|(ph, track, _)| (*ph, track.as_str())).collect())
+            .collect();
+        assert_eq!(seen, paths, "{name}");
+    }
+    // The loss finishes the first flow at 3 s; the re-offer starts a new one at 4 s.
+    let (events, _) = trace_of("loss-during-window.json");
+    let flows = flows_of("loss-during-window.json", &events);
+    let times: Vec<Vec<f64>> = flows.values().map(|f| f.iter().map(|p| p.2).collect()).collect();
+    assert_eq!(times, [vec![0.0, 0.0, 3e6], vec![4e6, 4e6, 9e6, 9e6]]);
+}
+
+/// Every scenario: one flow per offer in the log; each one `s`, then `t`s, then
+/// `f` with `"bp":"e"`, one id, category and name, in time order; `s` on the
+/// caller's track, `t` on answerers', each flow event bound (as Perfetto binds
+/// it) to the instant just before it, at its time, on its track.
+#[test]
+fn chrome_trace_flows_are_well_formed_and_bound_in_every_scenario() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && n != "load-10k.json")
+        .collect();
+    names.sort();
+    for name in names {
+        let (events, log) = trace_of(&name);
+        let offers = log
+            .iter()
+            .filter(|e| matches!(e.kind, asksim::event::EventKind::Offer { .. }))
+            .count();
+        let flows = flows_of(&name, &events);
+        assert_eq!(flows.len(), offers, "{name}: one flow per offer");
+    }
+}
+
+/// One flow event: its phase, the name of its track, its time in µs.
+type FlowPoint = (&'static str, String, f64);
+
+/// The flows of a trace by id: each flow event in file order, after checking
+/// the rules every flow keeps.
+fn flows_of(name: &str, events: &[Value]) -> BTreeMap<u64, Vec<FlowPoint>> {
+    let names: BTreeMap<(u64, u64), String> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| {
+            let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            (track, e["args"]["name"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let bound = perfetto_bindings(events);
+    let mut flows: BTreeMap<u64, Vec<FlowPoint>> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        let ph = match e["ph"].as_str().unwrap() {
+            "s" => "s",
+            "t" => "t",
+            "f" => "f",
+            _ => continue,
+        };
+        let track = check_flow_event(name, events, &bound, i);
+        let id = e["id"].as_u64().unwrap();
+        flows
+            .entry(id)
+            .or_default()
+            .push((ph, names[&track].clone(), e["ts"].as_f64().unwrap()));
+    }
+    for (id, flow) in &flows {
+        let phases: String = flow.iter().map(|p| p.0).collect();
+        assert!(
+            phases.starts_with('s')
+                && phases.ends_with('f')
+                && phases[1..phases.len() - 1].chars().all(|c| c == 't'),
+            "{name}: flow {id} is s t… f: {flow:?}"
+        );
+        assert!(
+            flow.windows(2).all(|w| w[0].2 <= w[1].2),
+            "{name}: flow {id} in time order: {flow:?}"
+        );
+    }
+    flows
+}
+
+/// Checks the flow event at `i`: its category and name, `"bp":"e"` on a
+/// finish, its binding (as Perfetto binds it) to the thread-scoped instant just
+/// before it at its time on its track, and its process (a start on the agents',
+/// a step on the answerers'). Returns its track.
+fn check_flow_event(name: &str, events: &[Value], bound: &BTreeMap<usize, usize>, i: usize) -> (u64, u64) {
+    let e = &events[i];
+    let ph = e["ph"].as_str().unwrap();
+    let question = Value::from("question");
+    assert_eq!((&e["cat"], &e["name"]), (&question, &question), "{name}: {e}");
+    assert_eq!(
+        e["bp"] == "e",
+        ph == "f",
+        "{name}: a finish binds to its enclosing slice: {e}"
+    );
+    let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+    let before = &events[i - 1];
+    assert_eq!(
+        bound.get(&i),
+        Some(&(i - 1)),
+        "{name}: {e} binds to the event before it, {before}"
+    );
+    assert_eq!(
+        (before["ph"].as_str(), before["s"].as_str()),
+        (Some("i"), Some("t")),
+        "{name}: {before}"
+    );
+    assert_eq!(
+        (before["pid"].as_u64(), before["tid"].as_u64(), &before["ts"]),
+        (Some(track.0), Some(track.1), &e["ts"])
+    );
+    let pid = match ph {
+        "s" => 1,
+        "t" => 2,
+        _ => track.0,
+    };
+    assert_eq!(
+        track.0, pid,
+        "{name}: a start on the caller's track, steps on the answerer's: {e}"
+    );
+    track
 }

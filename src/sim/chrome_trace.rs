@@ -4,6 +4,24 @@
 //! named by callId and outcome, and a second slice for the time it spent
 //! pending; an answerer's slice from its accept to its answer; instants for
 //! holds, cancellations, crashes and process loss.
+//!
+//! **Flow arrows** draw the path of a question: one flow per offer (one id per
+//! call and answerer, fresh for each offer), starting on the caller's track at
+//! the offer, stepping on the answerer's track at its accept, hold, answer and
+//! any refusal, and finishing where the answerer's part ends: back on the
+//! caller's track at the call's settlement (answers, an error, a late answer, a
+//! withdrawal), or on the answerer's track at a decline, at a process loss, or at
+//! the end of the run.
+//!
+//! How a flow event binds (Trace Event Format, flow events `s`/`t`/`f`): `s` and
+//! `t` bind to the slice enclosing them on their thread, `f` to the next slice
+//! unless `"bp":"e"`, then to the enclosing one. Perfetto takes the slice on top
+//! of the thread's stack when it reads the flow event, keys a flow by its `id`,
+//! `cat` and `name`, and reads events in timestamp order, instants and flow
+//! events at one timestamp in file order (slices with a duration first). So
+//! every flow event here comes right after an instant of its own on its track,
+//! at its timestamp: that instant is the slice it binds to, in Perfetto and in
+//! chrome://tracing alike, also when calls overlap on a track.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +32,11 @@ use crate::tool::ResultKind;
 
 const AGENTS_PID: u64 = 1;
 const ANSWERERS_PID: u64 = 2;
+
+/// The `cat` and `name` of every flow event (Perfetto keys a flow by its id,
+/// category and name, so they must not vary within a flow).
+const FLOW_CAT: &str = "question";
+const FLOW_NAME: &str = "question";
 
 /// The trace of `events` as a Trace Event JSON object.
 pub fn chrome_trace(events: &[Event]) -> Value {
@@ -34,10 +57,24 @@ struct Trace {
     pending: BTreeMap<String, (String, f64)>,
     /// (callId, answerer) → accepted at
     owned: BTreeMap<(String, String), f64>,
+    /// callId → its caller, whose track a flow starts and finishes on
+    callers: BTreeMap<String, String>,
+    /// (callId, answerer) → the id of its open flow
+    flows: BTreeMap<(String, String), u64>,
+    /// The last flow id handed out (ids start at 1).
+    flow_ids: u64,
 }
 
 fn us(t: f64) -> f64 {
     (t * 1e6).round()
+}
+
+/// The flow's phase: where it starts, steps, finishes.
+#[derive(Clone, Copy)]
+enum Phase {
+    Start,
+    Step,
+    Finish,
 }
 
 impl Trace {
@@ -64,6 +101,34 @@ impl Trace {
             .push(json!({"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": us(t)}));
     }
 
+    /// An instant named `name` and, right after it, flow `id`'s event bound to it.
+    fn flow_point(&mut self, phase: Phase, id: u64, (pid, track): (u64, &str), name: String, t: f64) {
+        self.instant(pid, track, name, t);
+        let tid = self.track(pid, track);
+        let ph = match phase {
+            Phase::Start => "s",
+            Phase::Step => "t",
+            Phase::Finish => "f",
+        };
+        let mut event = json!({"ph": ph, "cat": FLOW_CAT, "name": FLOW_NAME, "id": id, "pid": pid, "tid": tid, "ts": us(t)});
+        if let Phase::Finish = phase {
+            // Bind to the enclosing slice (the instant above), not the next one.
+            event["bp"] = "e".into();
+        }
+        self.out.push(event);
+    }
+
+    /// The agent that made `call_id` (from its request, else from the callId).
+    fn caller(&self, call_id: &str) -> String {
+        match self.callers.get(call_id) {
+            Some(agent) => agent.clone(),
+            None => call_id
+                .rsplit_once('/')
+                .map_or(call_id, |(agent, _)| agent)
+                .to_owned(),
+        }
+    }
+
     fn visit(&mut self, event: &Event) {
         let t = event.t;
         match &event.kind {
@@ -71,6 +136,7 @@ impl Trace {
                 self.track(AGENTS_PID, agent);
             }
             EventKind::Request { call_id, agent, .. } => {
+                self.callers.insert(call_id.to_string(), agent.to_string());
                 self.started.insert(call_id.to_string(), (agent.to_string(), t));
             }
             EventKind::Result {
@@ -79,66 +145,160 @@ impl Trace {
                 result,
                 ..
             } => {
-                let (agent, start) = self.started.remove(&**call_id).unwrap_or((agent.to_string(), t));
-                let kind = event.kind.result_kind().expect("a result has a kind");
-                let outcome = match kind {
-                    ResultKind::Answers => "answered",
-                    other => other.as_str(),
-                };
-                if kind == ResultKind::Pending {
-                    self.pending.insert(call_id.to_string(), (agent.clone(), t));
-                }
-                let args = json!({"result": result});
-                self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
+                let kind = event.kind.result_kind().unwrap_or(ResultKind::Answers);
+                self.result((call_id, agent), result, kind, t);
             }
             EventKind::LateAnswer { call_id, agent, .. } => {
-                self.close_pending(call_id, agent, "late_answered", t)
+                self.close_pending(call_id, agent, "late_answered", t);
+                self.finish_call_flows(call_id, &format!("late answer {call_id}"), t);
             }
-            EventKind::Withdraw { call_id, agent, .. } => self.close_pending(call_id, agent, "withdrawn", t),
-            EventKind::Offer { answerer, .. } | EventKind::Decline { answerer, .. } => {
-                // Every answerer has a track, also one that only ever declines.
-                self.track(ANSWERERS_PID, answerer);
+            EventKind::Withdraw { call_id, agent, .. } => {
+                self.close_pending(call_id, agent, "withdrawn", t);
+                self.finish_call_flows(call_id, &format!("{call_id} withdrawn"), t);
             }
-            EventKind::Accept {
-                call_id, answerer, ..
-            } => {
-                self.owned.insert((call_id.to_string(), answerer.to_string()), t);
-            }
-            EventKind::Answer {
-                call_id, answerer, ..
-            } => {
-                if let Some(from) = self.owned.remove(&(call_id.to_string(), answerer.to_string())) {
-                    self.slice(
-                        ANSWERERS_PID,
-                        answerer,
-                        format!("{call_id} answering"),
-                        from,
-                        t,
-                        json!({}),
-                    );
-                }
-            }
-            EventKind::Hold {
-                call_id, answerer, ..
-            } => self.instant(ANSWERERS_PID, answerer, format!("hold {call_id}"), t),
-            EventKind::Crash { answerer, .. } => self.instant(ANSWERERS_PID, answerer, "crash".into(), t),
             EventKind::Cancel { agent } => self.instant(AGENTS_PID, agent, "turn cancelled".into(), t),
             EventKind::CancelCall { call_id } => {
-                let agent = call_id.rsplit_once('/').map_or(&**call_id, |(a, _)| a).to_owned();
+                let agent = self.caller(call_id);
                 self.instant(AGENTS_PID, &agent, format!("cancel_call {call_id}"), t);
             }
             EventKind::ProcessLoss { restart_after } => {
                 let name = format!("process loss (restart after {restart_after} s)");
-                self.out.push(
-                    json!({"ph": "i", "s": "g", "name": name, "pid": AGENTS_PID, "tid": 0, "ts": us(t)}),
+                self.global_instant(name, t);
+                self.finish_open_flows("lost at process loss", t);
+            }
+            EventKind::Restart => self.global_instant("restart".into(), t),
+            _ => self.visit_answerer(event),
+        }
+    }
+
+    /// The events of an answerer's part in a call.
+    fn visit_answerer(&mut self, event: &Event) {
+        let t = event.t;
+        match &event.kind {
+            EventKind::Offer { call_id, answerer } => self.offer(call_id, answerer, t),
+            EventKind::Accept {
+                call_id, answerer, ..
+            } => {
+                self.owned.insert((call_id.to_string(), answerer.to_string()), t);
+                self.step(call_id, answerer, format!("accept {call_id}"), t);
+            }
+            EventKind::Decline {
+                call_id,
+                answerer,
+                reason,
+                ..
+            } => {
+                // Every answerer has a track, also one that only ever declines.
+                self.track(ANSWERERS_PID, answerer);
+                if let Some(id) = self.flows.remove(&(call_id.to_string(), answerer.to_string())) {
+                    let name = format!("decline {call_id} ({reason})");
+                    self.flow_point(Phase::Finish, id, (ANSWERERS_PID, answerer), name, t);
+                }
+            }
+            EventKind::Hold {
+                call_id, answerer, ..
+            } => self.step(call_id, answerer, format!("hold {call_id}"), t),
+            EventKind::Answer {
+                call_id, answerer, ..
+            } => self.answer(call_id, answerer, t),
+            EventKind::Refused {
+                call_id,
+                answerer,
+                what,
+                reason,
+            } => {
+                self.step(
+                    call_id,
+                    answerer,
+                    format!("{what} {call_id} refused: {reason}"),
+                    t,
                 );
             }
-            EventKind::Restart => {
-                self.out.push(
-                    json!({"ph": "i", "s": "g", "name": "restart", "pid": AGENTS_PID, "tid": 0, "ts": us(t)}),
-                );
-            }
+            EventKind::Crash { answerer, .. } => self.instant(ANSWERERS_PID, answerer, "crash".into(), t),
             _ => {}
+        }
+    }
+
+    fn global_instant(&mut self, name: String, t: f64) {
+        self.out
+            .push(json!({"ph": "i", "s": "g", "name": name, "pid": AGENTS_PID, "tid": 0, "ts": us(t)}));
+    }
+
+    /// A tool result: the call's slice, and its flows finished unless it went
+    /// pending.
+    fn result(&mut self, (call_id, agent): (&str, &str), result: &str, kind: ResultKind, t: f64) {
+        let (agent, start) = self.started.remove(call_id).unwrap_or((agent.to_owned(), t));
+        let outcome = match kind {
+            ResultKind::Answers => "answered",
+            other => other.as_str(),
+        };
+        let args = json!({"result": result});
+        self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
+        if kind == ResultKind::Pending {
+            // The owner keeps a pending question: its flow goes on.
+            self.pending.insert(call_id.to_owned(), (agent, t));
+        } else {
+            self.finish_call_flows(call_id, &format!("{call_id} → {}", kind.as_str()), t);
+        }
+    }
+
+    fn offer(&mut self, call_id: &str, answerer: &str, t: f64) {
+        self.track(ANSWERERS_PID, answerer);
+        let key = (call_id.to_owned(), answerer.to_owned());
+        if let Some(id) = self.flows.remove(&key) {
+            let name = format!("{call_id} offered again");
+            self.flow_point(Phase::Finish, id, (ANSWERERS_PID, answerer), name, t);
+        }
+        self.flow_ids += 1;
+        let id = self.flow_ids;
+        self.flows.insert(key, id);
+        let caller = self.caller(call_id);
+        let name = format!("offer {call_id} to {answerer}");
+        self.flow_point(Phase::Start, id, (AGENTS_PID, &caller), name, t);
+    }
+
+    fn answer(&mut self, call_id: &str, answerer: &str, t: f64) {
+        let key = (call_id.to_owned(), answerer.to_owned());
+        if let Some(from) = self.owned.remove(&key) {
+            let name = format!("{call_id} answering");
+            self.slice(ANSWERERS_PID, answerer, name, from, t, json!({}));
+        }
+        self.step(call_id, answerer, format!("answer {call_id}"), t);
+    }
+
+    /// An instant named `name` on the answerer's track, and a step of the open
+    /// flow of `call_id` and `answerer` there, if it has one.
+    fn step(&mut self, call_id: &str, answerer: &str, name: String, t: f64) {
+        let key = (call_id.to_owned(), answerer.to_owned());
+        match self.flows.get(&key) {
+            Some(&id) => self.flow_point(Phase::Step, id, (ANSWERERS_PID, answerer), name, t),
+            None => self.instant(ANSWERERS_PID, answerer, name, t),
+        }
+    }
+
+    /// Finishes every open flow of `call_id` on its caller's track: the call
+    /// settled.
+    fn finish_call_flows(&mut self, call_id: &str, name: &str, t: f64) {
+        let open: Vec<(String, String)> = self
+            .flows
+            .range((call_id.to_owned(), String::new())..)
+            .take_while(|((call, _), _)| call == call_id)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let caller = self.caller(call_id);
+        for key in open {
+            if let Some(id) = self.flows.remove(&key) {
+                self.flow_point(Phase::Finish, id, (AGENTS_PID, &caller), name.to_owned(), t);
+            }
+        }
+    }
+
+    /// Finishes every open flow on its answerer's track (a process loss, the
+    /// end of the run).
+    fn finish_open_flows(&mut self, why: &str, t: f64) {
+        for ((call_id, answerer), id) in std::mem::take(&mut self.flows) {
+            let name = format!("{call_id} {why}");
+            self.flow_point(Phase::Finish, id, (ANSWERERS_PID, &answerer), name, t);
         }
     }
 
@@ -161,6 +321,7 @@ impl Trace {
     }
 
     fn finish(mut self, end_t: f64) -> Value {
+        self.finish_open_flows("still open at the end", end_t);
         // Calls still open at the end get a slice to the end of the run.
         for (call_id, (agent, from)) in std::mem::take(&mut self.started) {
             self.slice(

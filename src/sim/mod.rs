@@ -15,6 +15,8 @@
 //!   writes for `merge`.
 //! - `merge`: shard files folded into the report of one sweep.
 //! - `replay`: a log folded into the projection, listed and re-checked.
+//! - `timeline`: the run as readable lines (`--timeline`, and the calls under a
+//!   failing run's violations).
 
 pub mod chrome_trace;
 pub mod driver;
@@ -27,4 +29,5 @@ pub mod report;
 pub mod shard;
 pub mod strategy;
 pub mod sweep;
+pub mod timeline;
 pub mod world;

@@ -75,6 +75,12 @@ pub fn replay(header: &LogHeader, events: &[Event], projection: &Projection) -> 
 
 /// The human listing.
 pub fn render_table(report: &ReplayReport) -> String {
+    render_table_with_timelines(report, &[])
+}
+
+/// [`render_table`] with, under each of the first violations, the timeline of
+/// the call it names, from the log's `events` (see [`crate::sim::timeline`]).
+pub fn render_table_with_timelines(report: &ReplayReport, events: &[Event]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -105,8 +111,9 @@ pub fn render_table(report: &ReplayReport) -> String {
         report.checked.len(),
         report.violations.len()
     );
-    for v in &report.violations {
+    for (i, v) in report.violations.iter().enumerate() {
         let _ = writeln!(out, "  VIOLATION {v}");
+        crate::sim::timeline::write_violation_timeline(&mut out, events, i, v);
     }
     out
 }

@@ -519,6 +519,12 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
 
 /// The human report: a table, the violations and failures, and the verdict.
 pub fn render_table(summary: &Summary) -> String {
+    render_table_with_timelines(summary, &[])
+}
+
+/// [`render_table`] with, under each of the first violations, the timeline of
+/// the call it names, from the run's `events` (see [`crate::sim::timeline`]).
+pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Event]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -529,8 +535,9 @@ pub fn render_table(summary: &Summary) -> String {
         let _ = writeln!(out, "  {name:<16}{value}");
     }
     let shown = REPORT_LINES_MAX;
-    for v in summary.invariants.violations.iter().take(shown) {
+    for (i, v) in summary.invariants.violations.iter().take(shown).enumerate() {
         let _ = writeln!(out, "  VIOLATION {v}");
+        crate::sim::timeline::write_violation_timeline(&mut out, events, i, v);
     }
     if summary.invariants.violations.len() > shown {
         let more = summary.invariants.violations.len() - shown;
