@@ -14,6 +14,8 @@
 //!   writes for `merge`.
 //! - `merge`: shard files folded into the report of one sweep.
 //! - `replay`: a log folded into the projection, listed and re-checked.
+//! - `shrink`: a failing scenario reduced to a 1-minimal one that fails the same
+//!   way.
 
 pub mod chrome_trace;
 pub mod driver;
@@ -23,6 +25,7 @@ pub mod queue;
 pub mod replay;
 pub mod report;
 pub mod shard;
+pub mod shrink;
 pub mod strategy;
 pub mod sweep;
 pub mod world;
