@@ -102,23 +102,7 @@ enum Command {
     },
     /// Reduce a failing scenario to a 1-minimal one that fails the same way, write
     /// it and print the command that reproduces it; exit 2 if it does not fail.
-    Shrink {
-        /// The failing scenario file.
-        file: PathBuf,
-        /// The seed of the failing run (default: the scenario's `seed`).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// The strategy of the failing run: random, pct:D or fifo (default: the scenario's `explore`, else random).
-        #[arg(long, value_name = "STRATEGY")]
-        explore: Option<Strategy>,
-        /// Write the shrunk scenario here (default: FILE with `.min.json` for its extension).
-        #[arg(short, long, value_name = "PATH")]
-        out: Option<PathBuf>,
-        /// Stop searching after this many seconds and write the smallest failing
-        /// scenario found so far.
-        #[arg(long, value_name = "S", allow_negative_numbers = true, default_value_t = crate::sim::shrink::MAX_S_DEFAULT)]
-        max_s: f64,
-    },
+    Shrink(ShrinkArgs),
     /// Fold an event log into the userQuestions projection, print every
     /// question's state, and re-check the invariants.
     Replay {
@@ -149,6 +133,31 @@ enum Command {
         #[arg(long)]
         scenario: bool,
     },
+}
+
+/// `asksim shrink`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ShrinkArgs {
+    /// The failing scenario file.
+    file: PathBuf,
+    /// The seed of the failing run (default: the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The strategy of the failing run: random, pct:D or fifo (default: the scenario's `explore`, else random).
+    #[arg(long, value_name = "STRATEGY")]
+    explore: Option<Strategy>,
+    /// Write the shrunk scenario here (default: FILE with `.min.json` for its extension).
+    #[arg(short, long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Stop searching after this many seconds and write the smallest failing
+    /// scenario found so far.
+    #[arg(
+        long,
+        value_name = "S",
+        allow_negative_numbers = true,
+        default_value_t = crate::sim::shrink::MAX_S_DEFAULT
+    )]
+    max_s: f64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -216,16 +225,7 @@ pub fn main() -> ExitCode {
             sweep(&file, &args)
         }
         Command::Merge { paths, json } => merge(&paths, json),
-        Command::Shrink {
-            file,
-            seed,
-            explore,
-            out,
-            max_s,
-        } => {
-            let options = crate::sim::shrink::ShrinkOptions { seed, explore, max_s };
-            shrink(&file, out, &options)
-        }
+        Command::Shrink(args) => shrink(&args),
         Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
@@ -386,25 +386,27 @@ fn merge(paths: &[PathBuf], json: bool) -> ExitCode {
     }
 }
 
-fn shrink(
-    file: &std::path::Path,
-    out: Option<PathBuf>,
-    options: &crate::sim::shrink::ShrinkOptions,
-) -> ExitCode {
+fn shrink(args: &ShrinkArgs) -> ExitCode {
     use crate::sim::shrink;
     let bad = |error: &dyn std::fmt::Display| {
         eprintln!("asksim shrink: {error}");
         ExitCode::from(EXIT_BAD_INPUT)
     };
+    let file = args.file.as_path();
+    let options = shrink::ShrinkOptions {
+        seed: args.seed,
+        explore: args.explore,
+        max_s: args.max_s,
+    };
     let (_, text) = match scenario::load_text(file) {
         Ok(loaded) => loaded,
         Err(error) => return bad(&error),
     };
-    let out = out.unwrap_or_else(|| shrink::default_out(file));
+    let out = args.out.clone().unwrap_or_else(|| shrink::default_out(file));
     // A progress bar only when a person watches stderr.
     let bar = if std::io::stderr().is_terminal() {
         let style = indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} elements removed, {msg} {elapsed_precise}",
+            "{bar:24} removed {pos}/{len} elements, {msg} {elapsed_precise}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
         indicatif::ProgressBar::new(0).with_style(style)
@@ -417,7 +419,7 @@ fn shrink(
         bar.set_message(format!("{} runs", p.runs));
     };
     let label = file.display().to_string();
-    let report = shrink::shrink(&label, &text, options, &mut progress);
+    let report = shrink::shrink(&label, &text, &options, &mut progress);
     bar.finish_and_clear();
     let report = match report {
         Ok(report) => report,
