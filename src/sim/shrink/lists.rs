@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 /// Which kind of element a list holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// Root agents (`agents`).
     Agents,
     /// Answerers (`answerers`).

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use lists::{Kind, Tally};
+pub use lists::Tally;
 pub use signature::{Failure, Signature, signature};
 
 use crate::scenario::{self, ScenarioError, Strategy};
