@@ -104,6 +104,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Reduce a failing scenario to a 1-minimal one that fails the same way, write
+    /// it and print the command that reproduces it; exit 2 if it does not fail.
+    Shrink(ShrinkArgs),
     /// Fold an event log into the userQuestions projection, print every
     /// question's state, and re-check the invariants.
     Replay {
@@ -134,6 +137,31 @@ enum Command {
         #[arg(long)]
         scenario: bool,
     },
+}
+
+/// `asksim shrink`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ShrinkArgs {
+    /// The failing scenario file.
+    file: PathBuf,
+    /// The seed of the failing run (default: the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The strategy of the failing run: random, pct:D or fifo (default: the scenario's `explore`, else random).
+    #[arg(long, value_name = "STRATEGY")]
+    explore: Option<Strategy>,
+    /// Write the shrunk scenario here (default: FILE with `.min.json` for its extension).
+    #[arg(short, long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Stop searching after this many seconds and write the smallest failing
+    /// scenario found so far.
+    #[arg(
+        long,
+        value_name = "S",
+        allow_negative_numbers = true,
+        default_value_t = crate::sim::shrink::MAX_S_DEFAULT
+    )]
+    max_s: f64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -201,6 +229,7 @@ pub fn main() -> ExitCode {
             sweep(&file, &args)
         }
         Command::Merge { paths, json } => merge(&paths, json),
+        Command::Shrink(args) => shrink(&args),
         Command::Replay { log, json, snapshot } => replay(&log, json, snapshot.as_deref()),
         Command::Run {
             file,
@@ -361,6 +390,52 @@ fn merge(paths: &[PathBuf], json: bool) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+fn shrink(args: &ShrinkArgs) -> ExitCode {
+    use crate::sim::shrink;
+    let bad = |error: &dyn std::fmt::Display| {
+        eprintln!("asksim shrink: {error}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    };
+    let file = args.file.as_path();
+    let options = shrink::ShrinkOptions {
+        seed: args.seed,
+        explore: args.explore,
+        max_s: args.max_s,
+    };
+    let (_, text) = match scenario::load_text(file) {
+        Ok(loaded) => loaded,
+        Err(error) => return bad(&error),
+    };
+    let out = args.out.clone().unwrap_or_else(|| shrink::default_out(file));
+    // A progress bar only when a person watches stderr.
+    let bar = if std::io::stderr().is_terminal() {
+        let style = indicatif::ProgressStyle::with_template(
+            "{bar:24} removed {pos}/{len} elements, {msg} {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        indicatif::ProgressBar::new(0).with_style(style)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut progress = |p: shrink::Progress| {
+        bar.set_length(p.elements_start as u64);
+        bar.set_position(p.elements_start.saturating_sub(p.elements) as u64);
+        bar.set_message(format!("{} runs", p.runs));
+    };
+    let label = file.display().to_string();
+    let report = shrink::shrink(&label, &text, &options, &mut progress);
+    bar.finish_and_clear();
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => return bad(&error),
+    };
+    if let Err(error) = std::fs::write(&out, &report.text) {
+        return bad(&format!("cannot write {}: {error}", out.display()));
+    }
+    print!("{}", shrink::render(&report, &out.display().to_string()));
+    ExitCode::SUCCESS
 }
 
 fn replay(path: &std::path::Path, json: bool, snapshot: Option<&std::path::Path>) -> ExitCode {

@@ -51,7 +51,7 @@
 //! - [`seed`]: the streams derived from a run's one seed.
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
 //!   simulated world, the driver, the invariant checker, the report, sweeps
-//!   (sharded ones and their merge) and replays.
+//!   (sharded ones and their merge), replays and shrinking a failure.
 //! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]

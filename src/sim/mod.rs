@@ -17,6 +17,8 @@
 //! - `replay`: a log folded into the projection, listed and re-checked.
 //! - `timeline`: the run as readable lines (`--timeline`, and the calls under a
 //!   failing run's violations).
+//! - `shrink`: a failing scenario reduced to a 1-minimal one that fails the same
+//!   way.
 
 pub mod chrome_trace;
 pub mod driver;
@@ -27,6 +29,7 @@ pub mod real_clock;
 pub mod replay;
 pub mod report;
 pub mod shard;
+pub mod shrink;
 pub mod strategy;
 pub mod sweep;
 pub mod timeline;

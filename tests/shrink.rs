@@ -1,0 +1,373 @@
+//! `asksim shrink` (SPEC §7, issue #12): from a failing run, a 1-minimal scenario
+//! that fails the same way, written as an ordinary scenario file that the printed
+//! command reproduces. The failing inputs live in `tests/fixtures/shrink/`: every
+//! file in `scenarios/` must pass.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use asksim::scenario::{self, Clock, Strategy};
+use asksim::sim::driver::{self, RunOptions};
+use asksim::sim::report::{Summary, summarise};
+use serde_json::{Value, json};
+
+/// A directory of its own for each test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("asksim-shrink-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        TempDir(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/shrink")
+        .join(name)
+}
+
+fn asksim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .output()
+        .expect("asksim runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `asksim shrink FILE -o OUT [more]`, which must succeed; its stdout.
+fn shrink(file: &Path, out: &Path, more: &[&str]) -> String {
+    let (file, out) = (file.display().to_string(), out.display().to_string());
+    let mut args = vec!["shrink", file.as_str(), "-o", out.as_str()];
+    args.extend(more);
+    let output = asksim(&args);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "asksim {}: stdout {stdout}, stderr {}",
+        args.join(" "),
+        text(&output.stderr)
+    );
+    stdout
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("the shrunk file is there");
+    serde_json::from_str(&text).expect("the shrunk file is JSON")
+}
+
+/// The summary of a run of the scenario `text` under `seed`, strategy random, on
+/// the virtual clock; `None` when it is not a valid scenario.
+fn summary_of(text: &str, seed: u64) -> Option<Summary> {
+    let scenario = scenario::parse("candidate.json", text).ok()?;
+    let options = RunOptions {
+        seed,
+        clock: Clock::Virtual,
+        strategy: Strategy::Random,
+        keep_events: true,
+        log: None,
+    };
+    let output = driver::run_options(&scenario, options).expect("a run without a log");
+    Some(summarise(&scenario, "candidate.json", &output))
+}
+
+/// The failed expectation lines of the scenario at `path` under `seed`.
+fn failures(path: &Path, seed: u64) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("readable");
+    let summary = summary_of(&text, seed).expect("a valid scenario");
+    summary.expectations.failures
+}
+
+fn names(scenario: &Value, key: &str) -> Vec<String> {
+    let items = scenario[key].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .map(|item| item["name"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+/// The `reproduce with:` command of a report, run with this build's asksim.
+fn run_reproduce_command(report: &str) -> Output {
+    let line = report
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("reproduce with: "))
+        .unwrap_or_else(|| panic!("no reproduce command in {report}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"asksim"), "{line}");
+    asksim(&words[1..])
+}
+
+const WORKER7: &str = "results[worker7/1]: expected \
+    {\"answers\":[{\"id\":\"deploy\",\"selected\":[\"Yes (Recommended)\"]},{\"id\":\"notify\",\"selected\":[\"Yes (Recommended)\"]}]}, \
+    got {\"error\":{\"code\":\"ABORTED\",\"message\":\"the call was cancelled\"}}";
+
+/// Twenty workers, three answerers, five events: the expected answer of worker7/1
+/// fails only because the terminal holds it open past 5 s and cancel_call aborts
+/// it then. The shrink keeps exactly those three.
+#[test]
+fn many_agents_shrink_to_the_one_agent_answerer_and_event_that_fail() {
+    let dir = TempDir::new("many");
+    let (input, out) = (fixture("many-agents.json"), dir.join("min.json"));
+    assert_eq!(failures(&input, 3), vec![WORKER7.to_owned()]);
+    let report = shrink(&input, &out, &[]);
+    let shrunk = read_json(&out);
+    assert_eq!(names(&shrunk, "agents"), ["worker7"]);
+    assert_eq!(names(&shrunk, "answerers"), ["terminal"]);
+    assert_eq!(
+        shrunk["events"],
+        json!([{ "at": 5.0, "cancel_call": "worker7/1" }])
+    );
+    let script = shrunk["agents"][0]["script"].as_array().expect("a script");
+    assert_eq!(script.len(), 1, "only the ask is needed: {script:?}");
+    let questions = script[0]["ask"]["questions"].as_array().expect("questions");
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0]["options"].as_array().map(Vec::len), Some(2));
+    assert_eq!(shrunk["expect"]["results"].as_object().map(|m| m.len()), Some(1));
+    for gone in ["about", "jitter", "limits"] {
+        assert!(shrunk.get(gone).is_none(), "{gone} is not needed");
+    }
+    assert_eq!(shrunk["seed"], 3, "the file's seed is kept");
+    assert!(
+        report.contains("fails with      expectation results[worker7/1]"),
+        "{report}"
+    );
+    assert!(
+        report.contains("agents[0] (count 20): worker0 … worker19"),
+        "{report}"
+    );
+    assert!(
+        report.contains("19 of 20 agents, 2 of 3 answerers, 4 of 5 events"),
+        "{report}"
+    );
+    assert!(report.contains("1-minimal       yes"), "{report}");
+
+    let again = run_reproduce_command(&report);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stdout));
+    let expected = format!("EXPECTATION FAILED {WORKER7}");
+    assert!(text(&again.stdout).contains(&expected), "{}", text(&again.stdout));
+}
+
+/// Every scenario that `scenario` becomes when one list element is removed (no
+/// repair: a dangling reference makes it invalid, which counts as not failing).
+fn single_removals(scenario: &Value) -> Vec<(String, Value)> {
+    let mut lists: Vec<String> = ["/agents", "/answerers", "/events"].map(str::to_owned).to_vec();
+    for key in ["results", "user_messages", "counts", "final_results"] {
+        lists.push(format!("/expect/{key}"));
+    }
+    for (k, agent) in scenario["agents"].as_array().into_iter().flatten().enumerate() {
+        step_lists(agent, &format!("/agents/{k}"), &mut lists);
+    }
+    let mut out = Vec::new();
+    for list in lists {
+        let len = match scenario.pointer(&list) {
+            Some(Value::Array(items)) => items.len(),
+            Some(Value::Object(map)) => map.len(),
+            _ => continue,
+        };
+        for i in 0..len {
+            let mut candidate = scenario.clone();
+            match candidate.pointer_mut(&list) {
+                Some(Value::Array(items)) => {
+                    items.remove(i);
+                }
+                Some(Value::Object(map)) => {
+                    let key = map.keys().nth(i).cloned().expect("a key");
+                    map.shift_remove(&key);
+                }
+                _ => unreachable!(),
+            }
+            out.push((format!("{list}[{i}]"), candidate));
+        }
+    }
+    for key in ["about", "jitter", "limits"] {
+        let mut candidate = scenario.clone();
+        if candidate
+            .as_object_mut()
+            .and_then(|o| o.shift_remove(key))
+            .is_some()
+        {
+            out.push((key.to_owned(), candidate));
+        }
+    }
+    out
+}
+
+fn step_lists(agent: &Value, at: &str, lists: &mut Vec<String>) {
+    for key in ["script", "on_resume"] {
+        let Some(steps) = agent[key].as_array() else {
+            continue;
+        };
+        lists.push(format!("{at}/{key}"));
+        for (s, step) in steps.iter().enumerate() {
+            let here = format!("{at}/{key}/{s}");
+            if step.get("spawn").is_some() {
+                step_lists(&step["spawn"], &format!("{here}/spawn"), lists);
+            }
+            let questions = step.pointer("/ask/questions").and_then(Value::as_array);
+            for (q, _) in questions.into_iter().flatten().enumerate() {
+                lists.push(format!("{here}/ask/questions/{q}/options"));
+            }
+            if questions.is_some() {
+                lists.push(format!("{here}/ask/questions"));
+            }
+        }
+    }
+}
+
+/// The result is 1-minimal: removing any one remaining element (here without the
+/// shrinker's own repair) gives a scenario that is invalid or no longer fails with
+/// the same expectation line.
+#[test]
+fn shrunk_scenarios_are_one_minimal() {
+    let dir = TempDir::new("minimal");
+    for (name, seed) in [("many-agents.json", 3), ("references.json", 1)] {
+        let (input, out) = (fixture(name), dir.join(name));
+        let primary = failures(&input, seed).remove(0);
+        shrink(&input, &out, &[]);
+        let shrunk = read_json(&out);
+        let removals = single_removals(&shrunk);
+        assert!(removals.len() >= 8, "{name}: {} removals", removals.len());
+        for (what, candidate) in removals {
+            let summary = summary_of(&candidate.to_string(), seed);
+            let same = summary.is_some_and(|s| {
+                s.invariants.violations.is_empty() && s.expectations.failures.contains(&primary)
+            });
+            assert!(!same, "{name}: removing {what} still fails with {primary}");
+        }
+    }
+}
+
+/// The same input gives the same file, byte for byte, and the same report.
+#[test]
+fn shrinking_is_deterministic() {
+    let dir = TempDir::new("determinism");
+    let input = fixture("references.json");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let report_a = shrink(&input, &a, &[]);
+    let report_b = shrink(&input, &b, &[]);
+    let bytes_a = std::fs::read(&a).expect("a");
+    assert_eq!(bytes_a, std::fs::read(&b).expect("b"));
+    let b_shown = b.display().to_string();
+    assert_eq!(report_a, report_b.replace(&b_shown, &a.display().to_string()));
+    let shown = text(&bytes_a);
+    assert!(
+        shown.starts_with("{\n  \"name\": \"leads\",\n"),
+        "pretty, two spaces: {shown}"
+    );
+    assert!(shown.ends_with("}\n"));
+}
+
+/// A scenario with `count`, `lineage`, `spawn`, `join`, `await_answer` and a
+/// `repeat` shrinks to a valid file whose references name what it holds.
+#[test]
+fn count_and_references_shrink_to_a_valid_file_with_the_references_intact() {
+    let dir = TempDir::new("references");
+    let (input, out) = (fixture("references.json"), dir.join("min.json"));
+    let report = shrink(&input, &out, &[]);
+    let text = std::fs::read_to_string(&out).expect("written");
+    scenario::parse("min.json", &text).unwrap_or_else(|e| panic!("{e}"));
+    let shrunk: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(names(&shrunk, "answerers"), ["desk"]);
+    assert_eq!(shrunk["events"], json!([{ "at": 6.5, "cancel_turn": "lead2" }]));
+    let lead = &shrunk["agents"][0];
+    assert_eq!(shrunk["agents"].as_array().map(Vec::len), Some(1));
+    assert_eq!(lead["name"], "lead2");
+    assert_eq!(lead["lineage"], json!({ "parent": "boss2" }));
+    let steps: Vec<&str> = (lead["script"].as_array().expect("a script").iter())
+        .map(|step| {
+            step.as_object()
+                .and_then(|o| o.keys().next())
+                .map_or("?", String::as_str)
+        })
+        .collect();
+    assert_eq!(steps, ["spawn", "join", "ask_unresolved", "await_answer", "ask"]);
+    assert_eq!(lead["script"][0]["spawn"]["name"], "sub2");
+    assert_eq!(lead["script"][1]["join"], "sub2");
+    assert_eq!(lead["script"][3]["await_answer"], "lead2/1");
+    assert!(report.contains("agents[0] (count 4): lead0 … lead3"), "{report}");
+    assert!(!report.contains("kept as written"), "{report}");
+    let again = run_reproduce_command(&report);
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+}
+
+/// With no time to search, the written-out input is the best so far: it is the
+/// very scenario of the input (count and repeat written out), fails the same way,
+/// and the report says it may not be 1-minimal.
+#[test]
+fn a_time_bound_writes_the_best_so_far_and_says_so() {
+    let dir = TempDir::new("bound");
+    let (input, out) = (fixture("references.json"), dir.join("min.json"));
+    let report = shrink(&input, &out, &["--max-s", "0"]);
+    assert!(
+        report.contains("NOT PROVEN: the time bound (--max-s) was hit"),
+        "{report}"
+    );
+    assert!(report.contains("may not be 1-minimal"), "{report}");
+    let written = std::fs::read_to_string(&out).expect("written");
+    let original = std::fs::read_to_string(&input).expect("readable");
+    assert_eq!(
+        scenario::parse("min.json", &written).expect("valid"),
+        scenario::parse("min.json", &original).expect("valid"),
+        "writing out count and repeat changes nothing that runs"
+    );
+    assert!(!written.contains("\"count\"") && !written.contains("\"repeat\""));
+    let again = run_reproduce_command(&report);
+    assert_eq!(again.status.code(), Some(1));
+}
+
+/// Bad input exits 2 with a message naming what is wrong, and writes nothing: an
+/// input that passes, an invalid scenario, an unwritable output, a bad bound.
+#[test]
+fn inputs_that_do_not_fail_or_are_bad_exit_2() {
+    let dir = TempDir::new("bad");
+    let out = dir.join("out.json");
+    let out_shown = out.display().to_string();
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let quickstart = quickstart.display().to_string();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"name\": \"x\", \"agnets\": []}").expect("writable");
+    let bad = bad.display().to_string();
+    let many = fixture("many-agents.json").display().to_string();
+    let unwritable = dir.join("no/such/dir/out.json").display().to_string();
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec![&quickstart, "-o", &out_shown], "does not fail under seed 1"),
+        (
+            vec![&bad, "-o", &out_shown],
+            "bad.json:1:22: unknown field `agnets`",
+        ),
+        (vec![&many, "-o", &unwritable], "cannot write"),
+        (
+            vec![&many, "-o", &out_shown, "--max-s", "-1"],
+            "--max-s: expected a number of seconds",
+        ),
+    ];
+    for (args, needle) in cases {
+        let output = asksim(&[&["shrink"][..], &args].concat());
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(!out.exists(), "{args:?} wrote {out_shown}");
+    }
+}
