@@ -1,0 +1,130 @@
+//! The `asksim` command line: clap parses, the library does the work. Exit codes
+//! follow SPEC §6: 0 success, 1 a failed run, 2 bad input.
+//!
+//! One file per family of verbs: `run`, `sweep` (with `merge`), `shrink`,
+//! `explore`, and `inspect` (`replay`, `validate`, `schema`).
+
+mod explore;
+mod inspect;
+mod run;
+mod shrink;
+mod sweep;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::scenario::{self, Clock, Scenario};
+
+/// Exit code for bad input: a scenario, arguments or a path.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "asksim",
+    version,
+    about = "Reference runtime and deterministic simulator of ask_user_question"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one scenario and print its summary; exit 1 if an invariant, an
+    /// expectation or a limit fails.
+    Run(run::RunArgs),
+    /// Run one scenario under many seeds in parallel; list every failing seed
+    /// with its reproduce command; exit 1 if any fails.
+    Sweep(sweep::SweepArgs),
+    /// Fold the files of a sharded sweep (`sweep --shard K/N --out PATH`) into the
+    /// report one sweep over the same seeds prints; exit 1 if any seed failed.
+    Merge(sweep::MergeArgs),
+    /// Reduce a failing scenario to a 1-minimal one that fails the same way, write
+    /// it and print the command that reproduces it; exit 2 if it does not fail.
+    Shrink(shrink::ShrinkArgs),
+    /// Enumerate every delivery order of a small scenario (up to a bound); exit 1
+    /// if one fails, with the command that replays it.
+    Explore(explore::ExploreArgs),
+    /// Fold an event log into the userQuestions projection, print every
+    /// question's state, and re-check the invariants.
+    Replay(inspect::ReplayArgs),
+    /// Parse and check scenario files; print nothing but errors.
+    Validate(inspect::ValidateArgs),
+    /// Print the model-facing tool definition (byte-stable), or the JSON Schema of
+    /// scenario files.
+    Schema(inspect::SchemaArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ClockArg {
+    Virtual,
+    Real,
+}
+
+impl ClockArg {
+    fn clock(self) -> Clock {
+        match self {
+            ClockArg::Virtual => Clock::Virtual,
+            ClockArg::Real => Clock::Real,
+        }
+    }
+}
+
+/// Runs the command line with the process's arguments and returns its exit code.
+pub fn main() -> ExitCode {
+    init_tracing();
+    crate::sim::driver::install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Merge(args) => sweep::merge(&args),
+        Command::Shrink(args) => shrink::shrink(&args),
+        Command::Explore(args) => explore::explore(&args),
+        Command::Replay(args) => inspect::replay(&args),
+        Command::Validate(args) => inspect::validate(&args),
+        Command::Schema(args) => inspect::schema(&args),
+    }
+}
+
+/// Tracing to stderr, filtered by `RUST_LOG`; silent when it is unset.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Loads a scenario file, or prints why not (exit 2).
+fn load(file: &std::path::Path) -> Result<Scenario, ExitCode> {
+    scenario::load(file).map_err(|error| {
+        eprintln!("{error}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
+}
+
+/// A progress bar on stderr when a person watches it, hidden otherwise.
+fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    indicatif::ProgressBar::new(len).with_style(style)
+}

@@ -1,0 +1,150 @@
+//! `asksim run`: one run, its summary, and what reproduces it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{ClockArg, EXIT_BAD_INPUT, load};
+use crate::event::Event;
+use crate::scenario::Strategy;
+use crate::sim::driver::{self, RunOptions};
+use crate::sim::report::{Summary, render_table_with_timelines, summarise};
+
+/// `asksim run`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(super) struct RunArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The seed (default: the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The clock (default: the scenario's `clock`).
+    #[arg(long, value_enum)]
+    clock: Option<ClockArg>,
+    /// The scheduling strategy: random, pct:D or fifo (default: the scenario's `explore`, else random).
+    #[arg(long, value_name = "STRATEGY")]
+    explore: Option<Strategy>,
+    /// Write the event log (JSON Lines) here.
+    #[arg(long, value_name = "PATH")]
+    log: Option<PathBuf>,
+    /// Write the run as Chrome Trace Event JSON here (opens in Perfetto).
+    #[arg(long, value_name = "PATH")]
+    chrome_trace: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Run twice and fail on any difference, naming the first differing event.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Also print one readable line per event, after the summary (with
+    /// `--json`, as the array of strings `timeline`).
+    #[arg(long)]
+    timeline: bool,
+}
+
+pub(super) fn run(args: &RunArgs) -> ExitCode {
+    let scenario = match load(&args.file) {
+        Ok(scenario) => scenario,
+        Err(code) => return code,
+    };
+    let mut options = RunOptions::new(
+        &scenario,
+        args.seed.unwrap_or(scenario.seed),
+        args.clock.map_or(scenario.clock, ClockArg::clock),
+    );
+    options.strategy = args.explore.unwrap_or(options.strategy);
+    let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
+    if let Some(path) = &args.log {
+        match std::fs::File::create(path) {
+            Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
+            Err(error) => {
+                eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        }
+    }
+    let file = args.file.display().to_string();
+    let output = match driver::run_options(&scenario, options) {
+        Ok(output) => output,
+        Err(error) => {
+            let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
+            eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let mut summary = summarise(&scenario, &file, &output);
+    let mut determinism = None;
+    if args.check_determinism {
+        let again = RunOptions {
+            seed,
+            clock,
+            strategy,
+            keep_events: true,
+            log: None,
+        };
+        let again =
+            driver::run_options(&scenario, again).expect("a run without a log cannot fail to write one");
+        determinism = first_difference(output.events(), again.events());
+        if determinism.is_some() && summary.reproduce.is_none() {
+            let command = crate::sim::report::reproduce_command(&file, &output);
+            summary.reproduce = Some(format!("{command} --check-determinism"));
+        }
+    }
+    if let Some(path) = &args.chrome_trace {
+        let trace = crate::sim::chrome_trace::chrome_trace(output.events());
+        if let Err(error) = std::fs::write(path, trace.to_string()) {
+            eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    print_summary(&summary, determinism.as_deref(), args, output.events());
+    if summary.passed() && determinism.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The summary (with the timelines of the calls its first violations name), then
+/// with `--timeline` every event, one line each.
+fn print_summary(summary: &Summary, determinism: Option<&str>, args: &RunArgs, events: &[Event]) {
+    let timeline = args.timeline.then(|| crate::sim::timeline::timeline(events));
+    if args.json {
+        let mut value = serde_json::to_value(summary).expect("the summary serialises");
+        value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());
+        if let Some(lines) = timeline {
+            value["timeline"] = lines.into();
+        }
+        println!("{value}");
+    } else {
+        print!("{}", render_table_with_timelines(summary, events));
+        if let Some(difference) = determinism {
+            println!("  NOT DETERMINISTIC {difference}");
+        }
+        if let Some(lines) = timeline {
+            println!("  {:<16}{} events", "timeline", lines.len());
+            for line in lines {
+                println!("    {line}");
+            }
+        }
+    }
+}
+
+/// The first event where two runs differ, described.
+fn first_difference(a: &[Event], b: &[Event]) -> Option<String> {
+    let at = a.iter().zip(b).position(|(x, y)| x != y);
+    match at {
+        Some(i) => Some(format!(
+            "first difference at seq {}: {} vs {}",
+            i + 1,
+            serde_json::to_string(&a[i]).unwrap_or_default(),
+            serde_json::to_string(&b[i]).unwrap_or_default()
+        )),
+        None if a.len() != b.len() => Some(format!(
+            "the runs recorded {} and {} events; first difference at seq {}",
+            a.len(),
+            b.len(),
+            a.len().min(b.len()) + 1
+        )),
+        None => None,
+    }
+}

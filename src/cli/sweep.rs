@@ -1,0 +1,160 @@
+//! `asksim sweep` and `asksim merge`: many seeds, and shards folded back.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{ClockArg, EXIT_BAD_INPUT, progress_bar};
+use crate::scenario::{self, Strategy};
+
+/// `asksim sweep`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(super) struct SweepArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The seeds: `A..B` (B excluded) or `A..=B`.
+    #[arg(long)]
+    seeds: crate::sim::sweep::SeedRange,
+    /// Worker threads (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// The clock (default: the scenario's `clock`).
+    #[arg(long, value_enum)]
+    clock: Option<ClockArg>,
+    /// The scheduling strategy: random, pct:D or fifo (default: the scenario's `explore`, else random).
+    #[arg(long, value_name = "STRATEGY")]
+    explore: Option<Strategy>,
+    /// Check invariants and limits only, ignoring the scenario's `expect`.
+    #[arg(long)]
+    invariants_only: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Run only shard K of N, counted from 0: the i-th seed of the range is in
+    /// shard i mod N. `auto/N` takes K from JOB_COMPLETION_INDEX (Kubernetes)
+    /// or SLURM_ARRAY_TASK_ID (Slurm).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<crate::sim::shard::ShardArg>,
+    /// Write every seed's result and the shard's totals here (JSON Lines), for
+    /// `asksim merge`.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+}
+
+/// `asksim merge`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(super) struct MergeArgs {
+    /// Every shard's file, each once.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
+    let file = args.file.as_path();
+    use crate::sim::sweep::SweepOptions;
+    let (scenario, text) = match scenario::load_text(file) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let shard = match crate::sim::shard::resolve(args.shard, |name| std::env::var_os(name)) {
+        Ok((shard, note)) => {
+            if let Some(note) = note {
+                eprintln!("asksim sweep: {note}");
+            }
+            shard
+        }
+        Err(error) => {
+            eprintln!("asksim sweep: --shard: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let options = SweepOptions {
+        file: file.display().to_string(),
+        seeds: args.seeds,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        clock: args.clock.map_or(scenario.clock, ClockArg::clock),
+        strategy: args.explore.or(scenario.explore).unwrap_or_default(),
+        invariants_only: args.invariants_only,
+        shard,
+    };
+    let json = args.json;
+    let bar = progress_bar(
+        shard.len(args.seeds),
+        "{bar:40} {pos}/{len} seeds {elapsed_precise} eta {eta}",
+    );
+    let progress = |done| bar.set_position(done);
+    let report = match &args.out {
+        None => crate::sim::sweep::sweep(&scenario, &options, progress),
+        Some(out) => match crate::sim::shard::sweep_to_file(&scenario, &text, &options, out, progress) {
+            Ok(report) => report,
+            Err(error) => {
+                bar.finish_and_clear();
+                eprintln!("asksim sweep: {error}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+    };
+    bar.finish_and_clear();
+    print_sweep(
+        &report,
+        (shard != crate::sim::shard::Shard::WHOLE).then_some(shard),
+        json,
+    )
+}
+
+/// A sweep's report as `sweep` prints it (a shard's also names its K/N), and the
+/// exit code: 1 if any seed failed.
+fn print_sweep(
+    report: &crate::sim::sweep::SweepReport,
+    shard: Option<crate::sim::shard::Shard>,
+    json: bool,
+) -> ExitCode {
+    /// The report with `"shard": "K/N"` last (flatten, because `seeds.to` is a
+    /// u128 that a `serde_json::Value` cannot hold).
+    #[derive(serde::Serialize)]
+    struct Sharded<'a> {
+        #[serde(flatten)]
+        report: &'a crate::sim::sweep::SweepReport,
+        shard: String,
+    }
+    let text = match (json, shard) {
+        (false, None) => crate::sim::sweep::render(report),
+        (false, Some(shard)) => format!(
+            "{}  shard {shard}: {} of the range's {} seeds\n",
+            crate::sim::sweep::render(report),
+            report.runs,
+            report.seeds.len()
+        ),
+        (true, None) => serde_json::to_string(report).expect("the report serialises") + "\n",
+        (true, Some(shard)) => {
+            let sharded = Sharded {
+                report,
+                shard: shard.to_string(),
+            };
+            serde_json::to_string(&sharded).expect("the report serialises") + "\n"
+        }
+    };
+    print!("{text}");
+    if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+pub(super) fn merge(args: &MergeArgs) -> ExitCode {
+    match crate::sim::merge::merge(&args.paths) {
+        Ok(report) => print_sweep(&report, None, args.json),
+        Err(error) => {
+            eprintln!("asksim merge: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
