@@ -22,7 +22,7 @@ pub const VIRTUAL_TOLERANCE_S: f64 = 1e-6;
 pub const REAL_TOLERANCE_S: f64 = 0.1;
 
 /// The invariants checked on every run, by name.
-pub const INVARIANTS: [&str; 10] = [
+pub const INVARIANTS: [&str; 11] = [
     "exactly_once",
     "legacy_never_pending_or_keyed",
     "window_respected",
@@ -33,6 +33,7 @@ pub const INVARIANTS: [&str; 10] = [
     "late_answer_reaches_caller",
     "timed_survive_loss_legacy_do_not",
     "projection_matches_broker",
+    crate::sim::protocol_check::PROTOCOL_CONFORMANCE,
 ];
 
 /// One broken invariant.
@@ -116,6 +117,7 @@ pub struct Checker {
     /// Whether a restart followed the last process loss.
     restarted: bool,
     last_seq: u64,
+    protocol: crate::sim::protocol_check::ProtocolChecker,
     violations: Vec<Violation>,
 }
 
@@ -158,6 +160,7 @@ impl Checker {
     pub fn visit(&mut self, event: &Event) {
         let (seq, t) = (event.seq, event.t);
         self.last_seq = seq;
+        self.protocol.visit(event);
         self.windows_passed(seq, t);
         self.account_answer(event);
         match &event.kind {
@@ -583,6 +586,8 @@ impl Checker {
         broker: Option<(&BTreeMap<String, &'static str>, &Projection)>,
     ) -> Vec<Violation> {
         self.owed_at_end();
+        let protocol = std::mem::take(&mut self.protocol).finish();
+        self.violations.extend(protocol);
         if self.restarted {
             let forgotten: Vec<(String, u64)> = self
                 .calls

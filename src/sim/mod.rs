@@ -8,6 +8,7 @@
 //! - `driver`: one run, on either clock, with crashes caught.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
 //! - `invariants`: the checker.
+//! - `protocol_check`: protocol conformance, a state machine per call.
 //! - `report`: outcomes, expectations, the summary.
 //! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
 //! - `sweep`: one scenario under many seeds, in parallel.
@@ -24,6 +25,7 @@ pub mod chrome_trace;
 pub mod driver;
 pub mod invariants;
 pub mod merge;
+pub mod protocol_check;
 pub mod queue;
 pub mod real_clock;
 pub mod replay;

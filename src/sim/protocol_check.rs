@@ -1,0 +1,346 @@
+//! Protocol conformance (SPEC §6): a reference state machine per call, folded from
+//! the log, that allows only the transitions of SPEC §3. Outcome invariants see
+//! what a call ended as; this sees how it got there:
+//!
+//! - an accept only from the current offeree, and not after its offer timed out;
+//! - a hold only by the owner, while the call waits (not once it went pending);
+//! - a settling batch only from the owner;
+//! - no offer for a request whose turn had fired before the broker received it;
+//! - a held call never returns `pending` while its holder lives;
+//! - nothing accepted from a dead answerer;
+//! - the broker handles each sender's messages in the order they entered its
+//!   mailbox (`mbox`), and an answerer's death after everything it sent before.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::event::{Event, EventKind};
+use crate::sim::invariants::Violation;
+use crate::tool::ResultKind;
+
+/// The invariant's name.
+pub const PROTOCOL_CONFORMANCE: &str = "protocol_conformance";
+
+#[derive(Default)]
+struct CallState {
+    /// Its turn had fired before the broker received it: it must never be offered.
+    doomed: bool,
+    offered: Option<String>,
+    timed_out: BTreeSet<String>,
+    owner: Option<String>,
+    holder: Option<String>,
+    /// It returned `pending` (or was open at a process loss).
+    pending: bool,
+    settled: bool,
+}
+
+/// The protocol checker's state between events.
+#[derive(Default)]
+pub struct ProtocolChecker {
+    calls: HashMap<String, CallState>,
+    /// Agents whose current turn fired, and who owns whom (turns derive at spawn).
+    fired: BTreeSet<String>,
+    owners: HashMap<String, Option<String>>,
+    dead: BTreeSet<String>,
+    /// The last mailbox place handled per sender (answerer or agent).
+    last_mbox: HashMap<String, u64>,
+    /// Mailbox places of deaths handled, per answerer.
+    died_at: HashMap<String, u64>,
+    /// The last batch submitted: (callId, answerer).
+    answer: Option<(String, String)>,
+    violations: Vec<Violation>,
+}
+
+impl ProtocolChecker {
+    fn violate(&mut self, call_id: &str, seq: u64, detail: String) {
+        self.violations.push(Violation {
+            invariant: PROTOCOL_CONFORMANCE,
+            call_id: (!call_id.is_empty()).then(|| call_id.to_owned()),
+            seq,
+            detail,
+        });
+    }
+
+    /// Takes one more event.
+    pub fn visit(&mut self, event: &Event) {
+        let seq = event.seq;
+        self.settlement(event);
+        self.mailbox_order(event);
+        match &event.kind {
+            EventKind::Spawn { agent, owner, .. } => self.spawn(agent, owner.as_deref()),
+            EventKind::Cancel { agent } => self.fire(agent),
+            EventKind::Request { call_id, agent, .. } => {
+                let doomed = self.fired.contains(&**agent);
+                self.calls.insert(
+                    call_id.to_string(),
+                    CallState {
+                        doomed,
+                        ..CallState::default()
+                    },
+                );
+            }
+            EventKind::Offer { call_id, answerer } => self.offer(call_id, answerer, seq),
+            EventKind::Accept {
+                call_id, answerer, ..
+            } => self.accept(call_id, answerer, seq),
+            EventKind::Decline {
+                call_id,
+                answerer,
+                reason,
+                ..
+            } => self.decline(call_id, answerer, reason),
+            EventKind::Hold {
+                call_id, answerer, ..
+            } => self.hold(call_id, answerer, seq),
+            EventKind::Answer {
+                call_id, answerer, ..
+            } => {
+                self.answer = Some((call_id.to_string(), answerer.to_string()));
+            }
+            EventKind::Result { call_id, .. } => {
+                let pending = event.kind.result_kind() == Some(ResultKind::Pending);
+                self.result(call_id, pending, seq);
+            }
+            EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
+                if let Some(call) = self.calls.get_mut(&**call_id) {
+                    call.settled = true;
+                }
+            }
+            EventKind::Crash { answerer, .. } => {
+                self.dead.insert(answerer.to_string());
+            }
+            EventKind::ProcessLoss { .. } => self.process_loss(),
+            _ => {}
+        }
+    }
+
+    fn spawn(&mut self, agent: &str, owner: Option<&str>) {
+        self.owners.insert(agent.to_owned(), owner.map(str::to_owned));
+        // A child's first turn derives from its owner's: born fired if that fired.
+        if owner.is_some_and(|o| self.fired.contains(o)) {
+            self.fired.insert(agent.to_owned());
+        } else {
+            self.fired.remove(agent);
+        }
+    }
+
+    /// A turn fired: it and every turn derived from it (the spawn tree below).
+    fn fire(&mut self, agent: &str) {
+        let mut family = BTreeSet::from([agent.to_owned()]);
+        loop {
+            let before = family.len();
+            for (name, owner) in &self.owners {
+                if owner.as_ref().is_some_and(|o| family.contains(o)) {
+                    family.insert(name.clone());
+                }
+            }
+            if family.len() == before {
+                break;
+            }
+        }
+        self.fired.extend(family);
+    }
+
+    fn offer(&mut self, call_id: &str, answerer: &str, seq: u64) {
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        call.offered = Some(answerer.to_owned());
+        if call.doomed {
+            call.doomed = false;
+            let detail = "an offer for a request whose turn had fired before the broker received it".into();
+            self.violate(call_id, seq, detail);
+        }
+    }
+
+    fn accept(&mut self, call_id: &str, answerer: &str, seq: u64) {
+        let dead = self.dead.contains(answerer);
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let problem = if dead {
+            Some(format!("an accept from {answerer}, which had died"))
+        } else if call.timed_out.contains(answerer) && call.offered.as_deref() != Some(answerer) {
+            Some(format!("an accept from {answerer} after its offer timed out"))
+        } else if call.offered.as_deref() != Some(answerer) {
+            Some(format!(
+                "an accept from {answerer}, which was not the current offeree"
+            ))
+        } else {
+            None
+        };
+        call.offered = None;
+        call.owner = Some(answerer.to_owned());
+        if let Some(problem) = problem {
+            self.violate(call_id, seq, problem);
+        }
+    }
+
+    fn decline(&mut self, call_id: &str, answerer: &str, reason: &str) {
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        if call.offered.as_deref() == Some(answerer) {
+            call.offered = None;
+        }
+        match reason {
+            "offer_timeout" => {
+                call.timed_out.insert(answerer.to_owned());
+            }
+            "dead" => {
+                if call.owner.as_deref() == Some(answerer) {
+                    call.owner = None;
+                }
+                if call.holder.as_deref() == Some(answerer) {
+                    call.holder = None;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn hold(&mut self, call_id: &str, answerer: &str, seq: u64) {
+        let dead = self.dead.contains(answerer);
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let problem = if dead {
+            Some(format!("a hold from {answerer}, which had died, was taken"))
+        } else if call.owner.as_deref() != Some(answerer) {
+            Some(format!(
+                "a hold from {answerer}, which does not own the call, was taken"
+            ))
+        } else if call.pending || call.settled {
+            Some("a hold was taken after the call went pending".to_owned())
+        } else {
+            call.holder = Some(answerer.to_owned());
+            None
+        };
+        if let Some(problem) = problem {
+            self.violate(call_id, seq, problem);
+        }
+    }
+
+    fn result(&mut self, call_id: &str, pending: bool, seq: u64) {
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let held = call.holder.clone();
+        if pending {
+            call.pending = true;
+        } else {
+            call.settled = true;
+        }
+        if let (true, Some(holder)) = (pending, held)
+            && !self.dead.contains(&holder)
+        {
+            let detail = format!("the call returned pending while {holder} held it and lived");
+            self.violate(call_id, seq, detail);
+        }
+    }
+
+    /// The event right after a batch settles its call only if the batch came
+    /// from the call's owner, which lives.
+    fn settlement(&mut self, event: &Event) {
+        let Some((call_id, answerer)) = self.answer.take() else {
+            return;
+        };
+        if event.kind.call_id() != Some(call_id.as_str()) {
+            return;
+        }
+        let settles = match &event.kind {
+            EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
+            EventKind::LateAnswer { .. } => true,
+            _ => false,
+        };
+        if !settles {
+            return;
+        }
+        let owner = self.calls.get(&call_id).and_then(|c| c.owner.clone());
+        let problem = if self.dead.contains(&answerer) {
+            Some(format!(
+                "a batch from {answerer}, which had died, settled the call"
+            ))
+        } else if owner.as_deref() != Some(answerer.as_str()) {
+            Some(format!(
+                "a batch from {answerer}, which does not own the call, settled it"
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.violate(&call_id, event.seq, problem);
+        }
+    }
+
+    /// Each sender's messages are handled in the order they entered the mailbox;
+    /// an answerer's death after everything it sent before dying.
+    fn mailbox_order(&mut self, event: &Event) {
+        let (sender, mbox, is_death) = match &event.kind {
+            EventKind::Request {
+                agent, mbox: Some(m), ..
+            } => (agent.to_string(), *m, false),
+            EventKind::Accept {
+                answerer,
+                mbox: Some(m),
+                ..
+            }
+            | EventKind::Decline {
+                answerer,
+                mbox: Some(m),
+                ..
+            }
+            | EventKind::Hold {
+                answerer,
+                mbox: Some(m),
+                ..
+            }
+            | EventKind::Answer {
+                answerer,
+                mbox: Some(m),
+                ..
+            } => (answerer.to_string(), *m, false),
+            EventKind::Crash {
+                answerer,
+                mbox: Some(m),
+            } => (answerer.to_string(), *m, true),
+            _ => return,
+        };
+        let call_id = event.kind.call_id().unwrap_or("").to_owned();
+        if let Some(&died) = self.died_at.get(&sender).filter(|d| **d > mbox) {
+            let detail = format!(
+                "{sender}'s death (mailbox {died}) was handled before its message (mailbox {mbox}) queued ahead of it"
+            );
+            self.violate(&call_id, event.seq, detail);
+        } else if let Some(&last) = self.last_mbox.get(&sender).filter(|l| **l > mbox) {
+            let detail =
+                format!("{sender}'s message (mailbox {mbox}) was handled after a later one (mailbox {last})");
+            self.violate(&call_id, event.seq, detail);
+        }
+        let last = self.last_mbox.entry(sender.clone()).or_insert(0);
+        *last = (*last).max(mbox);
+        if is_death {
+            self.died_at.insert(sender, mbox);
+        }
+    }
+
+    /// A new life: answerers start again, agents come back with fresh turns, and
+    /// open calls are pending and offered afresh.
+    fn process_loss(&mut self) {
+        self.dead.clear();
+        self.fired.clear();
+        self.last_mbox.clear();
+        self.died_at.clear();
+        self.answer = None;
+        for call in self.calls.values_mut().filter(|c| !c.settled) {
+            *call = CallState {
+                pending: true,
+                ..CallState::default()
+            };
+        }
+    }
+
+    /// The violations found, in the order found.
+    pub fn finish(self) -> Vec<Violation> {
+        self.violations
+    }
+}
