@@ -253,6 +253,12 @@ pub enum EventKind {
         /// The exact message.
         message: Arc<str>,
     },
+    /// An agent started a new turn: the signal of its earlier turn no longer
+    /// applies to what it asks from now on.
+    NewTurn {
+        /// The agent.
+        agent: Name,
+    },
     /// A turn signal fired (the broker handled it).
     Cancel {
         /// The agent whose turn it was.

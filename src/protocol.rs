@@ -292,6 +292,14 @@ pub enum BrokerMsg {
         /// The turn.
         turn: Turn,
     },
+    /// An agent started a new turn (a host's new model turn): its earlier turn's
+    /// signal no longer applies to what it asks from now on.
+    NewTurn {
+        /// The agent.
+        agent: AgentId,
+        /// Its new turn.
+        turn: Turn,
+    },
     /// Cancel one call explicitly.
     CancelCall {
         /// The call.
@@ -324,6 +332,7 @@ impl BrokerMsg {
             BrokerMsg::OfferTimeout { .. } => "OfferTimeout",
             BrokerMsg::WindowExpired { .. } => "WindowExpired",
             BrokerMsg::CancelTurn { .. } => "CancelTurn",
+            BrokerMsg::NewTurn { .. } => "NewTurn",
             BrokerMsg::CancelCall { .. } => "CancelCall",
             BrokerMsg::Restore(_) => "Restore",
             BrokerMsg::AnswererDied { .. } => "AnswererDied",
@@ -558,14 +567,17 @@ pub enum Sent {
     Submit,
     /// A hold.
     Hold,
+    /// An accept that came too late: the offer timed out or the call closed.
+    Accept,
 }
 
 impl Sent {
-    /// `"submit"` or `"hold"`, as the log records it.
+    /// `"submit"`, `"hold"` or `"accept"`, as the log records it.
     pub fn as_str(self) -> &'static str {
         match self {
             Sent::Submit => "submit",
             Sent::Hold => "hold",
+            Sent::Accept => "accept",
         }
     }
 }
@@ -583,6 +595,8 @@ pub enum Refusal {
     NotOwner,
     /// The sender died before the broker read it.
     OwnerDead,
+    /// An accept for an offer that timed out: the waterfall moved on.
+    OfferTimedOut,
     /// A hold for a call no longer in its window.
     NotInWindow,
     /// The batch breaks SPEC §3.6; the call stays open.
@@ -598,6 +612,7 @@ impl Refusal {
             Refusal::Unknown => "unknown",
             Refusal::NotOwner => "not_owner",
             Refusal::OwnerDead => "owner_dead",
+            Refusal::OfferTimedOut => "offer_timeout",
             Refusal::NotInWindow => "not_in_window",
             Refusal::Batch(reason) => reason,
         }

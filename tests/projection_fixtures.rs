@@ -229,7 +229,7 @@ fn mixed_schema_fixture_folds_to_pinned_states() {
         (header.scenario.as_str(), header.seed),
         ("fixture-mixed-schemas", 11)
     );
-    assert_eq!(events.len(), 75);
+    assert_eq!(events.len(), 76);
     let p = Projection::fold(&events);
     assert_eq!(
         states(&p),

@@ -222,7 +222,7 @@ fn a_good_log_lists_every_call_with_its_state() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.starts_with("asksim replay: fixture-mixed-schemas (seed 11, 75 events)\n"));
+    assert!(stdout.starts_with("asksim replay: fixture-mixed-schemas (seed 11, 76 events)\n"));
     let expected: Vec<(String, String)> = MIXED_STATES
         .iter()
         .map(|(id, _, _, state)| ((*id).to_owned(), (*state).to_owned()))
@@ -243,7 +243,7 @@ fn json_output_parses_and_lists_the_questions() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     assert_eq!(report["scenario"], "fixture-mixed-schemas");
     assert_eq!(report["seed"], 11);
-    assert_eq!(report["events"], 75);
+    assert_eq!(report["events"], 76);
     assert_eq!(report["violations"], serde_json::json!([]));
     let rows: Vec<(String, String, String, String)> = report["questions"]
         .as_array()

@@ -187,8 +187,14 @@ impl Actor for AgentActor {
             }
             AgentMail::Token { new, reply } => {
                 if new {
-                    shell.state.new_turn();
+                    let turn = shell.state.new_turn().clone();
                     shell.new_token();
+                    // The broker learns the agent's new turn before anything the
+                    // agent sends under it (both travel agent → broker, in order).
+                    let agent = shell.state.id();
+                    shell
+                        .shared
+                        .route(Envelope::Broker(BrokerMsg::NewTurn { agent, turn }));
                 }
                 let _ = reply.send((shell.token.clone(), shell.state.turn().clone()));
             }

@@ -140,6 +140,13 @@ impl AgentTree {
             .collect()
     }
 
+    /// Records a live agent's new current turn; its name, or `None` if not live.
+    pub fn set_turn(&mut self, agent: AgentId, turn: Turn) -> Option<Name> {
+        let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
+        entry.turn = turn;
+        Some(entry.name.clone())
+    }
+
     /// How many agents were ever registered.
     #[cfg(test)]
     pub fn len(&self) -> usize {

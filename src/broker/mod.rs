@@ -110,6 +110,11 @@ impl BrokerState {
             BrokerMsg::OfferTimeout { ticket, attempt } => self.offer_timeout(ticket, attempt, out),
             BrokerMsg::WindowExpired { ticket, attempt } => self.window_expired(ticket, attempt, out),
             BrokerMsg::CancelTurn { agent, turn } => self.cancel_turn(agent, turn, out),
+            BrokerMsg::NewTurn { agent, turn } => {
+                if let Some(name) = self.agents.set_turn(agent, turn) {
+                    out.record(EventKind::NewTurn { agent: name });
+                }
+            }
             BrokerMsg::CancelCall { call_id } => self.cancel_call(call_id, out),
             BrokerMsg::Restore(restored) => self.restore(restored, out),
             BrokerMsg::AnswererDied { answerer } => self.answerer_died(answerer, out),

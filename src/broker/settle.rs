@@ -155,15 +155,27 @@ impl BrokerState {
     }
 
     fn refuse(&mut self, ticket: Ticket, answerer: AnswererIx, what: Sent, reason: Refusal, out: &mut Out) {
-        let call_id = self.call_id_or_unknown(ticket);
-        let name = self.answerer_or_unknown(answerer);
-        out.record(EventKind::refused(&call_id, &name, what, &reason));
+        self.record_refusal(ticket, answerer, what, &reason, out);
         if answerer < self.answerers.len() {
             out.tell_answerer(answerer, AnswererMsg::Refused { ticket, what, reason });
         }
     }
 
-    fn closed_reason(&self, ticket: Ticket) -> Refusal {
+    /// Records what was refused to whom, and why.
+    pub(super) fn record_refusal(
+        &self,
+        ticket: Ticket,
+        answerer: AnswererIx,
+        what: Sent,
+        reason: &Refusal,
+        out: &mut Out,
+    ) {
+        let call_id = self.call_id_or_unknown(ticket);
+        let name = self.answerer_or_unknown(answerer);
+        out.record(EventKind::refused(&call_id, &name, what, reason));
+    }
+
+    pub(super) fn closed_reason(&self, ticket: Ticket) -> Refusal {
         match self.calls.closed(ticket) {
             Some(Closed::Settled) => Refusal::Settled,
             Some(Closed::Withdrawn) => Refusal::Withdrawn,

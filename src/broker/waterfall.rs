@@ -6,7 +6,9 @@ use super::settle::End;
 use super::{BrokerState, Phase};
 use crate::effect::Out;
 use crate::event::EventKind;
-use crate::protocol::{AnswererIx, AnswererMsg, BrokerMsg, DeclineReason, Envelope, Offer, Ticket};
+use crate::protocol::{
+    AnswererIx, AnswererMsg, BrokerMsg, DeclineReason, Envelope, Offer, Refusal, Sent, Ticket,
+};
 
 impl BrokerState {
     /// Offers the request to the next live answerer, or closes it as `NO_ANSWERER`
@@ -49,10 +51,16 @@ impl BrokerState {
     }
 
     pub(super) fn accept(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
-        let offered = self.calls.get(ticket).and_then(|c| c.offered);
-        if offered != Some(answerer) {
+        let offered = self.calls.get(ticket).map(|c| c.offered);
+        if offered != Some(Some(answerer)) {
             // Closed before the accept arrived, or a late accept after the offer
-            // timed out (the waterfall moved on): nothing to own.
+            // timed out (the waterfall moved on): nothing to own. It is logged, so a
+            // run shows which side of the race won, and the answerer stops.
+            let reason = match offered {
+                Some(_) => Refusal::OfferTimedOut,
+                None => self.closed_reason(ticket),
+            };
+            self.record_refusal(ticket, answerer, Sent::Accept, &reason, out);
             withdraw_from(answerer, ticket, out);
             return;
         }

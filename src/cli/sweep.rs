@@ -26,6 +26,10 @@ pub(super) struct SweepArgs {
     /// Check invariants and limits only, ignoring the scenario's `expect`.
     #[arg(long)]
     invariants_only: bool,
+    /// Fail (exit 1) if one of these races was never reached (names as in the
+    /// report's `coverage`, comma-separated).
+    #[arg(long, value_name = "RACE,…", value_delimiter = ',')]
+    require: Vec<String>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -53,6 +57,10 @@ pub(super) struct MergeArgs {
 
 pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
     let file = args.file.as_path();
+    if let Err(error) = check_required(&args.require) {
+        eprintln!("asksim sweep: {error}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     use crate::sim::sweep::SweepOptions;
     let (scenario, text) = match scenario::load_text(file) {
         Ok(loaded) => loaded,
@@ -102,11 +110,30 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         },
     };
     bar.finish_and_clear();
-    print_sweep(
+    let printed = print_sweep(
         &report,
         (shard != crate::sim::shard::Shard::WHOLE).then_some(shard),
         json,
-    )
+    );
+    let unreached = report.coverage.missing(&args.require);
+    if unreached.is_empty() {
+        return printed;
+    }
+    eprintln!(
+        "asksim sweep: required races never reached: {} (seeds {})",
+        unreached.join(", "),
+        report.seeds
+    );
+    ExitCode::FAILURE
+}
+
+/// The `--require` names, each a race of the report's `coverage`, or why not.
+fn check_required(required: &[String]) -> Result<(), String> {
+    use crate::sim::coverage::RACES;
+    match required.iter().find(|r| !RACES.contains(&r.as_str())) {
+        None => Ok(()),
+        Some(bad) => Err(format!("--require: {bad:?} is not a race ({})", RACES.join(", "))),
+    }
 }
 
 /// A sweep's report as `sweep` prints it (a shard's also names its K/N), and the

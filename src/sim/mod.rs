@@ -7,6 +7,7 @@
 //! - `world`: the simulated actors and the driver's schedule.
 //! - `driver`: one run, on either clock, with crashes caught.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
+//! - `coverage`: which named races a run reached, and which side won.
 //! - `invariants`: the checker.
 //! - `protocol_check`: protocol conformance, a state machine per call.
 //! - `report`: outcomes, expectations, the summary.
@@ -22,6 +23,7 @@
 //!   way.
 
 pub mod chrome_trace;
+pub mod coverage;
 pub mod driver;
 pub mod invariants;
 pub mod merge;

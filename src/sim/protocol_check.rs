@@ -68,6 +68,9 @@ impl ProtocolChecker {
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => self.spawn(agent, owner.as_deref()),
             EventKind::Cancel { agent } => self.fire(agent),
+            EventKind::NewTurn { agent } => {
+                self.fired.remove(&**agent);
+            }
             EventKind::Request { call_id, agent, .. } => {
                 let doomed = self.fired.contains(&**agent);
                 self.calls.insert(

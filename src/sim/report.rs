@@ -173,6 +173,8 @@ pub struct Summary {
     pub crashed: Option<String>,
     /// Events recorded.
     pub events: u64,
+    /// Which named races the run reached, and which side won (SPEC §6).
+    pub coverage: crate::sim::coverage::Coverage,
     /// The command that reproduces a failed run.
     pub reproduce: Option<String>,
 }
@@ -237,6 +239,7 @@ impl Summary {
             limit: output.limit.map(|l| l.as_str()),
             crashed: output.crashed.clone(),
             events: output.recording.count,
+            coverage: crate::sim::coverage::Coverage::default(),
             reproduce: None,
         }
     }
@@ -294,6 +297,7 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         limit: output.limit.map(|l| l.as_str()),
         crashed: output.crashed.clone(),
         events: output.recording.count,
+        coverage: crate::sim::coverage::coverage(output.events(), scenario),
         reproduce: None,
     };
     if !summary.passed() {
@@ -513,6 +517,14 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
         ),
         ("events", summary.events.to_string()),
         ("limit", summary.limit.unwrap_or("-").to_owned()),
+        ("races", {
+            let lines = summary.coverage.lines();
+            if lines.is_empty() {
+                "-".to_owned()
+            } else {
+                lines.join("; ")
+            }
+        }),
         ("trace_hash", summary.trace_hash.clone()),
     ]
 }

@@ -297,6 +297,9 @@ pub struct SeedRecord {
     pub latency_s: LatencySummary,
     /// How late each `pending` came past its window's end.
     pub lateness_s: LatencySummary,
+    /// The races it reached, and which side won.
+    #[serde(default)]
+    pub coverage: crate::sim::coverage::Coverage,
 }
 
 /// What every seed of a shard shares, which a [`SeedRecord`] leaves out.
@@ -329,6 +332,7 @@ impl SeedRecord {
             virtual_s: s.virtual_s,
             latency_s: s.latency_s.clone(),
             lateness_s: s.lateness_s.clone(),
+            coverage: s.coverage.clone(),
         }
     }
 
@@ -369,6 +373,7 @@ impl SeedRecord {
             limit,
             crashed: self.crashed,
             events: self.events,
+            coverage: self.coverage,
             reproduce: self.reproduce,
         };
         Ok(SeedResult {

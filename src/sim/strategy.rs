@@ -3,11 +3,12 @@
 //!
 //! - `random` (the default): uniformly among them, from the run's seed, so
 //!   different seeds resolve ties differently.
-//! - `pct:D`: probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010)
-//!   over actors: each receiving actor gets a random priority, the highest-priority
-//!   receiver goes first, and at D-1 random steps the actor about to go drops below
-//!   every other. A bug of depth D is found with probability at least 1/(n·k^(D-1))
-//!   for n actors and k steps.
+//! - `pct:D`: probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010).
+//!   Its threads are the channels between actors (a sender and a receiver; a
+//!   timer is its owner's channel to itself): each gets a random priority, the
+//!   highest-priority one delivers first, and at D-1 random steps the channel about
+//!   to deliver drops below every other. A bug of depth D is found with probability
+//!   at least 1/(n·k^(D-1)) for n channels and k steps.
 //! - `fifo`: the first to enter the queue goes first (what an unperturbed
 //!   executor would do).
 //! - a replayed schedule: the choice at each step given as a list, for
@@ -58,7 +59,7 @@ impl Chooser for Random {
 /// Probabilistic concurrency testing over receiving actors.
 pub struct Pct {
     rng: StdRng,
-    priorities: HashMap<Addr, u64>,
+    priorities: HashMap<(Addr, Addr), u64>,
     /// Steps at which the chosen actor's priority drops, with the value it drops to.
     change_points: Vec<(u64, u64)>,
     step: u64,
@@ -79,12 +80,13 @@ impl Pct {
         }
     }
 
-    fn priority(&mut self, actor: Addr) -> u64 {
+    fn priority(&mut self, candidate: &Candidate) -> u64 {
         let rng = &mut self.rng;
+        let channel = (candidate.from.unwrap_or(candidate.to), candidate.to);
         // Initial priorities sit above every change-point value (< depth ≤ 64).
         *self
             .priorities
-            .entry(actor)
+            .entry(channel)
             .or_insert_with(|| rng.gen_range(1_000..u64::MAX))
     }
 }
@@ -97,7 +99,9 @@ impl Chooser for Pct {
             && at <= self.step
         {
             self.change_points.remove(0);
-            self.priorities.insert(candidates[best].to, low);
+            let chosen = &candidates[best];
+            self.priorities
+                .insert((chosen.from.unwrap_or(chosen.to), chosen.to), low);
             best = self.highest(candidates);
         }
         best
@@ -108,7 +112,7 @@ impl Pct {
     fn highest(&mut self, candidates: &[Candidate]) -> usize {
         let mut best = (0, 0);
         for (index, candidate) in candidates.iter().enumerate() {
-            let priority = self.priority(candidate.to);
+            let priority = self.priority(candidate);
             if priority > best.1 {
                 best = (index, priority);
             }

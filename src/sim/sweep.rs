@@ -119,6 +119,8 @@ pub struct SweepReport {
     pub distinct_traces: u64,
     /// Distinct event streams with their times.
     pub distinct_timings: u64,
+    /// Which named races the seeds reached, and which side won how often.
+    pub coverage: crate::sim::coverage::Coverage,
     /// Seconds of wall time.
     pub wall_s: f64,
 }
@@ -236,12 +238,14 @@ pub fn report(
     wall_s: f64,
 ) -> SweepReport {
     let mut totals = Outcomes::default();
+    let mut coverage = crate::sim::coverage::Coverage::default();
     let mut orders = BTreeSet::new();
     let mut timings = BTreeSet::new();
     let mut failed = Vec::new();
     for (seed, result) in &results {
         let summary = &result.summary;
         totals.add(&summary.outcomes);
+        coverage.add(&summary.coverage);
         orders.insert(result.order_hash.as_str());
         timings.insert(result.timing_hash.as_str());
         if !summary.passed() {
@@ -265,6 +269,7 @@ pub fn report(
         totals,
         distinct_traces: orders.len() as u64,
         distinct_timings: timings.len() as u64,
+        coverage,
         wall_s,
     }
 }
@@ -309,6 +314,9 @@ pub fn render(report: &SweepReport) -> String {
     );
     for (code, n) in &t.errors {
         let _ = writeln!(out, "    {code} {n}");
+    }
+    for line in report.coverage.lines() {
+        let _ = writeln!(out, "  race {line}");
     }
     let _ = writeln!(
         out,

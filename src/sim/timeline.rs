@@ -165,7 +165,8 @@ fn actor(kind: &EventKind) -> &str {
         | LateAnswer { agent, .. }
         | Withdraw { agent, .. }
         | UserMessage { agent, .. }
-        | Cancel { agent } => agent,
+        | Cancel { agent }
+        | NewTurn { agent } => agent,
         Offer { answerer, .. }
         | Accept { answerer, .. }
         | Decline { answerer, .. }
@@ -271,6 +272,7 @@ fn tree_text(kind: &EventKind) -> String {
         }
         Stop { .. } => "stopped".to_owned(),
         Cancel { .. } => "turn cancelled".to_owned(),
+        NewTurn { .. } => "starts a new turn".to_owned(),
         CancelCall { call_id } => format!("cancel_call {call_id}"),
         Dropped { what } => format!("dropped {}", cut(&what.to_string())),
         ProcessLoss { .. } | Restart => rule_text(kind).unwrap_or_default(),

@@ -303,6 +303,7 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
         EventKind::Withdraw { .. } => "Withdraw",
         EventKind::UserMessage { .. } => "UserMessage",
         EventKind::Cancel { .. } => "Cancel",
+        EventKind::NewTurn { .. } => "NewTurn",
         EventKind::CancelCall { .. } => "CancelCall",
         EventKind::Crash { .. } => "Crash",
         EventKind::ProcessLoss { .. } => "ProcessLoss",
