@@ -69,17 +69,9 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let shard = match crate::sim::shard::resolve(args.shard, |name| std::env::var_os(name)) {
-        Ok((shard, note)) => {
-            if let Some(note) = note {
-                eprintln!("asksim sweep: {note}");
-            }
-            shard
-        }
-        Err(error) => {
-            eprintln!("asksim sweep: --shard: {error}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+    let shard = match resolve_shard(args.shard) {
+        Ok(shard) => shard,
+        Err(code) => return code,
     };
     let options = SweepOptions {
         file: file.display().to_string(),
@@ -125,6 +117,22 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         report.seeds
     );
     ExitCode::FAILURE
+}
+
+/// The shard `--shard` names (`auto/N` read from the environment), or exit 2.
+fn resolve_shard(arg: Option<crate::sim::shard::ShardArg>) -> Result<crate::sim::shard::Shard, ExitCode> {
+    match crate::sim::shard::resolve(arg, |name| std::env::var_os(name)) {
+        Ok((shard, note)) => {
+            if let Some(note) = note {
+                eprintln!("asksim sweep: {note}");
+            }
+            Ok(shard)
+        }
+        Err(error) => {
+            eprintln!("asksim sweep: --shard: {error}");
+            Err(ExitCode::from(EXIT_BAD_INPUT))
+        }
+    }
 }
 
 /// The `--require` names, each a race of the report's `coverage`, or why not.

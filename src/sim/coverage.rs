@@ -214,14 +214,7 @@ impl<'s> Pass<'s> {
             }
             EventKind::Accept {
                 call_id, answerer, ..
-            } => {
-                let due = self.fixed.get(&**answerer).map(|s| (t + s, answerer.to_string()));
-                let call = self.call(call_id);
-                call.owner = Some(answerer.to_string());
-                call.due.extend(due);
-                call.accepts.push((t, answerer.to_string()));
-                call.contacts.push((t, answerer.to_string()));
-            }
+            } => self.accepted(call_id, answerer, t),
             EventKind::Decline {
                 call_id,
                 answerer,
@@ -257,6 +250,15 @@ impl<'s> Pass<'s> {
             EventKind::ProcessLoss { .. } => self.losses.push((t, seq)),
             _ => {}
         }
+    }
+
+    fn accepted(&mut self, call_id: &str, answerer: &str, t: f64) {
+        let due = self.fixed.get(answerer).map(|s| (t + s, answerer.to_owned()));
+        let call = self.call(call_id);
+        call.owner = Some(answerer.to_owned());
+        call.due.extend(due);
+        call.accepts.push((t, answerer.to_owned()));
+        call.contacts.push((t, answerer.to_owned()));
     }
 
     fn refused(&mut self, call_id: &str, answerer: &str, what: &str, reason: &str, t: f64) {

@@ -37,6 +37,16 @@ pub struct Candidate {
 pub trait Chooser {
     /// The index of the candidate to deliver.
     fn pick(&mut self, candidates: &[Candidate]) -> usize;
+
+    /// Whether the run should stop before delivering what was just picked (an
+    /// exploration that found every order from here covered).
+    fn halted(&self) -> bool {
+        false
+    }
+
+    /// Hears that a delivery was made, and whether it touched state shared by
+    /// every actor (an agent spawned takes the next agent id).
+    fn delivered(&mut self, _shared: bool) {}
 }
 
 /// One delivery.
@@ -265,6 +275,14 @@ impl Queue {
                 }
                 self.advance(limit)?;
                 continue;
+            }
+            if self.ready.len() > 1 {
+                // Cancelled timers and channels of a lost life are no choice.
+                let ready = std::mem::take(&mut self.ready);
+                self.ready = ready.into_iter().filter(|e| self.live(e)).collect();
+                if self.ready.is_empty() {
+                    continue;
+                }
             }
             let index = if self.ready.len() == 1 {
                 0

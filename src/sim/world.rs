@@ -31,6 +31,33 @@ use crate::sim::queue::{Chooser, Delivery, Queue, Stop};
 /// The timer id of the driver's restart.
 const RESTART_TIMER: u64 = 1;
 
+/// Seeded delays on messages between actors (SPEC §5 `jitter`): one stream per
+/// channel (sender and receiver), so a delay depends on the channel's own traffic
+/// only, and two deliveries to different actors still commute (what `explore`
+/// relies on). The driver's own messages are never delayed.
+struct Jitter {
+    seed: u64,
+    max: Nanos,
+    channels: HashMap<(Addr, Addr), StdRng>,
+}
+
+impl Jitter {
+    fn delay(&mut self, from: Addr, to: Addr) -> Nanos {
+        if from == Addr::Driver {
+            return 0;
+        }
+        let seed = self.seed;
+        let rng = self.channels.entry((from, to)).or_insert_with(|| {
+            let key = format!("{from:?}>{to:?}");
+            let stream = key.bytes().fold(0u64, |h, b| {
+                h.wrapping_mul(0x100_0000_01B3).wrapping_add(u64::from(b))
+            });
+            StdRng::seed_from_u64(crate::seed::derive_seed(seed, stream))
+        });
+        rng.gen_range(0..=self.max)
+    }
+}
+
 /// Why a run stopped short.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
@@ -62,7 +89,7 @@ pub struct World<'s> {
     answerers: Vec<Option<AnswererState>>,
     specs: BTreeMap<String, Arc<AgentSpec>>,
     recorder: Recorder,
-    jitter: Option<(StdRng, Nanos)>,
+    jitter: Option<Jitter>,
     next_agent: AgentId,
     finals: BTreeMap<String, Value>,
     out: Out,
@@ -79,8 +106,11 @@ impl<'s> World<'s> {
             .into_iter()
             .map(|spec| (spec.name.clone(), Arc::new(spec.clone())))
             .collect();
-        let jitter =
-            (jitter_max_s > 0.0).then(|| (StdRng::seed_from_u64(jitter_stream(seed)), nanos(jitter_max_s)));
+        let jitter = (jitter_max_s > 0.0).then(|| Jitter {
+            seed: jitter_stream(seed),
+            max: nanos(jitter_max_s),
+            channels: HashMap::new(),
+        });
         World {
             scenario,
             seed,
@@ -130,7 +160,12 @@ impl<'s> World<'s> {
                             crate::sim::driver::PANIC_AFTER_ENV
                         );
                     }
-                    self.deliver(delivery)
+                    if chooser.halted() {
+                        return None;
+                    }
+                    let agents = self.next_agent;
+                    self.deliver(delivery);
+                    chooser.delivered(self.next_agent != agents);
                 }
                 Err(Stop::Done) => return None,
                 Err(Stop::Limit) => return Some(Limit::VirtualSMax),
@@ -263,11 +298,9 @@ impl<'s> World<'s> {
         for effect in out.drain() {
             match effect {
                 Effect::Send(envelope) => {
-                    let delay = match (&mut self.jitter, from) {
-                        (Some((rng, max)), Addr::Broker | Addr::Agent(_) | Addr::Answerer(_)) => {
-                            rng.gen_range(0..=*max)
-                        }
-                        _ => 0,
+                    let delay = match &mut self.jitter {
+                        Some(jitter) => jitter.delay(from, envelope.to()),
+                        None => 0,
                     };
                     self.queue.send(from, envelope, now.saturating_add(delay));
                 }
@@ -315,7 +348,7 @@ impl<'s> World<'s> {
         self.names.insert(agent.name().clone(), id);
         self.agents.insert(id, agent);
         let delay = match &mut self.jitter {
-            Some((rng, max)) => rng.gen_range(0..=*max),
+            Some(jitter) => jitter.delay(from, Addr::Broker),
             None => 0,
         };
         let msg = Envelope::Broker(BrokerMsg::Register(registration));
