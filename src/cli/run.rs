@@ -39,6 +39,28 @@ pub(super) struct RunArgs {
     /// `--json`, as the array of strings `timeline`).
     #[arg(long)]
     timeline: bool,
+    /// Replay one delivery order, as `asksim explore` prints it (`0*12.1.0*3`:
+    /// the candidate taken at each choice point); it replaces the strategy.
+    #[arg(long, value_name = "SCHEDULE", value_parser = crate::sim::explore::parse_schedule)]
+    schedule: Option<Schedule>,
+}
+
+/// A parsed `--schedule` (a named type: clap takes a bare `Vec` for a list).
+type Schedule = Vec<usize>;
+
+/// Runs as `options` say, under the replayed schedule when there is one.
+fn execute(
+    scenario: &crate::scenario::Scenario,
+    options: RunOptions,
+    schedule: Option<&Schedule>,
+) -> std::io::Result<driver::RunOutput> {
+    match schedule {
+        Some(choices) => {
+            let mut replay = crate::sim::explore::Replay::new(choices.clone());
+            driver::run_with(scenario, options, &mut replay)
+        }
+        None => driver::run_options(scenario, options),
+    }
 }
 
 pub(super) fn run(args: &RunArgs) -> ExitCode {
@@ -52,6 +74,10 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
     options.strategy = args.explore.unwrap_or(options.strategy);
+    if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
+        eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
     if let Some(path) = &args.log {
         match std::fs::File::create(path) {
@@ -63,7 +89,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         }
     }
     let file = args.file.display().to_string();
-    let output = match driver::run_options(&scenario, options) {
+    let output = match execute(&scenario, options, args.schedule.as_ref()) {
         Ok(output) => output,
         Err(error) => {
             let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
@@ -81,13 +107,17 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
             keep_events: true,
             log: None,
         };
-        let again =
-            driver::run_options(&scenario, again).expect("a run without a log cannot fail to write one");
+        let again = execute(&scenario, again, args.schedule.as_ref())
+            .expect("a run without a log cannot fail to write one");
         determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
             let command = crate::sim::report::reproduce_command(&file, &output);
             summary.reproduce = Some(format!("{command} --check-determinism"));
         }
+    }
+    if let (Some(reproduce), Some(choices)) = (&mut summary.reproduce, &args.schedule) {
+        let schedule = crate::sim::explore::schedule_string(choices);
+        reproduce.push_str(&format!(" --schedule {schedule}"));
     }
     if let Some(path) = &args.chrome_trace {
         let trace = crate::sim::chrome_trace::chrome_trace(output.events());

@@ -25,6 +25,7 @@
 pub mod chrome_trace;
 pub mod coverage;
 pub mod driver;
+pub mod explore;
 pub mod invariants;
 pub mod merge;
 pub mod protocol_check;

@@ -1,0 +1,423 @@
+//! `asksim explore --all`: every delivery order of a small scenario.
+//!
+//! A stateless depth-first search over the scheduler's choices: each schedule is
+//! a fresh run whose chooser follows a prefix of choices and then takes the first
+//! one not yet explored. Sleep sets (Godefroid) cut what cannot differ: two
+//! deliveries to different actors commute (each actor's state is its own, the
+//! queue keeps a channel per sender and receiver, and jitter draws per channel),
+//! so only the relative order of deliveries to the same receiver matters.
+//!
+//! Where shared state makes that unsafe, the reduction treats it as a delivery
+//! to everyone: the driver's own deliveries (scheduled events, restarts) read and
+//! write every actor's state (a process loss, a crash, a turn looked up by name),
+//! so they are dependent with every other delivery. The event log is shared too,
+//! but only its order differs between commuting deliveries, not what happened:
+//! outcomes are compared, not logs.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::protocol::Addr;
+use crate::scenario::{Clock, Scenario};
+use crate::sim::driver::{self, RunOptions};
+use crate::sim::invariants::Violation;
+use crate::sim::queue::{Candidate, Chooser};
+use crate::sim::report::summarise;
+
+/// Schedules explored at most, unless `--max` says otherwise.
+pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
+
+/// One choice point of the search.
+struct Node {
+    candidates: Vec<Candidate>,
+    /// Candidates that need not be tried here (their order was covered).
+    sleep: Vec<Candidate>,
+    /// Candidates tried here already.
+    done: Vec<Candidate>,
+    chosen: Candidate,
+    /// Whether delivering `chosen` touched state every actor shares (it spawned
+    /// an agent, which takes the next agent id): then it commutes with nothing.
+    shared: bool,
+}
+
+/// Two deliveries whose order can change what happens.
+fn dependent(a: &Candidate, b: &Candidate) -> bool {
+    a.to == b.to || a.to == Addr::Driver || b.to == Addr::Driver
+}
+
+/// The chooser of one schedule: the stack's choices, then new choice points.
+struct Dfs<'a> {
+    stack: &'a mut Vec<Node>,
+    depth: usize,
+    halted: bool,
+    /// The choice point whose delivery is under way.
+    picked: Option<usize>,
+    /// Whether sleep sets prune.
+    reduce: bool,
+}
+
+impl Chooser for Dfs<'_> {
+    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+        let index = if self.depth < self.stack.len() {
+            let chosen = self.stack[self.depth].chosen;
+            candidates
+                .iter()
+                .position(|c| c.seq == chosen.seq)
+                .expect("a replayed prefix meets the same choices")
+        } else {
+            match self.new_node(candidates) {
+                Some(index) => index,
+                None => {
+                    self.halted = true;
+                    return 0;
+                }
+            }
+        };
+        self.picked = Some(self.depth);
+        self.depth += 1;
+        index
+    }
+
+    fn halted(&self) -> bool {
+        self.halted
+    }
+
+    fn delivered(&mut self, shared: bool) {
+        if let Some(at) = self.picked.take() {
+            self.stack[at].shared = shared;
+        }
+    }
+}
+
+impl Dfs<'_> {
+    /// A choice point reached for the first time: its sleep set comes from its
+    /// parent; the first candidate awake is chosen. All asleep: every order from
+    /// here was covered elsewhere, and the schedule stops.
+    fn new_node(&mut self, candidates: &[Candidate]) -> Option<usize> {
+        let sleep: Vec<Candidate> = match self.stack.last() {
+            Some(parent) if self.reduce => parent
+                .sleep
+                .iter()
+                .chain(&parent.done)
+                .filter(|u| !parent.shared && !dependent(u, &parent.chosen))
+                .filter(|u| candidates.iter().any(|c| c.seq == u.seq))
+                .copied()
+                .collect(),
+            _ => Vec::new(),
+        };
+        let index = candidates
+            .iter()
+            .position(|c| !sleep.iter().any(|s| s.seq == c.seq))?;
+        self.stack.push(Node {
+            candidates: candidates.to_vec(),
+            sleep,
+            done: Vec::new(),
+            chosen: candidates[index],
+            shared: false,
+        });
+        Some(index)
+    }
+}
+
+/// Moves the search to the next schedule: the deepest choice point with a
+/// candidate neither tried nor asleep takes it; exhausted points are dropped.
+/// Returns false when the whole space was explored.
+fn backtrack(stack: &mut Vec<Node>) -> bool {
+    while let Some(node) = stack.last_mut() {
+        let chosen = node.chosen;
+        node.done.push(chosen);
+        let next = node.candidates.iter().find(|c| {
+            !node.done.iter().any(|d| d.seq == c.seq) && !node.sleep.iter().any(|s| s.seq == c.seq)
+        });
+        if let Some(next) = next.copied() {
+            node.chosen = next;
+            node.shared = false;
+            return true;
+        }
+        stack.pop();
+    }
+    false
+}
+
+/// A schedule as a compact string: the index chosen at each choice point, runs
+/// of one index written `i*n` (`0*12.1.0*3`).
+pub fn schedule_string(choices: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut at = 0;
+    while at < choices.len() {
+        let run = choices[at..].iter().take_while(|c| **c == choices[at]).count();
+        parts.push(if run > 1 {
+            format!("{}*{run}", choices[at])
+        } else {
+            choices[at].to_string()
+        });
+        at += run;
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(".")
+    }
+}
+
+/// The choices a schedule string names, or why it names none.
+pub fn parse_schedule(text: &str) -> Result<Vec<usize>, String> {
+    if text == "-" {
+        return Ok(Vec::new());
+    }
+    let mut choices = Vec::new();
+    for part in text.split('.') {
+        let (index, run) = part.split_once('*').unwrap_or((part, "1"));
+        let index: usize = index
+            .parse()
+            .map_err(|_| format!("bad choice {part:?} in schedule {text:?}"))?;
+        let run: usize = run
+            .parse()
+            .map_err(|_| format!("bad run {part:?} in schedule {text:?}"))?;
+        if run == 0 || choices.len() + run > 10_000_000 {
+            return Err(format!("bad run {part:?} in schedule {text:?}"));
+        }
+        choices.extend(std::iter::repeat_n(index, run));
+    }
+    Ok(choices)
+}
+
+/// Replays a schedule: the given index at each choice point (clamped to what is
+/// deliverable), then the first candidate.
+pub struct Replay {
+    choices: Vec<usize>,
+    at: usize,
+}
+
+impl Replay {
+    /// A replay of `choices`.
+    pub fn new(choices: Vec<usize>) -> Replay {
+        Replay { choices, at: 0 }
+    }
+}
+
+impl Chooser for Replay {
+    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+        let index = self.choices.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        index.min(candidates.len() - 1)
+    }
+}
+
+/// How many schedules ended one way.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutcomeCount {
+    /// Every call's outcome (`answers`, `pending -> late_answered`, `ABORTED`, …),
+    /// and whether the run passed.
+    pub outcome: BTreeMap<String, String>,
+    /// Schedules that ended so.
+    pub count: u64,
+}
+
+/// The first schedule that failed.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedSchedule {
+    /// The schedule, as `run --schedule` takes it.
+    pub schedule: String,
+    /// The command that replays exactly that schedule.
+    pub reproduce: String,
+    /// What broke.
+    pub violations: Vec<Violation>,
+    /// Expectations that failed.
+    pub failures: Vec<String>,
+}
+
+/// What `explore --all` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExploreReport {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed (latencies and jitter draw from it; the schedule is the search's).
+    pub seed: u64,
+    /// Complete schedules run.
+    pub schedules: u64,
+    /// Schedules stopped early because every order from there was covered.
+    pub pruned: u64,
+    /// Whether the space was exhausted (every order of deliveries to the same
+    /// receiver explored).
+    pub complete: bool,
+    /// The distinct outcomes, with a count each.
+    pub outcomes: Vec<OutcomeCount>,
+    /// The first failing schedule, if one failed.
+    pub first_failure: Option<FailedSchedule>,
+    /// Seconds of wall time.
+    pub wall_s: f64,
+}
+
+/// How to explore.
+#[derive(Clone, Copy, Debug)]
+pub struct ExploreOptions {
+    /// The seed latencies and jitter draw from.
+    pub seed: u64,
+    /// Schedules run at most, complete and pruned.
+    pub max: u64,
+    /// Prune with sleep sets (on for every user; off only to check, in tests,
+    /// that pruning loses no outcome).
+    pub reduce: bool,
+}
+
+impl ExploreOptions {
+    /// A reduced exploration under `seed` of at most `max` schedules.
+    pub fn new(seed: u64, max: u64) -> ExploreOptions {
+        ExploreOptions {
+            seed,
+            max,
+            reduce: true,
+        }
+    }
+}
+
+/// Explores the delivery orders of `scenario` (loaded from `file`) as `options`
+/// say; `progress` hears the count of complete schedules after each.
+pub fn explore(
+    scenario: &Scenario,
+    file: &str,
+    options: ExploreOptions,
+    progress: impl Fn(u64),
+) -> ExploreReport {
+    let ExploreOptions { seed, max, reduce } = options;
+    let wall = std::time::Instant::now();
+    let mut stack: Vec<Node> = Vec::new();
+    let (mut schedules, mut pruned, mut complete) = (0u64, 0u64, false);
+    let mut outcomes: BTreeMap<BTreeMap<String, String>, u64> = BTreeMap::new();
+    let mut first_failure = None;
+    while schedules + pruned < max {
+        let mut dfs = Dfs {
+            stack: &mut stack,
+            depth: 0,
+            halted: false,
+            picked: None,
+            reduce,
+        };
+        let options = RunOptions {
+            seed,
+            clock: Clock::Virtual,
+            strategy: scenario.explore.unwrap_or_default(),
+            keep_events: true,
+            log: None,
+        };
+        let output = driver::run_with(scenario, options, &mut dfs).expect("a run writes no log");
+        if dfs.halted {
+            pruned += 1;
+        } else {
+            schedules += 1;
+            let choices: Vec<usize> = stack.iter().map(index_of).collect();
+            let summary = summarise(scenario, file, &output);
+            *outcomes.entry(outcome_of(&output, summary.passed())).or_insert(0) += 1;
+            if !summary.passed() && first_failure.is_none() {
+                let schedule = schedule_string(&choices);
+                first_failure = Some(FailedSchedule {
+                    reproduce: format!("asksim run {file} --seed {seed} --schedule {schedule}"),
+                    schedule,
+                    violations: summary.invariants.violations,
+                    failures: summary.expectations.failures,
+                });
+            }
+            progress(schedules);
+        }
+        if !backtrack(&mut stack) {
+            complete = true;
+            break;
+        }
+    }
+    ExploreReport {
+        scenario: scenario.name.clone(),
+        seed,
+        schedules,
+        pruned,
+        complete,
+        outcomes: outcomes
+            .into_iter()
+            .map(|(outcome, count)| OutcomeCount { outcome, count })
+            .collect(),
+        first_failure,
+        wall_s: wall.elapsed().as_secs_f64(),
+    }
+}
+
+fn index_of(node: &Node) -> usize {
+    node.candidates
+        .iter()
+        .position(|c| c.seq == node.chosen.seq)
+        .unwrap_or(0)
+}
+
+/// A run's outcome: each call's first result, and how a pending one closed.
+fn outcome_of(output: &crate::sim::driver::RunOutput, passed: bool) -> BTreeMap<String, String> {
+    let projection = output.projection();
+    let mut outcome: BTreeMap<String, String> = projection
+        .questions
+        .iter()
+        .map(|(id, q)| {
+            let first = q.first.map_or("open", |(kind, _)| kind.as_str());
+            let mut text = if q.went_pending {
+                format!("pending -> {}", q.state.as_str())
+            } else {
+                first.to_owned()
+            };
+            if let Some(settled) = q.settled.as_ref().filter(|s| !s.starts_with(r#"{"error""#)) {
+                text.push_str(&format!(" {}", shorten(settled)));
+            }
+            (id.clone(), text)
+        })
+        .collect();
+    for (id, rejected) in &projection.rejected {
+        outcome.insert(id.clone(), rejected.outcome.clone());
+    }
+    outcome.insert(
+        "(verdict)".to_owned(),
+        if passed { "PASS" } else { "FAIL" }.to_owned(),
+    );
+    outcome
+}
+
+/// A settlement's text, cut to a readable length.
+fn shorten(text: &str) -> String {
+    const CHARS_MAX: usize = 80;
+    match text.char_indices().nth(CHARS_MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// The human report.
+pub fn render(report: &ExploreReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let space = if report.complete {
+        "complete"
+    } else {
+        "not complete (--max reached)"
+    };
+    let _ = writeln!(
+        out,
+        "asksim explore: {} (seed {}): {} schedules, {} pruned, {space}",
+        report.scenario, report.seed, report.schedules, report.pruned
+    );
+    for outcome in &report.outcomes {
+        let each: Vec<String> = outcome.outcome.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(out, "  {:>8}  {}", outcome.count, each.join(", "));
+    }
+    match &report.first_failure {
+        None => {
+            let _ = writeln!(out, "  no schedule failed");
+        }
+        Some(failure) => {
+            let _ = writeln!(out, "  FAIL schedule {}: {}", failure.schedule, failure.reproduce);
+            for v in &failure.violations {
+                let _ = writeln!(out, "    VIOLATION {v}");
+            }
+            for f in &failure.failures {
+                let _ = writeln!(out, "    EXPECTATION FAILED {f}");
+            }
+        }
+    }
+    let _ = writeln!(out, "  {:.2} s wall", report.wall_s);
+    out
+}
