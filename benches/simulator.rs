@@ -52,7 +52,9 @@ fn sweep_quickstart(c: &mut Criterion) {
     group.sample_size(10);
     let scenario = load("quickstart.json");
     let options = options(Strategy::Random);
-    group.bench_function("one_core", |b| b.iter(|| black_box(sweep(&scenario, &options, |_| {}))));
+    group.bench_function("one_core", |b| {
+        b.iter(|| black_box(sweep(&scenario, &options, |_| {})))
+    });
     group.finish();
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Plants realistic race bugs in the broker (and the simulator's executor), one at a
-time, and checks that a sweep of the repo's own scenarios catches each: the
-simulator, not only the unit tests. Prints, per bug, the first scenario whose sweep
-failed and the invariant it named, or MISSED. Restores every file it touched.
+time, and checks that the simulator catches each on the repo's own scenarios, two
+ways: a seed sweep (invariants only), and `explore --all` (every delivery order at
+each instant, expectations included) of every scenario small enough. Prints, per
+bug, the first scenario that failed each way and what it named, or MISSED; a bug
+counts as caught if either way catches it. Restores every file it touched.
 
 Usage (from the project root): scripts/plant-bugs.py [SEEDS]   (default 0..100)
 Takes a few minutes: one release build per bug."""
@@ -32,6 +34,8 @@ BUGS = [
      "src/broker/waterfall.rs", "if held && call.phase == Phase::Waiting {", "if false && held {"),
     ("a death notice overtakes a message the answerer queued before dying",
      "src/sim/world.rs", "self.queue.send(Addr::Answerer(index), died, self.now());", "self.queue.send(Addr::Driver, died, self.now());"),
+    ("a parent runs a step because a child ended of a turn signal that has not reached the parent yet",
+     "src/agent/mod.rs", "fired.filter(|t| self.turn.fired_by(*t))", "fired.filter(|_| false)"),
     ("a decided user message is not redelivered after a restart",
      "src/sim/world.rs", "state.redeliver(call_id, message, &mut self.out);", "let _ = (call_id, message, &state);"),
 ]
@@ -50,6 +54,21 @@ def caught():
         failure = report["failed"][0]
         what = [v["invariant"] for v in failure["violations"]] or [failure.get("limit") or failure.get("crashed")]
         return f"{scenario} (seed {failure['seed']}): {', '.join(sorted(set(map(str, what))))}"
+    return None
+
+def explored():
+    """The first scenario with an order that fails under `explore --all`."""
+    for scenario in scenarios():
+        if "load" in scenario:
+            continue
+        out = subprocess.run(["target/release/asksim", "explore", scenario, "--all", "--max", "20000",
+                              "--json"], capture_output=True, text=True)
+        if out.returncode == 0:
+            continue
+        failure = json.loads(out.stdout)["first_failure"]
+        what = ([v["invariant"] for v in failure["violations"]] or failure["failures"][:1]
+                or [failure.get("limit") or failure.get("crashed")])
+        return f"{scenario} (schedule {failure['schedule']}): {', '.join(sorted(set(map(str, what))))[:120]}"
     return None
 
 def bugs():
@@ -72,15 +91,20 @@ def main():
             open(path, "w").write(text.replace(old, new))
         try:
             build = subprocess.run(["cargo", "build", "--release", "--bin", "asksim"], capture_output=True, text=True)
-            verdict = caught() if build.returncode == 0 else "BUILD FAILED: " + build.stderr[-300:]
+            if build.returncode == 0:
+                swept, explored_ = caught(), explored()
+            else:
+                swept = explored_ = "BUILD FAILED: " + build.stderr[-300:]
         finally:
             for path, text in saved.items():
                 open(path, "w").write(text)
+        verdict = swept or explored_
         results.append((description, verdict))
-        print(f"{'CAUGHT' if verdict else 'MISSED'}  {description}: {verdict or '-'}", flush=True)
+        print(f"{'CAUGHT' if verdict else 'MISSED'}  {description}\n    sweep:   {swept or 'missed'}"
+              f"\n    explore: {explored_ or 'missed'}", flush=True)
     subprocess.run(["cargo", "build", "--release", "--bin", "asksim"], capture_output=True)
     missed = [d for d, v in results if not v]
-    print(f"{len(results) - len(missed)} of {len(results)} planted bugs caught by a sweep of scenarios/")
+    print(f"{len(results) - len(missed)} of {len(results)} planted bugs caught by a sweep or an exploration of scenarios/")
     sys.exit(1 if missed else 0)
 
 if __name__ == "__main__":

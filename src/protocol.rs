@@ -442,6 +442,8 @@ pub enum AgentMsg {
         child: Name,
         /// Its final result (SPEC §5).
         final_result: Value,
+        /// The turn whose firing ended its script, if one did.
+        fired: Option<TurnId>,
     },
     /// Timer: a `work` step is done.
     WorkDone {

@@ -172,10 +172,21 @@ impl AgentState {
             AgentMsg::Closed { call_id, message } => self.closed(call_id, message, out),
             AgentMsg::TurnFired(turn) => {
                 if self.turn.fired_by(turn) {
-                    self.turn_fired(out);
+                    self.turn_fired(turn, out);
                 }
             }
-            AgentMsg::ChildEnded { child, final_result } => self.child_ended(child, final_result, out),
+            AgentMsg::ChildEnded {
+                child,
+                final_result,
+                fired,
+            } => {
+                // The signal that ended the child may reach it before it reaches
+                // this agent: it is the same signal, so this script ends first.
+                if let Some(turn) = fired.filter(|t| self.turn.fired_by(*t)) {
+                    self.turn_fired(turn, out);
+                }
+                self.child_ended(child, final_result, out)
+            }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {
                 let CallReply { numbered, result } = reply;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::{AgentState, Waiter};
 use crate::effect::{Out, Spawn};
-use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, nanos};
+use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
 use crate::tool::{ErrorCode, Mode, ToolResult};
 
@@ -49,6 +49,11 @@ pub struct Script {
     asking: Option<String>,
     /// The turn fired while a call was in flight: end once its result is in.
     ending: bool,
+    /// The turn whose firing ended (or is ending) the script: its owner hears it
+    /// with the final result, and ends its own script first if that turn is one
+    /// of its own (SPEC §3.8: a fired turn ends the whole tree at one instant, so
+    /// no parent runs a step because a child ended of the same signal).
+    fired: Option<TurnId>,
     ended: bool,
     results: Map<String, Value>,
     unresolved: Vec<Value>,
@@ -67,6 +72,7 @@ impl Script {
             wait: None,
             asking: None,
             ending: false,
+            fired: None,
             ended: false,
             results: Map::new(),
             unresolved: Vec::new(),
@@ -266,10 +272,11 @@ impl AgentState {
     }
 
     /// The turn fired: the script ends now, or once the call in flight settles.
-    pub(super) fn turn_fired(&mut self, out: &mut Out) {
+    pub(super) fn turn_fired(&mut self, turn: TurnId, out: &mut Out) {
         let Some(script) = self.script.as_mut().filter(|s| !s.ended) else {
             return;
         };
+        script.fired = Some(turn);
         match script.wait {
             Some(Wait::Call(_)) => script.ending = true,
             _ => self.finish(out),
@@ -291,6 +298,7 @@ impl AgentState {
                 AgentMsg::ChildEnded {
                     child: self.name.clone(),
                     final_result,
+                    fired: script.fired,
                 },
             );
         }

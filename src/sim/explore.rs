@@ -226,6 +226,10 @@ pub struct FailedSchedule {
     pub violations: Vec<Violation>,
     /// Expectations that failed.
     pub failures: Vec<String>,
+    /// The limit that stopped the run, or null.
+    pub limit: Option<&'static str>,
+    /// The panic that ended the run, or null.
+    pub crashed: Option<String>,
 }
 
 /// What `explore --all` reports.
@@ -317,6 +321,8 @@ pub fn explore(
                     schedule,
                     violations: summary.invariants.violations,
                     failures: summary.expectations.failures,
+                    limit: summary.limit,
+                    crashed: summary.crashed,
                 });
             }
             progress(schedules);
@@ -415,6 +421,12 @@ pub fn render(report: &ExploreReport) -> String {
             }
             for f in &failure.failures {
                 let _ = writeln!(out, "    EXPECTATION FAILED {f}");
+            }
+            if let Some(limit) = failure.limit {
+                let _ = writeln!(out, "    LIMIT {limit}");
+            }
+            if let Some(crashed) = &failure.crashed {
+                let _ = writeln!(out, "    CRASHED {crashed}");
             }
         }
     }

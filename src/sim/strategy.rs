@@ -134,4 +134,12 @@ impl Chooser for Counting<'_> {
         self.choices += 1;
         self.inner.pick(candidates)
     }
+
+    fn halted(&self) -> bool {
+        self.inner.halted()
+    }
+
+    fn delivered(&mut self, shared: bool) {
+        self.inner.delivered(shared);
+    }
 }
