@@ -1,7 +1,7 @@
 //! The simulator's own costs: what the controlled scheduler costs per strategy
 //! (a sweep under `random` and `pct:3` against `fifo`, today's order), and how
 //! many seeds per second a sweep of the quickstart runs on one core (SPEC §8:
-//! at least 20,000).
+//! at least 20,000), and how many schedules per second `explore --all` runs.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -58,9 +58,27 @@ fn sweep_quickstart(c: &mut Criterion) {
     group.finish();
 }
 
+/// `explore --all` over a small space (the request-vs-cancel tie, 44 schedules)
+/// and a larger one (cancel-tree, 3,652 schedules and 2,908 pruned).
+fn explore_all(c: &mut Criterion) {
+    use asksim::sim::explore::{ExploreOptions, explore};
+    let mut group = c.benchmark_group("explore_all");
+    group.sample_size(10);
+    for name in ["race-request-vs-cancel-tie.json", "cancel-tree.json"] {
+        let scenario = load(name);
+        let options = ExploreOptions::new(scenario.seed, 100_000);
+        let schedules = explore(&scenario, name, options, |_| {}).schedules;
+        group.throughput(Throughput::Elements(schedules));
+        group.bench_function(name.trim_end_matches(".json"), |b| {
+            b.iter(|| black_box(explore(&scenario, name, options, |_| {})))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
-    targets = sweep_by_strategy, sweep_quickstart
+    targets = sweep_by_strategy, sweep_quickstart, explore_all
 }
 criterion_main!(benches);
