@@ -46,3 +46,43 @@ fn every_scenario_passes_and_is_deterministic() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The failing examples (`scenarios/failing/`, the inputs of the README's `shrink`
+/// example and its tests) fail as their `about` says: under their own seed, only an
+/// expectation breaks (one result of the call the file names), never an invariant,
+/// and the same way on every run.
+#[test]
+fn every_failing_example_fails_by_an_expectation_only() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/failing");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("scenarios/failing/ exists")
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "many-agents.json and references.json");
+    for file in &files {
+        let label = file.display().to_string();
+        let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
+        let output = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let summary = summarise(&scenario, &label, &output);
+        assert!(!summary.passed(), "{label} must fail");
+        assert!(
+            summary.invariants.violations.is_empty() && summary.limit.is_none() && summary.crashed.is_none(),
+            "{label} fails by an expectation only: {}",
+            asksim::sim::report::render_table(&summary)
+        );
+        assert_eq!(
+            summary.expectations.failed, 1,
+            "{label}: {:?}",
+            summary.expectations.failures
+        );
+        let about = &scenario.about;
+        let failure = &summary.expectations.failures[0];
+        let call = failure
+            .split(['[', ']'])
+            .nth(1)
+            .unwrap_or_else(|| panic!("{label}: {failure} names a call"));
+        assert!(about.contains(call), "{label}: its about names {call}: {about}");
+    }
+}

@@ -1,6 +1,6 @@
 //! `asksim shrink` (SPEC §7, issue #12): from a failing run, a 1-minimal scenario
 //! that fails the same way, written as an ordinary scenario file that the printed
-//! command reproduces. The failing inputs live in `tests/fixtures/shrink/`: every
+//! command reproduces. The failing inputs live in `scenarios/failing/`: every
 //! file in `scenarios/` must pass.
 
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ impl Drop for TempDir {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/shrink")
+        .join("scenarios/failing")
         .join(name)
 }
 
