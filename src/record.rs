@@ -2,7 +2,8 @@
 //! happens: to the trace hash (SHA-256 of the log's bytes), to the order hash (the
 //! same lines without `seq` and `t`: equal for two runs exactly when they did the
 //! same things in the same order), to the projection, to the log file when one is
-//! asked for, and to a kept list when a caller wants every event.
+//! asked for, to an [`Observer`] (the simulator's streaming checker) when one
+//! watches, and to a kept list when a caller wants every event.
 //!
 //! It is the one place events are written; executors own one per run (the
 //! simulator's world) or share one behind a lock (the actor runtime).
@@ -14,6 +15,15 @@ use sha2::{Digest, Sha256};
 use crate::event::{Event, EventKind};
 use crate::log::LogHeader;
 use crate::projection::Projection;
+
+/// Watches every event as it is recorded: the simulator checks its invariants and
+/// counts race coverage this way, in one pass, without keeping the events.
+pub trait Observer: Send {
+    /// Takes one more event.
+    fn event(&mut self, event: &Event);
+    /// The observer itself, to be taken back at the end of the run.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
 
 /// What a finished recording gives.
 #[derive(Clone, Debug)]
@@ -49,6 +59,7 @@ pub struct Recorder {
     timing: Sha256,
     projection: Projection,
     keep: Option<Vec<Event>>,
+    observer: Option<Box<dyn Observer>>,
     file: Option<Box<dyn Write + Send>>,
     file_error: Option<std::io::Error>,
 }
@@ -80,6 +91,7 @@ impl Recorder {
             timing: Sha256::new(),
             projection: Projection::default(),
             keep: keep.then(Vec::new),
+            observer: None,
             file: None,
             file_error: None,
         }
@@ -94,6 +106,16 @@ impl Recorder {
             Ok(()) => self.file = Some(out),
             Err(error) => self.file_error = Some(error),
         }
+    }
+
+    /// Hands every event from now on to `observer` too.
+    pub fn observe(&mut self, observer: Box<dyn Observer>) {
+        self.observer = Some(observer);
+    }
+
+    /// Takes the observer back.
+    pub fn take_observer(&mut self) -> Option<Box<dyn Observer>> {
+        self.observer.take()
     }
 
     /// Appends an event at `t` seconds. Past the limit, nothing more is recorded
@@ -125,6 +147,9 @@ impl Recorder {
         }
         self.last_t = t;
         self.projection.apply(&event);
+        if let Some(observer) = &mut self.observer {
+            observer.event(&event);
+        }
         if let Some(keep) = &mut self.keep {
             keep.push(event);
         }

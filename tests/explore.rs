@@ -62,6 +62,7 @@ fn pruning_loses_no_outcome_on_any_scenario_small_enough_to_exhaust() {
     let mut entries: Vec<_> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
         .collect();
     entries.sort();
     for file in entries {
@@ -218,6 +219,7 @@ fn every_scenario_small_enough_passes_in_every_order() {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
     for file in files {

@@ -86,3 +86,35 @@ fn every_failing_example_fails_by_an_expectation_only() {
         assert!(about.contains(call), "{label}: its about names {call}: {about}");
     }
 }
+
+/// The verdict a run streams as it records (the checker and coverage watching each
+/// event) equals the one computed afterwards from the kept events, on every
+/// scenario: the streaming analysis loses nothing.
+#[test]
+fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
+    use asksim::sim::invariants::{VIRTUAL_TOLERANCE_S, check};
+    for file in scenario_files() {
+        let scenario = scenario::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        if scenario.clock != asksim::scenario::Clock::Virtual {
+            continue;
+        }
+        let output = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let streamed = output
+            .checked
+            .clone()
+            .expect("a virtual-clock run is analysed as it runs");
+        let kept = check(output.events(), Some(&output.open), VIRTUAL_TOLERANCE_S);
+        let label = file.display();
+        assert_eq!(
+            format!("{:?}", streamed.violations),
+            format!("{kept:?}"),
+            "{label}"
+        );
+        let coverage = asksim::sim::coverage::coverage(output.events(), &scenario);
+        assert_eq!(
+            serde_json::to_string(&streamed.coverage).unwrap(),
+            serde_json::to_string(&coverage).unwrap(),
+            "{label}"
+        );
+    }
+}

@@ -78,7 +78,17 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
+    // Events are kept only where something prints or compares them; the verdict
+    // comes from the streaming analysis (a failing run is re-run for its timelines).
+    options.keep_events = args.check_determinism || args.timeline || args.chrome_trace.is_some();
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
+    let kept = || RunOptions {
+        seed,
+        clock,
+        strategy,
+        keep_events: true,
+        log: None,
+    };
     if let Some(path) = &args.log {
         match std::fs::File::create(path) {
             Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
@@ -100,14 +110,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
     let mut summary = summarise(&scenario, &file, &output);
     let mut determinism = None;
     if args.check_determinism {
-        let again = RunOptions {
-            seed,
-            clock,
-            strategy,
-            keep_events: true,
-            log: None,
-        };
-        let again = execute(&scenario, again, args.schedule.as_ref())
+        let again = execute(&scenario, kept(), args.schedule.as_ref())
             .expect("a run without a log cannot fail to write one");
         determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
@@ -126,7 +129,17 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }
-    print_summary(&summary, determinism.as_deref(), args, output.events());
+    let rerun;
+    let events = if output.events().is_empty() && !summary.invariants.violations.is_empty() && !args.json {
+        // The run kept no events: the same run again (it is deterministic) gives
+        // them for the timelines under the violations.
+        rerun = execute(&scenario, kept(), args.schedule.as_ref())
+            .expect("a run without a log cannot fail to write one");
+        rerun.events()
+    } else {
+        output.events()
+    };
+    print_summary(&summary, determinism.as_deref(), args, events);
     if summary.passed() && determinism.is_none() {
         ExitCode::SUCCESS
     } else {

@@ -140,8 +140,10 @@ pub fn coverage(events: &[Event], scenario: &Scenario) -> Coverage {
     pass.finish()
 }
 
-struct Pass<'s> {
-    scenario: &'s Scenario,
+/// The coverage pass, one event at a time (the run streams its events here).
+pub struct Pass {
+    /// The scenario's offer timeout.
+    offer_timeout_s: f64,
     /// Each answerer's fixed latency, when it has one: when its batch is due.
     fixed: HashMap<String, f64>,
     calls: HashMap<String, Call>,
@@ -156,8 +158,9 @@ struct Pass<'s> {
     refused_submits: BTreeSet<(String, String)>,
 }
 
-impl<'s> Pass<'s> {
-    fn new(scenario: &'s Scenario) -> Pass<'s> {
+impl Pass {
+    /// A pass over a run of `scenario`.
+    pub fn new(scenario: &Scenario) -> Pass {
         let fixed = scenario
             .answerers
             .iter()
@@ -167,7 +170,7 @@ impl<'s> Pass<'s> {
             })
             .collect();
         Pass {
-            scenario,
+            offer_timeout_s: scenario.broker.offer_timeout_s,
             fixed,
             calls: HashMap::new(),
             owners: HashMap::new(),
@@ -186,7 +189,8 @@ impl<'s> Pass<'s> {
         self.calls.entry(call_id.to_owned()).or_default()
     }
 
-    fn visit(&mut self, event: &Event) {
+    /// Takes one more event.
+    pub fn visit(&mut self, event: &Event) {
         let (t, seq) = (event.t, event.seq);
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => {
@@ -295,7 +299,8 @@ impl<'s> Pass<'s> {
         false
     }
 
-    fn finish(self) -> Coverage {
+    /// The coverage of the events seen.
+    pub fn finish(self) -> Coverage {
         let mut coverage = Coverage::default();
         let mut seen = BTreeSet::new();
         let mut ids: Vec<&String> = self.calls.keys().collect();
@@ -408,7 +413,7 @@ impl<'s> Pass<'s> {
     }
 
     fn offer_timeouts(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
-        let timeout = self.scenario.broker.offer_timeout_s;
+        let timeout = self.offer_timeout_s;
         for (t, call_id, answerer) in &self.offers {
             let end = t + timeout;
             let Some(call) = self.calls.get(call_id) else {

@@ -14,6 +14,8 @@ use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::record::{Recorder, Recording};
 use crate::scenario::{Clock, Scenario};
+use crate::sim::analysis::{Analysis, Checked};
+use crate::sim::invariants::VIRTUAL_TOLERANCE_S;
 use crate::sim::queue::Chooser;
 use crate::sim::strategy::{self, Counting, Strategy};
 use crate::sim::world::{Limit, World};
@@ -26,7 +28,8 @@ pub struct RunOptions {
     pub clock: Clock,
     /// The scheduling strategy (virtual clock).
     pub strategy: Strategy,
-    /// Keep every event in memory (for the report's checks and tests).
+    /// Keep every event in memory (for timelines, traces and tests; the verdict of
+    /// a virtual-clock run does not need them, a real-clock run keeps them anyway).
     pub keep_events: bool,
     /// Also write the log here, as it happens.
     pub log: Option<Box<dyn Write + Send>>,
@@ -70,6 +73,9 @@ pub struct RunOutput {
     pub wall_s: f64,
     /// Scheduling choices the run made (deliveries picked among ties).
     pub choices: u64,
+    /// The streaming analysis's verdict (virtual clock; a real-clock run is
+    /// checked from its kept events afterwards).
+    pub checked: Option<Checked>,
 }
 
 impl RunOutput {
@@ -111,12 +117,16 @@ pub fn run_with(
     // The wall clock is read only to report wall_s; nothing in the run sees it.
     let wall = std::time::Instant::now();
     let header = LogHeader::new(&scenario.name, options.seed);
-    let mut recorder = Recorder::new(&header, scenario.limits.events_max, options.keep_events);
+    let keep = options.keep_events || options.clock == Clock::Real;
+    let mut recorder = Recorder::new(&header, scenario.limits.events_max, keep);
     if let Some(log) = options.log.take() {
         recorder.write_to(log, &header);
     }
     let (mut output, written) = match options.clock {
-        Clock::Virtual => simulate(scenario, &options, recorder, chooser),
+        Clock::Virtual => {
+            recorder.observe(Box::new(Analysis::new(scenario, VIRTUAL_TOLERANCE_S)));
+            simulate(scenario, &options, recorder, chooser)
+        }
         Clock::Real => crate::sim::real_clock::run(scenario, options.seed, recorder),
     };
     output.wall_s = wall.elapsed().as_secs_f64();
@@ -177,7 +187,18 @@ fn simulate(
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
     let finals = world.finals().clone();
-    let (recording, written) = world.into_recorder().finish();
+    let mut recorder = world.into_recorder();
+    let analysis = Analysis::from_observer(recorder.take_observer());
+    let (recording, written) = recorder.finish();
+    let (checked, crashed) = match analysis {
+        Some(analysis) if crashed.is_none() => {
+            match caught(|| analysis.finish(&open, &recording.projection)) {
+                Ok(checked) => (Some(checked), None),
+                Err(message) => (None, Some(format!("the analysis panicked: {message}"))),
+            }
+        }
+        _ => (None, crashed),
+    };
     let output = RunOutput {
         seed: options.seed,
         clock: options.clock,
@@ -190,6 +211,7 @@ fn simulate(
         virtual_s,
         wall_s: 0.0,
         choices: counting.choices,
+        checked,
     };
     (output, written)
 }

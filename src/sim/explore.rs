@@ -303,7 +303,7 @@ pub fn explore(
             seed,
             clock: Clock::Virtual,
             strategy: scenario.explore.unwrap_or_default(),
-            keep_events: true,
+            keep_events: false,
             log: None,
         };
         let output = driver::run_with(scenario, options, &mut dfs).expect("a run writes no log");

@@ -7,6 +7,7 @@
 //! - `world`: the simulated actors and the driver's schedule.
 //! - `driver`: one run, on either clock, with crashes caught.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
+//! - `analysis`: the checker and the coverage pass, fed as events are recorded.
 //! - `coverage`: which named races a run reached, and which side won.
 //! - `invariants`: the checker.
 //! - `protocol_check`: protocol conformance, a state machine per call.
@@ -22,6 +23,7 @@
 //! - `shrink`: a failing scenario reduced to a 1-minimal one that fails the same
 //!   way.
 
+pub mod analysis;
 pub mod chrome_trace;
 pub mod coverage;
 pub mod driver;

@@ -79,11 +79,11 @@ struct Message {
     envelope: Envelope,
 }
 
+/// A channel exists while it holds messages; its head is in the heap or in
+/// `ready`.
 #[derive(Debug, Default)]
 struct Channel {
     messages: VecDeque<Message>,
-    /// Its head is in the heap or in `ready`.
-    queued: bool,
 }
 
 #[derive(Debug)]
@@ -162,8 +162,7 @@ impl Queue {
             envelope,
         });
         self.work += 1;
-        if !channel.queued {
-            channel.queued = true;
+        if channel.messages.len() == 1 {
             self.schedule(Entry {
                 due,
                 seq: self.seq,
@@ -373,7 +372,11 @@ impl Queue {
                         };
                         self.schedule(entry);
                     }
-                    None => channel.queued = false,
+                    // An empty channel goes: a send makes it again, with nothing
+                    // ahead of its first message, as here.
+                    None => {
+                        self.channels.remove(&(from, to));
+                    }
                 }
                 Some(Delivery {
                     from,

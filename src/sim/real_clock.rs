@@ -52,6 +52,7 @@ fn empty_output(seed: u64, recorder: Recorder) -> RunOutput {
         virtual_s: 0.0,
         wall_s: 0.0,
         choices: 0,
+        checked: None,
     }
 }
 
@@ -196,6 +197,7 @@ impl<'s> Driver<'s> {
             virtual_s,
             wall_s: 0.0,
             choices: 0,
+            checked: None,
         };
         (output, written)
     }

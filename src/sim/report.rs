@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::projection::{Projection, QuestionRecord, QuestionState};
 use crate::scenario::{Clock, Scenario};
+use crate::sim::analysis::Checked;
 use crate::sim::driver::RunOutput;
 use crate::sim::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERANCE_S, Violation, check};
 use crate::tool::{ResultKind, ToolResult};
@@ -260,10 +261,18 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         Clock::Virtual => VIRTUAL_TOLERANCE_S,
         Clock::Real => REAL_TOLERANCE_S,
     };
+    let checked = match &output.checked {
+        Some(checked) => checked.clone(),
+        None if output.crashed.is_some() => Checked::default(),
+        None => Checked {
+            violations: check(output.events(), Some(&output.open), tolerance_s),
+            coverage: crate::sim::coverage::coverage(output.events(), scenario),
+        },
+    };
     let violations = if output.crashed.is_some() {
         Vec::new()
     } else {
-        check(output.events(), Some(&output.open), tolerance_s)
+        checked.violations
     };
     // A run that crashed is judged by its crash: what it did not get to do is not
     // an expectation failure too.
@@ -297,7 +306,7 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         limit: output.limit.map(|l| l.as_str()),
         crashed: output.crashed.clone(),
         events: output.recording.count,
-        coverage: crate::sim::coverage::coverage(output.events(), scenario),
+        coverage: checked.coverage,
         reproduce: None,
     };
     if !summary.passed() {

@@ -161,7 +161,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         seed,
         clock: options.clock,
         strategy: options.strategy,
-        keep_events: true,
+        keep_events: false,
         log: None,
     };
     let output = driver::run_options(scenario, run).expect("a sweep writes no log");

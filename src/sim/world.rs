@@ -11,8 +11,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Script};
@@ -25,7 +23,7 @@ use crate::protocol::{
 };
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
-use crate::seed::{answerer_stream, jitter_stream};
+use crate::seed::{answerer_stream, derive_seed, jitter_stream};
 use crate::sim::queue::{Chooser, Delivery, Queue, Stop};
 
 /// The timer id of the driver's restart.
@@ -34,11 +32,14 @@ const RESTART_TIMER: u64 = 1;
 /// Seeded delays on messages between actors (SPEC §5 `jitter`): one stream per
 /// channel (sender and receiver), so a delay depends on the channel's own traffic
 /// only, and two deliveries to different actors still commute (what `explore`
-/// relies on). The driver's own messages are never delayed.
+/// relies on). The driver's own messages are never delayed. A stream is a counter:
+/// the n-th delay on a channel is SplitMix64 of the channel's stream seed and n,
+/// so a channel costs 16 bytes instead of a generator's state.
 struct Jitter {
     seed: u64,
     max: Nanos,
-    channels: HashMap<(Addr, Addr), StdRng>,
+    /// Per channel: its stream seed and the delays drawn so far.
+    channels: HashMap<(Addr, Addr), (u64, u64)>,
 }
 
 impl Jitter {
@@ -47,14 +48,24 @@ impl Jitter {
             return 0;
         }
         let seed = self.seed;
-        let rng = self.channels.entry((from, to)).or_insert_with(|| {
-            let key = format!("{from:?}>{to:?}");
-            let stream = key.bytes().fold(0u64, |h, b| {
-                h.wrapping_mul(0x100_0000_01B3).wrapping_add(u64::from(b))
-            });
-            StdRng::seed_from_u64(crate::seed::derive_seed(seed, stream))
-        });
-        rng.gen_range(0..=self.max)
+        let (stream, drawn) = self
+            .channels
+            .entry((from, to))
+            .or_insert_with(|| (derive_seed(derive_seed(seed, addr_code(from)), addr_code(to)), 0));
+        *drawn += 1;
+        let draw = derive_seed(*stream, *drawn);
+        // The modulo's bias is below max / 2^64: nothing a run can show.
+        draw % self.max.saturating_add(1).max(1)
+    }
+}
+
+/// A number for each address, distinct across kinds: the key of a jitter stream.
+fn addr_code(addr: Addr) -> u64 {
+    match addr {
+        Addr::Driver => 0,
+        Addr::Broker => 1,
+        Addr::Agent(id) => (id << 2) | 2,
+        Addr::Answerer(index) => ((index as u64) << 2) | 3,
     }
 }
 

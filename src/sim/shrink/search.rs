@@ -68,7 +68,7 @@ impl Runner<'_> {
             seed: self.seed,
             clock: Clock::Virtual,
             strategy: self.strategy,
-            keep_events: true,
+            keep_events: false,
             log: None,
         };
         let output = driver::run_options(scenario, options).ok()?;

@@ -1,0 +1,67 @@
+//! The streaming analysis of a run: the invariant checker (with protocol
+//! conformance) and the race coverage pass watch every event as the recorder
+//! writes it, so a run keeps no event list for its verdict. Its result is the same
+//! as [`crate::sim::invariants::check`] and [`crate::sim::coverage::coverage`] over
+//! the kept events would give (a test holds them equal on every scenario); only the
+//! memory differs: a 10,000-call run no longer holds its 100,000 events.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+
+use crate::event::Event;
+use crate::projection::Projection;
+use crate::record::Observer;
+use crate::scenario::Scenario;
+use crate::sim::coverage::{Coverage, Pass};
+use crate::sim::invariants::{Checker, Violation};
+
+/// The checker and the coverage pass, fed one event at a time.
+pub struct Analysis {
+    checker: Checker,
+    coverage: Pass,
+}
+
+/// What the analysis concluded.
+#[derive(Clone, Debug, Default)]
+pub struct Checked {
+    /// Every violation, by `seq`.
+    pub violations: Vec<Violation>,
+    /// Which named races the run reached.
+    pub coverage: Coverage,
+}
+
+impl Analysis {
+    /// An analysis of a run of `scenario`, counting times within `tolerance_s` as
+    /// one instant.
+    pub fn new(scenario: &Scenario, tolerance_s: f64) -> Analysis {
+        Analysis {
+            checker: Checker::new(tolerance_s),
+            coverage: Pass::new(scenario),
+        }
+    }
+
+    /// The verdict, given the broker's open calls at the end and the projection
+    /// the recorder folded from the same events.
+    pub fn finish(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) -> Checked {
+        Checked {
+            violations: self.checker.finish(Some((broker_open, projection))),
+            coverage: self.coverage.finish(),
+        }
+    }
+
+    /// Takes back the analysis a recorder was observing with, if it was one.
+    pub fn from_observer(observer: Option<Box<dyn Observer>>) -> Option<Analysis> {
+        observer?.into_any().downcast::<Analysis>().ok().map(|a| *a)
+    }
+}
+
+impl Observer for Analysis {
+    fn event(&mut self, event: &Event) {
+        self.checker.visit(event);
+        self.coverage.visit(event);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
