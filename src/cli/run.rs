@@ -63,24 +63,43 @@ fn execute(
     }
 }
 
-pub(super) fn run(args: &RunArgs) -> ExitCode {
-    let scenario = match load(&args.file) {
-        Ok(scenario) => scenario,
-        Err(code) => return code,
-    };
+/// The run's options from its arguments, the log file opened; or the exit code
+/// of bad arguments.
+fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<RunOptions, ExitCode> {
     let mut options = RunOptions::new(
-        &scenario,
+        scenario,
         args.seed.unwrap_or(scenario.seed),
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
     options.strategy = args.explore.unwrap_or(options.strategy);
     if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
         eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
     }
     // Events are kept only where something prints or compares them; the verdict
     // comes from the streaming analysis (a failing run is re-run for its timelines).
     options.keep_events = args.check_determinism || args.timeline || args.chrome_trace.is_some();
+    if let Some(path) = &args.log {
+        match std::fs::File::create(path) {
+            Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
+            Err(error) => {
+                eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+                return Err(ExitCode::from(EXIT_BAD_INPUT));
+            }
+        }
+    }
+    Ok(options)
+}
+
+pub(super) fn run(args: &RunArgs) -> ExitCode {
+    let scenario = match load(&args.file) {
+        Ok(scenario) => scenario,
+        Err(code) => return code,
+    };
+    let options = match run_options(args, &scenario) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
     let kept = || RunOptions {
         seed,
@@ -89,15 +108,6 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         keep_events: true,
         log: None,
     };
-    if let Some(path) = &args.log {
-        match std::fs::File::create(path) {
-            Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
-            Err(error) => {
-                eprintln!("asksim: cannot write the log to {}: {error}", path.display());
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        }
-    }
     let file = args.file.display().to_string();
     let output = match execute(&scenario, options, args.schedule.as_ref()) {
         Ok(output) => output,
