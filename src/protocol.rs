@@ -234,12 +234,12 @@ pub struct Restored {
 pub enum BrokerMsg {
     /// An agent starts: a root or a child of a live agent. The broker answers the
     /// agent (`Registered`) and, for a child, its owner (`Spawned`).
-    Register(Registration),
+    Register(Box<Registration>),
     /// An agent stops: no longer live; its children become roots; its open calls
     /// are aborted (waiting) or withdrawn without a message (pending).
     Stop(AgentId),
     /// A tool call. Its result goes back to the agent as `Settled`.
-    Request(Request),
+    Request(Box<Request>),
     /// An answerer accepts an offer: it owns the request.
     Accept {
         /// The request.
@@ -306,7 +306,7 @@ pub enum BrokerMsg {
         call_id: CallId,
     },
     /// After a restart: a timed question the log shows open.
-    Restore(Restored),
+    Restore(Box<Restored>),
     /// An answerer of the waterfall died. It reaches the broker behind whatever
     /// the answerer sent before dying (SPEC §3.2: a submit that reaches the broker
     /// before the owner's death wins).

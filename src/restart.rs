@@ -112,7 +112,6 @@ pub fn restored_ask(text: &str) -> Option<Ask> {
         schema: Schema::Timed,
         questions: questions.into(),
         questions_raw: text.into(),
-        questions_json: Value::Null,
         timeout_arg: None,
         wait: Wait::Blocking,
     })

@@ -97,7 +97,7 @@ impl Host for AgentShell {
             registered: None,
         };
         if start(shared, args).await.is_ok() {
-            shared.route(Envelope::Broker(BrokerMsg::Register(registration)));
+            shared.route(Envelope::Broker(BrokerMsg::Register(Box::new(registration))));
         }
     }
 

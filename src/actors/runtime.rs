@@ -322,9 +322,9 @@ impl Runtime {
             lineage,
             turn,
         };
-        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(
+        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(Box::new(
             registration,
-        )));
+        ))));
         match registered_rx.await {
             Ok(Ok(())) => Ok(AgentHandle {
                 id,
@@ -380,9 +380,9 @@ impl Runtime {
             lineage,
             turn,
         };
-        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(
+        shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(Box::new(
             registration,
-        )));
+        ))));
         Some(id)
     }
 

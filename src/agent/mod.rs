@@ -232,12 +232,12 @@ impl AgentState {
             }
             Ok(ask) => {
                 self.waiting.insert(call_id.clone(), waiter);
-                out.tell_broker(BrokerMsg::Request(Request {
+                out.tell_broker(BrokerMsg::Request(Box::new(Request {
                     agent: self.id,
                     call_id: call_id.clone(),
                     ask,
                     turn: self.turn.clone(),
-                }));
+                })));
             }
         }
         call_id

@@ -91,12 +91,25 @@ impl Script {
     }
 
     /// The agent's final result (SPEC §5); `errors` only when a spawn failed.
-    fn final_result(&self, agent: &str) -> Value {
-        let mut value = json!({"agent": agent, "results": self.results, "unresolved": self.unresolved});
+    /// Taken once, when the script ends: what it gathered moves into it.
+    fn final_result(&mut self, agent: &str) -> Value {
+        let mut value = Map::new();
+        value.insert("agent".to_owned(), agent.into());
+        value.insert(
+            "results".to_owned(),
+            Value::Object(std::mem::take(&mut self.results)),
+        );
+        value.insert(
+            "unresolved".to_owned(),
+            Value::Array(std::mem::take(&mut self.unresolved)),
+        );
         if !self.errors.is_empty() {
-            value["errors"] = Value::Array(self.errors.clone());
+            value.insert(
+                "errors".to_owned(),
+                Value::Array(std::mem::take(&mut self.errors)),
+            );
         }
-        value
+        Value::Object(value)
     }
 }
 
@@ -291,17 +304,19 @@ impl AgentState {
         script.wait = None;
         let final_result = script.final_result(&self.name);
         let is_child_script = !script.on_resume;
+        let Some(owner) = self.owner.filter(|_| is_child_script) else {
+            out.finished(self.name.clone(), final_result);
+            return;
+        };
         out.finished(self.name.clone(), final_result.clone());
-        if let Some(owner) = self.owner.filter(|_| is_child_script) {
-            out.tell_agent(
-                owner,
-                AgentMsg::ChildEnded {
-                    child: self.name.clone(),
-                    final_result,
-                    fired: script.fired,
-                },
-            );
-        }
+        out.tell_agent(
+            owner,
+            AgentMsg::ChildEnded {
+                child: self.name.clone(),
+                final_result,
+                fired: script.fired,
+            },
+        );
     }
 
     /// One call asking every question the joined children could not ask.

@@ -96,9 +96,9 @@ impl BrokerState {
     pub fn handle(&mut self, msg: BrokerMsg, out: &mut Out) {
         tracing::trace!(target: "asksim::msg", to = "broker", msg = msg.name());
         match msg {
-            BrokerMsg::Register(reg) => self.register(reg, out),
+            BrokerMsg::Register(reg) => self.register(*reg, out),
             BrokerMsg::Stop(agent) => self.stop_agent(agent, out),
-            BrokerMsg::Request(request) => self.request(request, out),
+            BrokerMsg::Request(request) => self.request(*request, out),
             BrokerMsg::Accept { ticket, answerer } => self.accept(ticket, answerer, out),
             BrokerMsg::Decline { ticket, answerer } => self.decline(ticket, answerer, out),
             BrokerMsg::Hold { ticket, answerer } => self.hold(ticket, answerer, out),
@@ -116,7 +116,7 @@ impl BrokerState {
                 }
             }
             BrokerMsg::CancelCall { call_id } => self.cancel_call(call_id, out),
-            BrokerMsg::Restore(restored) => self.restore(restored, out),
+            BrokerMsg::Restore(restored) => self.restore(*restored, out),
             BrokerMsg::AnswererDied { answerer } => self.answerer_died(answerer, out),
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(self.status());

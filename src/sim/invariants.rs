@@ -548,15 +548,14 @@ impl Checker {
         let Some(info) = self.calls.get(call_id) else {
             return;
         };
-        let questions = info
-            .questions
+        let value = info.questions.as_ref().map(RawQuestions::value);
+        let questions = value
             .as_ref()
-            .map(RawQuestions::value)
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default();
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
         let problem = match info.schema {
-            Some(Schema::Timed) => timed_items_problem(&questions, items),
-            Some(Schema::Legacy) => legacy_items_problem(&questions, items),
+            Some(Schema::Timed) => timed_items_problem(questions, items),
+            Some(Schema::Legacy) => legacy_items_problem(questions, items),
             None => None,
         };
         if let Some(problem) = problem {

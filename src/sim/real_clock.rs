@@ -344,7 +344,7 @@ impl<'s> Driver<'s> {
         }
         for reopened in plan.reopened {
             let restored = reopened.restored(&resumed);
-            runtime.send(BrokerMsg::Restore(restored));
+            runtime.send(BrokerMsg::Restore(Box::new(restored)));
         }
         runtime
     }

@@ -268,7 +268,7 @@ impl<'s> World<'s> {
         };
         self.queue.send(
             Addr::Driver,
-            Envelope::Broker(BrokerMsg::Register(registration)),
+            Envelope::Broker(BrokerMsg::Register(Box::new(registration))),
             self.now(),
         );
         id
@@ -362,7 +362,7 @@ impl<'s> World<'s> {
             Some(jitter) => jitter.delay(from, Addr::Broker),
             None => 0,
         };
-        let msg = Envelope::Broker(BrokerMsg::Register(registration));
+        let msg = Envelope::Broker(BrokerMsg::Register(Box::new(registration)));
         self.queue.send(from, msg, self.now().saturating_add(delay));
     }
 
@@ -483,7 +483,7 @@ impl<'s> World<'s> {
         }
         for reopened in plan.reopened {
             let restored = reopened.restored(&resumed);
-            let msg = Envelope::Broker(BrokerMsg::Restore(restored));
+            let msg = Envelope::Broker(BrokerMsg::Restore(Box::new(restored)));
             self.queue.send(Addr::Driver, msg, self.now());
         }
     }

@@ -23,14 +23,13 @@ pub const DEFINITION: &str = include_str!("definitions/legacy.json");
 
 /// Validates legacy arguments. Each question's id is its text.
 pub fn prepare(arguments: &str) -> Result<Ask, ArgumentError> {
-    let mut value: Value = serde_json::from_str(arguments)
+    let value: Value = serde_json::from_str(arguments)
         .map_err(|e| ArgumentError::new("arguments", format!("not valid JSON: {e}")))?;
     let questions = parse(&value)?;
     Ok(Ask {
         schema: Schema::Legacy,
         questions: questions.into(),
         questions_raw: questions_as_sent(arguments)?,
-        questions_json: value.get_mut("questions").map(Value::take).unwrap_or(Value::Null),
         timeout_arg: None,
         wait: Wait::Blocking,
     })

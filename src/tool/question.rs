@@ -110,9 +110,6 @@ pub struct Ask {
     /// The `questions` argument exactly as the model sent it (the text, not a
     /// re-serialisation), for the late-answer message of SPEC §2.4.
     pub questions_raw: Arc<str>,
-    /// The same `questions`, parsed (taken by the log's `request` event; `Null`
-    /// after that).
-    pub questions_json: serde_json::Value,
     /// The `timeout` argument as the model gave it (timed only; `None` if omitted).
     pub timeout_arg: Option<f64>,
     /// The effective wait: the argument, else the configured default.

@@ -4,9 +4,7 @@
 use serde_json::Value;
 
 use super::limits::{ID_CHARS_MAX, chars_within, header_chars, question_chars, question_count};
-use super::walk::{
-    array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, take_questions, text,
-};
+use super::walk::{array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, text};
 use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Timeout, Wait};
 
 /// The timed definition as `asksim schema --mode timed` prints it.
@@ -15,7 +13,7 @@ pub const DEFINITION: &str = include_str!("definitions/timed.json");
 /// Validates timed arguments; `default` is the configured timeout for calls that
 /// pass none.
 pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> {
-    let mut value = parse_arguments(arguments)?;
+    let value = parse_arguments(arguments)?;
     let (questions, timeout_arg) = parse(&value)?;
     let timeout = match timeout_arg {
         Some(t) => t,
@@ -25,7 +23,6 @@ pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> 
         schema: Schema::Timed,
         questions: questions.into(),
         questions_raw: raw_questions(arguments)?,
-        questions_json: take_questions(&mut value),
         timeout_arg: timeout_arg.map(Timeout::as_f64),
         wait: match timeout {
             Timeout::Window(s) => Wait::Window(s),

@@ -146,15 +146,6 @@ pub(crate) fn parse_arguments(arguments: &str) -> Result<Value, ArgumentError> {
         .map_err(|e| ArgumentError::new("arguments", format!("not valid JSON: {e}")))
 }
 
-/// Moves the parsed `questions` out of validated arguments (for the log's
-/// `request` event, so it need not parse them again).
-pub(crate) fn take_questions(arguments: &mut Value) -> Value {
-    arguments
-        .get_mut("questions")
-        .map(Value::take)
-        .unwrap_or(Value::Null)
-}
-
 /// The text of the `questions` argument exactly as the model sent it. Called only
 /// after validation, so the field exists; a repeated `questions` key is refused
 /// here (serde_json's `Value` keeps the last one silently).
