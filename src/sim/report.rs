@@ -319,16 +319,28 @@ fn per_s(n: u64, wall_s: f64) -> f64 {
     if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 }
 }
 
-/// Microsecond histograms up to about 115 days: every time a run's limits allow.
-fn histogram() -> Histogram<u64> {
-    Histogram::<u64>::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid histogram bounds")
+/// The largest sample a histogram takes: about 115 days in microseconds, every
+/// time a run's limits allow.
+const SAMPLE_US_MAX: u64 = 10_000_000_000_000;
+
+/// Microseconds from seconds, as a histogram records them.
+fn micros(seconds: f64) -> u64 {
+    ((seconds.max(0.0) * 1e6) as u64).min(SAMPLE_US_MAX)
 }
 
-fn record(h: &mut Histogram<u64>, seconds: f64) {
-    h.saturating_record((seconds.max(0.0) * 1e6) as u64);
-}
-
-fn percentiles(h: &Histogram<u64>) -> LatencySummary {
+/// p50, p99 and max of samples in microseconds, from an HDR histogram with three
+/// significant figures. The histogram is sized to the largest sample (its
+/// buckets below are the same whatever its top, so the figures are too): reading a
+/// quantile walks every bucket, and one sized for 115 days took a third of a
+/// small sweep's time.
+fn percentiles(samples: &[u64]) -> LatencySummary {
+    let Some(&max) = samples.iter().max() else {
+        return LatencySummary::default();
+    };
+    let mut h = Histogram::<u64>::new_with_bounds(1, max.max(2), 3).expect("valid histogram bounds");
+    for &sample in samples {
+        h.saturating_record(sample);
+    }
     let seconds = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
     LatencySummary {
         p50: seconds(0.5),
@@ -351,29 +363,27 @@ pub fn outcomes(projection: &Projection) -> Outcomes {
 
 /// From each call's start to its first tool result.
 fn latency(projection: &Projection) -> LatencySummary {
-    let mut h = histogram();
+    let mut samples = Vec::with_capacity(projection.questions.len() + projection.rejected.len());
     for question in projection.questions.values() {
         if let Some((_, t)) = question.first {
-            record(&mut h, t - question.requested_t);
+            samples.push(micros(t - question.requested_t));
         }
     }
-    for _ in projection.rejected.values() {
-        record(&mut h, 0.0);
-    }
-    percentiles(&h)
+    samples.extend(projection.rejected.values().map(|_| 0));
+    percentiles(&samples)
 }
 
 /// For every call that returned `pending`: how long after its window's end.
 fn lateness(projection: &Projection) -> LatencySummary {
-    let mut h = histogram();
+    let mut samples = Vec::new();
     for question in projection.questions.values() {
         if let (Some((ResultKind::Pending, t)), Some(w)) = (question.first, question.window_s)
             && w > 0.0
         {
-            record(&mut h, t - (question.requested_t + w));
+            samples.push(micros(t - (question.requested_t + w)));
         }
     }
-    percentiles(&h)
+    percentiles(&samples)
 }
 
 /// The tool result each call returned first, as JSON.
