@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{Host, Runtime, Shared, Timers, execute, guarded};
+use super::{Host, Runtime, Shared, TimerSink, Timers, execute, guarded};
 use crate::agent::AgentState;
 use crate::effect::{Out, Spawn};
 use crate::protocol::{
@@ -207,7 +207,7 @@ impl Actor for AgentActor {
         _myself: ActorRef<AgentMail>,
         shell: &mut AgentShell,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all();
+        shell.timers.cancel_all(&shell.shared);
         Ok(())
     }
 }

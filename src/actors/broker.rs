@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::answerer::{AnswererActor, AnswererArgs};
-use super::{AnswererRef, Host, Shared, Timers, execute, guarded};
+use super::wheel::{Wheel, is_wake};
+use super::{AnswererRef, Host, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
 use crate::effect::{Out, Spawn};
 use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg};
@@ -32,9 +33,39 @@ pub(crate) struct BrokerArgs {
 pub(crate) struct BrokerShell {
     shared: Arc<Shared>,
     state: BrokerState,
-    timers: Timers,
+    timers: Wheel,
     out: Out,
     cells: Vec<ractor::ActorId>,
+}
+
+impl BrokerShell {
+    /// Handles one message at `now`; false if the handler panicked.
+    async fn step(&mut self, now: crate::protocol::Nanos, msg: BrokerMsg) -> bool {
+        self.out.reset(now, None);
+        self.timers.at(now);
+        let (state, out) = (&mut self.state, &mut self.out);
+        let ok = guarded(&self.shared, || state.handle(msg, out));
+        execute(&self.shared, &mut self.out, &mut self.timers, &mut NoHost).await;
+        ok
+    }
+
+    /// Handles every timer due at `now`, earliest first, before the message at
+    /// hand; false if a handler panicked.
+    async fn fire_due(&mut self, now: crate::protocol::Nanos) -> bool {
+        while let Some(envelope) = self.timers.pop_due(&self.shared, now) {
+            let ok = match envelope {
+                crate::protocol::Envelope::Broker(msg) => self.step(now, msg).await,
+                other => {
+                    self.shared.route(other);
+                    true
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 struct NoHost;
@@ -84,7 +115,7 @@ impl Actor for BrokerActor {
         Ok(BrokerShell {
             shared: args.shared,
             state: args.state,
-            timers: Timers::default(),
+            timers: Wheel::default(),
             out: Out::default(),
             cells,
         })
@@ -97,10 +128,14 @@ impl Actor for BrokerActor {
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
         let BrokerMail { msg, counted } = mail;
-        shell.out.reset(shell.shared.now(), None);
-        let (state, out) = (&mut shell.state, &mut shell.out);
-        let ok = guarded(&shell.shared, || state.handle(msg, out));
-        execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut NoHost).await;
+        let now = shell.shared.now();
+        // Timers first: a window that ended before this message arrived is not
+        // kept waiting behind it (nor behind the rest of a backlog).
+        let mut ok = shell.fire_due(now).await;
+        if ok && !is_wake(&msg) {
+            ok = shell.step(now, msg).await;
+        }
+        shell.timers.arm(&shell.shared, now);
         if counted {
             shell.shared.handled();
         }
@@ -145,7 +180,7 @@ impl Actor for BrokerActor {
         _myself: ActorRef<BrokerMail>,
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all();
+        shell.timers.cancel_all(&shell.shared);
         Ok(())
     }
 }

@@ -14,6 +14,7 @@ mod agent;
 mod answerer;
 mod broker;
 mod runtime;
+mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -156,14 +157,25 @@ impl AnswererRef {
     }
 }
 
-/// One actor's running timers.
+/// Where an actor's timers run: a task each ([`Timers`], agents and answerers)
+/// or the broker's [`wheel::Wheel`].
+pub(crate) trait TimerSink {
+    /// Starts timer `id`: `envelope` goes out `after` nanoseconds from now.
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool);
+    /// Cancels timer `id`, if it has not fired.
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId);
+    /// Cancels every timer (the actor stops).
+    fn cancel_all(&mut self, shared: &Arc<Shared>);
+}
+
+/// One actor's running timers, a task each.
 #[derive(Default)]
 pub(crate) struct Timers {
     running: HashMap<TimerId, AbortHandle>,
     swept_at: usize,
 }
 
-impl Timers {
+impl TimerSink for Timers {
     fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
         struct Due(Option<Arc<AtomicI64>>);
         impl Drop for Due {
@@ -193,13 +205,13 @@ impl Timers {
         }
     }
 
-    fn cancel(&mut self, id: TimerId) {
+    fn cancel(&mut self, _: &Arc<Shared>, id: TimerId) {
         if let Some(task) = self.running.remove(&id) {
             task.abort();
         }
     }
 
-    fn cancel_all(&mut self) {
+    fn cancel_all(&mut self, _: &Arc<Shared>) {
         for (_, task) in self.running.drain() {
             task.abort();
         }
@@ -218,7 +230,12 @@ pub(crate) trait Host {
 }
 
 /// Carries out what the actor at `from` did.
-pub(crate) async fn execute<H: Host>(shared: &Arc<Shared>, out: &mut Out, timers: &mut Timers, host: &mut H) {
+pub(crate) async fn execute<H: Host, T: TimerSink>(
+    shared: &Arc<Shared>,
+    out: &mut Out,
+    timers: &mut T,
+    host: &mut H,
+) {
     let now = out.now();
     let effects: Vec<Effect> = out.drain().collect();
     for effect in effects {
@@ -233,7 +250,7 @@ pub(crate) async fn execute<H: Host>(shared: &Arc<Shared>, out: &mut Out, timers
                 msg,
                 fault,
             } => timers.start(shared, id, after, msg, fault),
-            Effect::Cancel(id) => timers.cancel(id),
+            Effect::Cancel(id) => timers.cancel(shared, id),
             Effect::Record(kind) => {
                 let mut recorder = shared.recorder.lock().expect("recorder poisoned");
                 recorder.record(crate::protocol::seconds(now), kind);
