@@ -303,8 +303,7 @@ impl AgentHandle {
     /// descendant turns settles as `ABORTED`.
     pub async fn cancel_turn(&self) {
         if let Some((token, turn)) = self.token(false).await {
-            let fired = BrokerMsg::CancelTurn { agent: self.id, turn };
-            let _ = self.runtime.broker().send_message(fired.into());
+            self.runtime.send(BrokerMsg::CancelTurn { agent: self.id, turn });
             token.cancel();
         }
     }
@@ -333,9 +332,6 @@ impl AgentHandle {
     /// Stops the agent: it is no longer live, its children become roots, its open
     /// calls are aborted or withdrawn, and this handle is stale from now on.
     pub fn stop(&self) {
-        let _ = self
-            .runtime
-            .broker()
-            .send_message(BrokerMsg::Stop(self.id).into());
+        self.runtime.send(BrokerMsg::Stop(self.id));
     }
 }

@@ -12,7 +12,7 @@ use super::wheel::{Wheel, is_wake};
 use super::{AnswererRef, Host, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
 use crate::effect::{Out, Spawn};
-use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg};
+use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
 
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
@@ -36,11 +36,14 @@ pub(crate) struct BrokerShell {
     timers: Wheel,
     out: Out,
     cells: Vec<ractor::ActorId>,
+    /// Whether window expiries may overtake mail ([`super::order`]): not when a
+    /// user's answerer is in the waterfall, as its mail is not stamped.
+    early: bool,
 }
 
 impl BrokerShell {
     /// Handles one message at `now`; false if the handler panicked.
-    async fn step(&mut self, now: crate::protocol::Nanos, msg: BrokerMsg) -> bool {
+    async fn step(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
         self.out.reset(now, None);
         self.timers.at(now);
         let (state, out) = (&mut self.state, &mut self.out);
@@ -49,22 +52,46 @@ impl BrokerShell {
         ok
     }
 
-    /// Handles every timer due at `now`, earliest first, before the message at
-    /// hand; false if a handler panicked.
-    async fn fire_due(&mut self, now: crate::protocol::Nanos) -> bool {
-        while let Some(envelope) = self.timers.pop_due(&self.shared, now) {
-            let ok = match envelope {
-                crate::protocol::Envelope::Broker(msg) => self.step(now, msg).await,
-                other => {
-                    self.shared.route(other);
-                    true
+    /// Fires timers before the message at hand: on a wake-up, every timer due by
+    /// the time it was sent (where their own messages would have queued); then
+    /// the window expiries that may overtake what is still in the mailbox. False
+    /// if a handler panicked.
+    async fn fire_due(&mut self, now: Nanos, woken: bool) -> bool {
+        if woken {
+            let sent = self.shared.stamps.lock().expect("stamps poisoned").pop_wake();
+            let sent = sent.unwrap_or(now).min(now);
+            self.timers.woken(sent);
+            while let Some(envelope) = self.timers.pop_until(&self.shared, sent) {
+                if !self.fire(now, envelope).await {
+                    return false;
                 }
+            }
+        }
+        if !self.early {
+            return true;
+        }
+        loop {
+            let envelope = {
+                let stamps = self.shared.stamps.lock().expect("stamps poisoned");
+                self.timers.pop_early(&self.shared, &stamps, now)
             };
-            if !ok {
+            let Some(envelope) = envelope else {
+                return true;
+            };
+            if !self.fire(now, envelope).await {
                 return false;
             }
         }
-        true
+    }
+
+    async fn fire(&mut self, now: Nanos, envelope: Envelope) -> bool {
+        match envelope {
+            Envelope::Broker(msg) => self.step(now, msg).await,
+            other => {
+                self.shared.route(other);
+                true
+            }
+        }
     }
 }
 
@@ -85,6 +112,7 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerShell, ActorProcessingErr> {
+        let early = args.slots.iter().all(|slot| matches!(slot, Slot::Builtin(_)));
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
         let _ = args.shared.broker.set(myself.clone());
@@ -118,6 +146,7 @@ impl Actor for BrokerActor {
             timers: Wheel::default(),
             out: Out::default(),
             cells,
+            early,
         })
     }
 
@@ -129,13 +158,16 @@ impl Actor for BrokerActor {
     ) -> Result<(), ActorProcessingErr> {
         let BrokerMail { msg, counted } = mail;
         let now = shell.shared.now();
-        // Timers first: a window that ended before this message arrived is not
-        // kept waiting behind it (nor behind the rest of a backlog).
-        let mut ok = shell.fire_due(now).await;
-        if ok && !is_wake(&msg) {
+        let woken = !counted && is_wake(&msg);
+        let kind = super::order::kind(&msg);
+        let mut ok = shell.fire_due(now, woken).await;
+        if ok && !woken {
             ok = shell.step(now, msg).await;
         }
-        shell.timers.arm(&shell.shared, now);
+        if counted {
+            shell.shared.stamps.lock().expect("stamps poisoned").pop(kind);
+        }
+        shell.timers.arm(&shell.shared);
         if counted {
             shell.shared.handled();
         }
@@ -147,7 +179,7 @@ impl Actor for BrokerActor {
 
     async fn handle_supervisor_evt(
         &self,
-        myself: ActorRef<BrokerMail>,
+        _myself: ActorRef<BrokerMail>,
         event: SupervisionEvent,
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
@@ -168,7 +200,7 @@ impl Actor for BrokerActor {
                 msg: BrokerMsg::AnswererDied { answerer },
                 counted: true,
             };
-            if myself.send_message(mail).is_err() {
+            if !shell.shared.send_broker(mail) {
                 shell.shared.handled();
             }
         }

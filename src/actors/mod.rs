@@ -13,6 +13,7 @@
 mod agent;
 mod answerer;
 mod broker;
+mod order;
 mod runtime;
 mod wheel;
 
@@ -58,6 +59,8 @@ pub(crate) struct Shared {
     /// The first panic in an actor of this runtime.
     crashed: Arc<Mutex<Option<String>>>,
     shutting_down: std::sync::atomic::AtomicBool,
+    /// Send times of the broker's mail a window expiry must not overtake.
+    stamps: Mutex<order::Stamps>,
 }
 
 impl Shared {
@@ -79,9 +82,7 @@ impl Shared {
     fn route(&self, envelope: Envelope) {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let counted = match envelope {
-            Envelope::Broker(msg) => self
-                .broker()
-                .is_some_and(|b| b.send_message(BrokerMail { msg, counted: true }).is_ok()),
+            Envelope::Broker(msg) => self.send_broker(BrokerMail { msg, counted: true }),
             Envelope::Agent(id, msg) => self
                 .agent(id)
                 .is_some_and(|a| a.send_message(AgentMail::Core { msg, counted: true }).is_ok()),
@@ -99,6 +100,25 @@ impl Shared {
         if !counted {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Sends the broker `mail`, its send time stamped (in mailbox order) when a
+    /// window expiry must not overtake it.
+    fn send_broker(&self, mail: BrokerMail) -> bool {
+        let Some(broker) = self.broker() else {
+            return false;
+        };
+        let kind = order::kind(&mail.msg);
+        if kind == order::Kind::Free {
+            return broker.send_message(mail).is_ok();
+        }
+        let mut stamps = self.stamps.lock().expect("stamps poisoned");
+        stamps.push(kind, self.now());
+        let sent = broker.send_message(mail).is_ok();
+        if !sent {
+            stamps.pop(kind);
+        }
+        sent
     }
 
     /// A counted message was handled.

@@ -230,6 +230,7 @@ impl Runtime {
             finals: continuity.finals,
             crashed: continuity.crashed,
             shutting_down: AtomicBool::new(false),
+            stamps: Mutex::new(Default::default()),
         });
         let args = BrokerArgs {
             shared: shared.clone(),

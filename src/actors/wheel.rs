@@ -5,10 +5,13 @@
 //! Why: a task per timer costs a spawn, an abort and a mailbox message each, and
 //! a fired timer's message used to queue behind whatever reached the broker's
 //! FIFO mailbox first: under a burst of 100,000 requests a window expired
-//! hundreds of milliseconds late. Here the broker takes every timer that is due
-//! before each message it handles ([`Wheel::pop_due`]), so an expiry waits for at
-//! most one message, never for the backlog. The sleeper's wake-up is a no-op
-//! message ([`wake_mail`]): it only makes an idle broker look at the wheel.
+//! hundreds of milliseconds late. Here the sleeper's wake-up ([`wake_mail`], a
+//! no-op message, its send time stamped) takes the place of those messages: when
+//! the broker handles it, every timer due by the time it was sent fires
+//! ([`Wheel::pop_until`]), exactly the order the timers' own messages had. And
+//! before each message, the broker takes the due timers that may overtake what
+//! is still in its mailbox ([`Wheel::pop_early`], [`super::order`]), so an
+//! expiry does not wait behind a backlog of requests.
 //!
 //! The wheel must never deliver a timer before its deadline, nor twice, nor
 //! after it was cancelled; timers still in it count as `due` in [`Shared`] so a
@@ -20,9 +23,10 @@ use std::sync::atomic::Ordering;
 
 use tokio::task::AbortHandle;
 
+use super::order::Stamps;
 use super::{Shared, TimerSink};
 use crate::effect::TimerId;
-use crate::protocol::{AgentId, BrokerMail, BrokerMsg, Envelope, Nanos};
+use crate::protocol::{AgentId, BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
 
 /// The agent id of the wake-up's `Stop`: no agent ever has it (ids count up
 /// from 1), so stopping it is a no-op for the broker's state as well.
@@ -52,37 +56,75 @@ pub(crate) struct Wheel {
     now: Nanos,
 }
 
+/// Due entries [`Wheel::pop_early`] looks at per message, so one message never
+/// costs a scan of a long backlog of blocked timers.
+const EARLY_SCAN_MAX: usize = 64;
+
 impl Wheel {
     /// The time of the delivery about to be handled: new timers count from it.
     pub(crate) fn at(&mut self, now: Nanos) {
         self.now = now;
     }
 
-    /// The earliest timer due at `now`, taken out of the wheel.
-    pub(crate) fn pop_due(&mut self, shared: &Shared, now: Nanos) -> Option<Envelope> {
-        let (&(deadline, id), _) = self.queue.first_key_value()?;
-        if deadline > now {
-            return None;
-        }
-        let (envelope, fault) = self.queue.remove(&(deadline, id))?;
-        self.deadlines.remove(&id);
+    fn take(&mut self, shared: &Shared, key: (Nanos, TimerId)) -> Option<Envelope> {
+        let (envelope, fault) = self.queue.remove(&key)?;
+        self.deadlines.remove(&key.1);
         if !fault {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
         Some(envelope)
     }
 
+    /// The earliest timer due at or before `limit` (the send time of a wake-up:
+    /// where its message would have entered the mailbox), taken out.
+    pub(crate) fn pop_until(&mut self, shared: &Shared, limit: Nanos) -> Option<Envelope> {
+        let (&key, _) = self.queue.first_key_value()?;
+        if key.0 > limit {
+            return None;
+        }
+        self.take(shared, key)
+    }
+
+    /// The earliest timer due at `now` that may overtake what is still in the
+    /// mailbox ([`Stamps::may_overtake`]), taken out; never one behind a
+    /// blocked timer of its own call.
+    pub(crate) fn pop_early(&mut self, shared: &Shared, stamps: &Stamps, now: Nanos) -> Option<Envelope> {
+        let mut blocked: Vec<Ticket> = Vec::new();
+        let mut found = None;
+        for (&key, (envelope, _)) in self
+            .queue
+            .range(..(now.saturating_add(1), 0))
+            .take(EARLY_SCAN_MAX)
+        {
+            let (ticket, window) = match envelope {
+                Envelope::Broker(BrokerMsg::WindowExpired { ticket, .. }) => (*ticket, true),
+                Envelope::Broker(BrokerMsg::OfferTimeout { ticket, .. }) => (*ticket, false),
+                _ => return None,
+            };
+            if !blocked.contains(&ticket) && stamps.may_overtake(ticket, key.0, window) {
+                found = Some(key);
+                break;
+            }
+            blocked.push(ticket);
+        }
+        self.take(shared, found?)
+    }
+
+    /// A wake-up sent at `sent` was handled: the sleeper that sent it is done.
+    pub(crate) fn woken(&mut self, sent: Nanos) {
+        if self.armed.as_ref().is_some_and(|(at, _)| *at <= sent) {
+            self.armed = None;
+        }
+    }
+
     /// Makes sure a sleeper wakes the broker at the earliest deadline.
-    pub(crate) fn arm(&mut self, shared: &Arc<Shared>, now: Nanos) {
+    pub(crate) fn arm(&mut self, shared: &Arc<Shared>) {
         let Some(&(earliest, _)) = self.queue.keys().next() else {
             return;
         };
-        // A sleeper due at or before the earliest deadline, and not yet past, will
-        // wake the broker in time (it re-arms then).
-        if let Some((at, _)) = &self.armed
-            && *at <= earliest
-            && *at > now
-        {
+        // A sleeper due no later than the earliest deadline wakes the broker in
+        // time (or already did: its wake-up is in the mailbox, and re-arms).
+        if self.armed.as_ref().is_some_and(|(at, _)| *at <= earliest) {
             return;
         }
         if let Some((_, sleeper)) = self.armed.take() {
@@ -94,14 +136,22 @@ impl Wheel {
             tokio::select! {
                 biased;
                 _ = shared_for_task.epoch.cancelled() => {}
-                _ = tokio::time::sleep_until(wake_at) => {
-                    if let Some(broker) = shared_for_task.broker() {
-                        let _ = broker.send_message(wake_mail());
-                    }
-                }
+                _ = tokio::time::sleep_until(wake_at) => wake(&shared_for_task),
             }
         });
         self.armed = Some((earliest, task.abort_handle()));
+    }
+}
+
+/// Sends the broker a wake-up, its send time stamped in mailbox order.
+fn wake(shared: &Shared) {
+    let Some(broker) = shared.broker() else {
+        return;
+    };
+    let mut stamps = shared.stamps.lock().expect("stamps poisoned");
+    stamps.push_wake(shared.now());
+    if broker.send_message(wake_mail()).is_err() {
+        stamps.pop_wake_back();
     }
 }
 
