@@ -96,7 +96,9 @@ impl Host for AgentShell {
             parent_token: Some(self.token.clone()),
             registered: None,
         };
-        if start(shared, args).await.is_ok() {
+        // Boxed: ractor's spawn future is large, and unboxed it would make every
+        // handler's future (most never spawn) as large, copied on every message.
+        if Box::pin(start(shared, args)).await.is_ok() {
             shared.route(Envelope::Broker(BrokerMsg::Register(registration)));
         }
     }
