@@ -117,6 +117,48 @@ fn waterfall_depth(c: &mut Criterion) {
 /// Calls per iteration of the throughput bench.
 const PENDING_CALLS: u64 = 2_000;
 
+/// `iters` rounds of [`PENDING_CALLS`] pending calls on a fresh runtime each,
+/// keeping its events in memory or not ([`Runtime::start_without_events`]).
+fn pending_asksim(iters: u64, keep_events: bool) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let rt = current_thread(true);
+        let config = RuntimeConfig {
+            tool: tool(),
+            answerers: waterfall(0, Latency::Fixed(2.0)),
+            ..RuntimeConfig::default()
+        };
+        let runtime = rt
+            .block_on(async {
+                if keep_events {
+                    Runtime::start(config).await
+                } else {
+                    Runtime::start_without_events(config).await
+                }
+            })
+            .expect("a runtime");
+        let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
+        let start = Instant::now();
+        rt.block_on(async {
+            let calls: Vec<_> = (0..PENDING_CALLS)
+                .map(|_| {
+                    let root = root.clone();
+                    tokio::spawn(async move {
+                        let outcome = root.ask(ARGS_1S).await;
+                        root.closed(&outcome.call_id).await;
+                    })
+                })
+                .collect();
+            for call in calls {
+                call.await.expect("a call");
+            }
+        });
+        total += start.elapsed();
+        rt.block_on(runtime.shutdown());
+    }
+    total
+}
+
 /// N timed calls with a 1 s window against an answerer that takes 2 s: every call
 /// returns `pending` and then gets its late answer. Paused time, so the windows
 /// cost nothing but the work; a fresh runtime per iteration, built untimed.
@@ -124,33 +166,9 @@ fn pending_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("pending_throughput");
     group.throughput(Throughput::Elements(PENDING_CALLS));
     group.sample_size(10);
-    group.bench_function("asksim", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let rt = current_thread(true);
-                let runtime = start_asksim(&rt, waterfall(0, Latency::Fixed(2.0)));
-                let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
-                let start = Instant::now();
-                rt.block_on(async {
-                    let calls: Vec<_> = (0..PENDING_CALLS)
-                        .map(|_| {
-                            let root = root.clone();
-                            tokio::spawn(async move {
-                                let outcome = root.ask(ARGS_1S).await;
-                                root.closed(&outcome.call_id).await;
-                            })
-                        })
-                        .collect();
-                    for call in calls {
-                        call.await.expect("a call");
-                    }
-                });
-                total += start.elapsed();
-                rt.block_on(runtime.shutdown());
-            }
-            total
-        })
+    group.bench_function("asksim", |b| b.iter_custom(|iters| pending_asksim(iters, true)));
+    group.bench_function("asksim_without_events", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, false))
     });
     group.bench_function("baseline", |b| {
         b.iter_custom(|iters| {

@@ -314,6 +314,9 @@ pub enum BrokerMsg {
         /// Its place in the waterfall.
         answerer: AnswererIx,
     },
+    /// The actor runtime's timer wake-up: the broker takes the timers now due
+    /// (they live in its own wheel); the message itself changes nothing.
+    Wake,
     /// What is open now (library queries; the simulator reads the state itself).
     Status(oneshot::Sender<BrokerStatus>),
 }
@@ -324,6 +327,7 @@ impl BrokerMsg {
         match self {
             BrokerMsg::Register(_) => "Register",
             BrokerMsg::Stop(_) => "Stop",
+            BrokerMsg::Wake => "Wake",
             BrokerMsg::Request(_) => "Request",
             BrokerMsg::Accept { .. } => "Accept",
             BrokerMsg::Decline { .. } => "Decline",

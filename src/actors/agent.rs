@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{Host, Runtime, Shared, Timers, execute, guarded};
+use super::{Host, Runtime, Shared, TimerSink, Timers, execute, guarded};
 use crate::agent::AgentState;
 use crate::effect::{Out, Spawn};
 use crate::protocol::{
@@ -96,7 +96,9 @@ impl Host for AgentShell {
             parent_token: Some(self.token.clone()),
             registered: None,
         };
-        if start(shared, args).await.is_ok() {
+        // Boxed: ractor's spawn future is large, and unboxed it would make every
+        // handler's future (most never spawn) as large, copied on every message.
+        if Box::pin(start(shared, args)).await.is_ok() {
             shared.route(Envelope::Broker(BrokerMsg::Register(Box::new(registration))));
         }
     }
@@ -207,7 +209,7 @@ impl Actor for AgentActor {
         _myself: ActorRef<AgentMail>,
         shell: &mut AgentShell,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all();
+        shell.timers.cancel_all(&shell.shared);
         Ok(())
     }
 }
@@ -303,8 +305,7 @@ impl AgentHandle {
     /// descendant turns settles as `ABORTED`.
     pub async fn cancel_turn(&self) {
         if let Some((token, turn)) = self.token(false).await {
-            let fired = BrokerMsg::CancelTurn { agent: self.id, turn };
-            let _ = self.runtime.broker().send_message(fired.into());
+            self.runtime.send(BrokerMsg::CancelTurn { agent: self.id, turn });
             token.cancel();
         }
     }
@@ -333,9 +334,6 @@ impl AgentHandle {
     /// Stops the agent: it is no longer live, its children become roots, its open
     /// calls are aborted or withdrawn, and this handle is stale from now on.
     pub fn stop(&self) {
-        let _ = self
-            .runtime
-            .broker()
-            .send_message(BrokerMsg::Stop(self.id).into());
+        self.runtime.send(BrokerMsg::Stop(self.id));
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::{Host, Shared, Timers, execute, guarded};
+use super::{Host, Shared, TimerSink, Timers, execute, guarded};
 use crate::answerer::AnswererState;
 use crate::effect::{Out, Spawn};
 use crate::protocol::AnswererMsg;
@@ -78,7 +78,7 @@ impl Actor for AnswererActor {
         execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut host).await;
         shell.shared.answerer_handled(shell.index);
         if host.dead {
-            shell.timers.cancel_all();
+            shell.timers.cancel_all(&shell.shared);
             myself.stop(Some("crash".into()));
         }
         Ok(())
@@ -89,7 +89,7 @@ impl Actor for AnswererActor {
         _myself: ActorRef<AnswererMsg>,
         shell: &mut AnswererShell,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all();
+        shell.timers.cancel_all(&shell.shared);
         shell.shared.answerer_died(shell.index);
         Ok(())
     }

@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::answerer::{AnswererActor, AnswererArgs};
-use super::{AnswererRef, Host, Shared, Timers, execute, guarded};
+use super::wheel::{Wheel, is_wake};
+use super::{AnswererRef, Host, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
 use crate::effect::{Out, Spawn};
-use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg};
+use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
 
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
@@ -32,9 +33,66 @@ pub(crate) struct BrokerArgs {
 pub(crate) struct BrokerShell {
     shared: Arc<Shared>,
     state: BrokerState,
-    timers: Timers,
+    timers: Wheel,
     out: Out,
     cells: Vec<ractor::ActorId>,
+    /// Whether window expiries may overtake mail ([`super::order`]): not when a
+    /// user's answerer is in the waterfall, as its mail is not stamped.
+    early: bool,
+}
+
+impl BrokerShell {
+    /// Handles one message at `now`; false if the handler panicked.
+    async fn step(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
+        self.out.reset(now, None);
+        self.timers.at(now);
+        let (state, out) = (&mut self.state, &mut self.out);
+        let ok = guarded(&self.shared, || state.handle(msg, out));
+        execute(&self.shared, &mut self.out, &mut self.timers, &mut NoHost).await;
+        ok
+    }
+
+    /// Fires timers before the message at hand: on a wake-up, every timer due by
+    /// the time it was sent (where their own messages would have queued); then
+    /// the window expiries that may overtake what is still in the mailbox. False
+    /// if a handler panicked.
+    async fn fire_due(&mut self, now: Nanos, woken: bool) -> bool {
+        if woken {
+            let sent = self.shared.stamps.lock().expect("stamps poisoned").pop_wake();
+            let sent = sent.unwrap_or(now).min(now);
+            self.timers.woken(sent);
+            while let Some(envelope) = self.timers.pop_until(&self.shared, sent) {
+                if !self.fire(now, envelope).await {
+                    return false;
+                }
+            }
+        }
+        if !self.early {
+            return true;
+        }
+        loop {
+            let envelope = {
+                let stamps = self.shared.stamps.lock().expect("stamps poisoned");
+                self.timers.pop_early(&self.shared, &stamps, now)
+            };
+            let Some(envelope) = envelope else {
+                return true;
+            };
+            if !self.fire(now, envelope).await {
+                return false;
+            }
+        }
+    }
+
+    async fn fire(&mut self, now: Nanos, envelope: Envelope) -> bool {
+        match envelope {
+            Envelope::Broker(msg) => self.step(now, msg).await,
+            other => {
+                self.shared.route(other);
+                true
+            }
+        }
+    }
 }
 
 struct NoHost;
@@ -54,6 +112,7 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerShell, ActorProcessingErr> {
+        let early = args.slots.iter().all(|slot| matches!(slot, Slot::Builtin(_)));
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
         let _ = args.shared.broker.set(myself.clone());
@@ -84,9 +143,10 @@ impl Actor for BrokerActor {
         Ok(BrokerShell {
             shared: args.shared,
             state: args.state,
-            timers: Timers::default(),
+            timers: Wheel::default(),
             out: Out::default(),
             cells,
+            early,
         })
     }
 
@@ -97,10 +157,17 @@ impl Actor for BrokerActor {
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
         let BrokerMail { msg, counted } = mail;
-        shell.out.reset(shell.shared.now(), None);
-        let (state, out) = (&mut shell.state, &mut shell.out);
-        let ok = guarded(&shell.shared, || state.handle(msg, out));
-        execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut NoHost).await;
+        let now = shell.shared.now();
+        let woken = !counted && is_wake(&msg);
+        let kind = super::order::kind(&msg);
+        let mut ok = shell.fire_due(now, woken).await;
+        if ok && !woken {
+            ok = shell.step(now, msg).await;
+        }
+        if counted {
+            shell.shared.stamps.lock().expect("stamps poisoned").pop(kind);
+        }
+        shell.timers.arm(&shell.shared);
         if counted {
             shell.shared.handled();
         }
@@ -112,7 +179,7 @@ impl Actor for BrokerActor {
 
     async fn handle_supervisor_evt(
         &self,
-        myself: ActorRef<BrokerMail>,
+        _myself: ActorRef<BrokerMail>,
         event: SupervisionEvent,
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
@@ -133,7 +200,7 @@ impl Actor for BrokerActor {
                 msg: BrokerMsg::AnswererDied { answerer },
                 counted: true,
             };
-            if myself.send_message(mail).is_err() {
+            if !shell.shared.send_broker(mail) {
                 shell.shared.handled();
             }
         }
@@ -145,7 +212,7 @@ impl Actor for BrokerActor {
         _myself: ActorRef<BrokerMail>,
         shell: &mut BrokerShell,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all();
+        shell.timers.cancel_all(&shell.shared);
         Ok(())
     }
 }

@@ -13,7 +13,9 @@
 mod agent;
 mod answerer;
 mod broker;
+mod order;
 mod runtime;
+mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -57,6 +59,8 @@ pub(crate) struct Shared {
     /// The first panic in an actor of this runtime.
     crashed: Arc<Mutex<Option<String>>>,
     shutting_down: std::sync::atomic::AtomicBool,
+    /// Send times of the broker's mail a window expiry must not overtake.
+    stamps: Mutex<order::Stamps>,
 }
 
 impl Shared {
@@ -78,9 +82,7 @@ impl Shared {
     fn route(&self, envelope: Envelope) {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let counted = match envelope {
-            Envelope::Broker(msg) => self
-                .broker()
-                .is_some_and(|b| b.send_message(BrokerMail { msg, counted: true }).is_ok()),
+            Envelope::Broker(msg) => self.send_broker(BrokerMail { msg, counted: true }),
             Envelope::Agent(id, msg) => self
                 .agent(id)
                 .is_some_and(|a| a.send_message(AgentMail::Core { msg, counted: true }).is_ok()),
@@ -98,6 +100,25 @@ impl Shared {
         if !counted {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Sends the broker `mail`, its send time stamped (in mailbox order) when a
+    /// window expiry must not overtake it.
+    fn send_broker(&self, mail: BrokerMail) -> bool {
+        let Some(broker) = self.broker() else {
+            return false;
+        };
+        let kind = order::kind(&mail.msg);
+        if kind == order::Kind::Free {
+            return broker.send_message(mail).is_ok();
+        }
+        let mut stamps = self.stamps.lock().expect("stamps poisoned");
+        stamps.push(kind, self.now());
+        let sent = broker.send_message(mail).is_ok();
+        if !sent {
+            stamps.pop(kind);
+        }
+        sent
     }
 
     /// A counted message was handled.
@@ -156,14 +177,25 @@ impl AnswererRef {
     }
 }
 
-/// One actor's running timers.
+/// Where an actor's timers run: a task each ([`Timers`], agents and answerers)
+/// or the broker's [`wheel::Wheel`].
+pub(crate) trait TimerSink {
+    /// Starts timer `id`: `envelope` goes out `after` nanoseconds from now.
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool);
+    /// Cancels timer `id`, if it has not fired.
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId);
+    /// Cancels every timer (the actor stops).
+    fn cancel_all(&mut self, shared: &Arc<Shared>);
+}
+
+/// One actor's running timers, a task each.
 #[derive(Default)]
 pub(crate) struct Timers {
     running: HashMap<TimerId, AbortHandle>,
     swept_at: usize,
 }
 
-impl Timers {
+impl TimerSink for Timers {
     fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
         struct Due(Option<Arc<AtomicI64>>);
         impl Drop for Due {
@@ -193,13 +225,13 @@ impl Timers {
         }
     }
 
-    fn cancel(&mut self, id: TimerId) {
+    fn cancel(&mut self, _: &Arc<Shared>, id: TimerId) {
         if let Some(task) = self.running.remove(&id) {
             task.abort();
         }
     }
 
-    fn cancel_all(&mut self) {
+    fn cancel_all(&mut self, _: &Arc<Shared>) {
         for (_, task) in self.running.drain() {
             task.abort();
         }
@@ -218,7 +250,12 @@ pub(crate) trait Host {
 }
 
 /// Carries out what the actor at `from` did.
-pub(crate) async fn execute<H: Host>(shared: &Arc<Shared>, out: &mut Out, timers: &mut Timers, host: &mut H) {
+pub(crate) async fn execute<H: Host, T: TimerSink>(
+    shared: &Arc<Shared>,
+    out: &mut Out,
+    timers: &mut T,
+    host: &mut H,
+) {
     let now = out.now();
     let effects: Vec<Effect> = out.drain().collect();
     for effect in effects {
@@ -233,7 +270,7 @@ pub(crate) async fn execute<H: Host>(shared: &Arc<Shared>, out: &mut Out, timers
                 msg,
                 fault,
             } => timers.start(shared, id, after, msg, fault),
-            Effect::Cancel(id) => timers.cancel(id),
+            Effect::Cancel(id) => timers.cancel(shared, id),
             Effect::Record(kind) => {
                 let mut recorder = shared.recorder.lock().expect("recorder poisoned");
                 recorder.record(crate::protocol::seconds(now), kind);

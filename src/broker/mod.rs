@@ -121,6 +121,7 @@ impl BrokerState {
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(self.status());
             }
+            BrokerMsg::Wake => {}
         }
     }
 

@@ -1,0 +1,183 @@
+//! The broker's timers without a task each: every window and offer timeout of
+//! the broker waits in one ordered map inside the broker actor, and one tokio
+//! sleep (for the earliest deadline) wakes the broker when it is idle.
+//!
+//! Why: a task per timer costs a spawn, an abort and a mailbox message each, and
+//! a fired timer's message used to queue behind whatever reached the broker's
+//! FIFO mailbox first: under a burst of 100,000 requests a window expired
+//! hundreds of milliseconds late. Here the sleeper's wake-up ([`wake_mail`], a
+//! no-op message, its send time stamped) takes the place of those messages: when
+//! the broker handles it, every timer due by the time it was sent fires
+//! ([`Wheel::pop_until`]), exactly the order the timers' own messages had. And
+//! before each message, the broker takes the due timers that may overtake what
+//! is still in its mailbox ([`Wheel::pop_early`], [`super::order`]), so an
+//! expiry does not wait behind a backlog of requests.
+//!
+//! The wheel must never deliver a timer before its deadline, nor twice, nor
+//! after it was cancelled; timers still in it count as `due` in [`Shared`] so a
+//! real-clock run is not over while one waits.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::task::AbortHandle;
+
+use super::order::Stamps;
+use super::{Shared, TimerSink};
+use crate::effect::TimerId;
+use crate::protocol::{BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
+
+/// The message the sleeper sends an idle broker.
+fn wake_mail() -> BrokerMail {
+    BrokerMail::from(BrokerMsg::Wake)
+}
+
+/// Whether `msg` is only a wake-up (nothing for the broker's state to do).
+pub(crate) fn is_wake(msg: &BrokerMsg) -> bool {
+    matches!(msg, BrokerMsg::Wake)
+}
+
+/// The broker's running timers, by deadline.
+#[derive(Default)]
+pub(crate) struct Wheel {
+    /// (deadline, id) → what the timer delivers, whether it is a fault.
+    queue: BTreeMap<(Nanos, TimerId), (Envelope, bool)>,
+    /// id → deadline, to cancel by id.
+    deadlines: HashMap<TimerId, Nanos>,
+    /// The sleeper now waiting, and the deadline it wakes at.
+    armed: Option<(Nanos, AbortHandle)>,
+    /// Filled by [`TimerSink::start`], which has no clock: the time of the
+    /// delivery being handled (set by [`Wheel::at`]).
+    now: Nanos,
+}
+
+/// Due entries [`Wheel::pop_early`] looks at per message, so one message never
+/// costs a scan of a long backlog of blocked timers.
+const EARLY_SCAN_MAX: usize = 64;
+
+impl Wheel {
+    /// The time of the delivery about to be handled: new timers count from it.
+    pub(crate) fn at(&mut self, now: Nanos) {
+        self.now = now;
+    }
+
+    fn take(&mut self, shared: &Shared, key: (Nanos, TimerId)) -> Option<Envelope> {
+        let (envelope, fault) = self.queue.remove(&key)?;
+        self.deadlines.remove(&key.1);
+        if !fault {
+            shared.due.fetch_sub(1, Ordering::SeqCst);
+        }
+        Some(envelope)
+    }
+
+    /// The earliest timer due at or before `limit` (the send time of a wake-up:
+    /// where its message would have entered the mailbox), taken out.
+    pub(crate) fn pop_until(&mut self, shared: &Shared, limit: Nanos) -> Option<Envelope> {
+        let (&key, _) = self.queue.first_key_value()?;
+        if key.0 > limit {
+            return None;
+        }
+        self.take(shared, key)
+    }
+
+    /// The earliest timer due at `now` that may overtake what is still in the
+    /// mailbox ([`Stamps::may_overtake`]), taken out; never one behind a
+    /// blocked timer of its own call.
+    pub(crate) fn pop_early(&mut self, shared: &Shared, stamps: &Stamps, now: Nanos) -> Option<Envelope> {
+        let mut blocked: Vec<Ticket> = Vec::new();
+        let mut found = None;
+        for (&key, (envelope, _)) in self
+            .queue
+            .range(..(now.saturating_add(1), 0))
+            .take(EARLY_SCAN_MAX)
+        {
+            let (ticket, window) = match envelope {
+                Envelope::Broker(BrokerMsg::WindowExpired { ticket, .. }) => (*ticket, true),
+                Envelope::Broker(BrokerMsg::OfferTimeout { ticket, .. }) => (*ticket, false),
+                _ => return None,
+            };
+            if !blocked.contains(&ticket) && stamps.may_overtake(ticket, key.0, window) {
+                found = Some(key);
+                break;
+            }
+            blocked.push(ticket);
+        }
+        self.take(shared, found?)
+    }
+
+    /// A wake-up sent at `sent` was handled: the sleeper that sent it is done.
+    pub(crate) fn woken(&mut self, sent: Nanos) {
+        if self.armed.as_ref().is_some_and(|(at, _)| *at <= sent) {
+            self.armed = None;
+        }
+    }
+
+    /// Makes sure a sleeper wakes the broker at the earliest deadline.
+    pub(crate) fn arm(&mut self, shared: &Arc<Shared>) {
+        let Some(&(earliest, _)) = self.queue.keys().next() else {
+            return;
+        };
+        // A sleeper due no later than the earliest deadline wakes the broker in
+        // time (or already did: its wake-up is in the mailbox, and re-arms).
+        if self.armed.as_ref().is_some_and(|(at, _)| *at <= earliest) {
+            return;
+        }
+        if let Some((_, sleeper)) = self.armed.take() {
+            sleeper.abort();
+        }
+        let shared_for_task = shared.clone();
+        let wake_at = shared.start + std::time::Duration::from_nanos(earliest);
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                _ = shared_for_task.epoch.cancelled() => {}
+                _ = tokio::time::sleep_until(wake_at) => wake(&shared_for_task),
+            }
+        });
+        self.armed = Some((earliest, task.abort_handle()));
+    }
+}
+
+/// Sends the broker a wake-up, its send time stamped in mailbox order.
+fn wake(shared: &Shared) {
+    let Some(broker) = shared.broker() else {
+        return;
+    };
+    let mut stamps = shared.stamps.lock().expect("stamps poisoned");
+    stamps.push_wake(shared.now());
+    if broker.send_message(wake_mail()).is_err() {
+        stamps.pop_wake_back();
+    }
+}
+
+impl TimerSink for Wheel {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        if !fault {
+            shared.due.fetch_add(1, Ordering::SeqCst);
+        }
+        let deadline = self.now.saturating_add(after);
+        self.queue.insert((deadline, id), (envelope, fault));
+        let previous = self.deadlines.insert(id, deadline);
+        assert!(previous.is_none(), "timer {id} started twice");
+    }
+
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
+        if let Some(deadline) = self.deadlines.remove(&id)
+            && let Some((_, fault)) = self.queue.remove(&(deadline, id))
+            && !fault
+        {
+            shared.due.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn cancel_all(&mut self, shared: &Arc<Shared>) {
+        let counted = self.queue.values().filter(|(_, fault)| !fault).count();
+        shared.due.fetch_sub(counted as i64, Ordering::SeqCst);
+        self.queue.clear();
+        self.deadlines.clear();
+        if let Some((_, sleeper)) = self.armed.take() {
+            sleeper.abort();
+        }
+    }
+}
