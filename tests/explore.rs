@@ -139,7 +139,7 @@ fn a_failing_order_is_found_and_replays() {
         .as_ref()
         .expect("an order where the cancel wins");
     assert!(
-        failure.failures.iter().any(|f| f.contains("answered")),
+        failure.verdict.failures.iter().any(|f| f.contains("answered")),
         "{failure:?}"
     );
     let choices = parse_schedule(&failure.schedule).unwrap();

@@ -87,7 +87,7 @@ fn every_failing_example_fails_by_an_expectation_only() {
     }
 }
 
-/// The verdict a run streams as it records (the checker and coverage watching each
+/// The verdict (and the order hash) a run streams as it records (the checker and coverage watching each
 /// event) equals the one computed afterwards from the kept events, on every
 /// scenario: the streaming analysis loses nothing.
 #[test]
@@ -110,6 +110,18 @@ fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
             format!("{kept:?}"),
             "{label}"
         );
+        // The order hash, taken from the log's lines, is the hash of each event's
+        // kind serialised alone.
+        let mut order = sha2::Sha256::default();
+        for event in output.events() {
+            sha2::Digest::update(&mut order, serde_json::to_vec(&event.kind).unwrap());
+            sha2::Digest::update(&mut order, b"\n");
+        }
+        let order: String = sha2::Digest::finalize(order)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(output.recording.order_hash, order, "{label}");
         let coverage = asksim::sim::coverage::coverage(output.events(), &scenario);
         assert_eq!(
             serde_json::to_string(&streamed.coverage).unwrap(),

@@ -21,9 +21,8 @@ use serde::Serialize;
 use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::{self, RunOptions};
-use crate::sim::invariants::Violation;
 use crate::sim::queue::{Candidate, Chooser};
-use crate::sim::report::summarise;
+use crate::sim::report::{Verdict, summarise};
 
 /// Schedules explored at most, unless `--max` says otherwise.
 pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
@@ -223,13 +222,8 @@ pub struct FailedSchedule {
     /// The command that replays exactly that schedule.
     pub reproduce: String,
     /// What broke.
-    pub violations: Vec<Violation>,
-    /// Expectations that failed.
-    pub failures: Vec<String>,
-    /// The limit that stopped the run, or null.
-    pub limit: Option<&'static str>,
-    /// The panic that ended the run, or null.
-    pub crashed: Option<String>,
+    #[serde(flatten)]
+    pub verdict: Verdict,
 }
 
 /// What `explore --all` reports.
@@ -319,10 +313,7 @@ pub fn explore(
                 first_failure = Some(FailedSchedule {
                     reproduce: format!("asksim run {file} --seed {seed} --schedule {schedule}"),
                     schedule,
-                    violations: summary.invariants.violations,
-                    failures: summary.expectations.failures,
-                    limit: summary.limit,
-                    crashed: summary.crashed,
+                    verdict: Verdict::of(&summary),
                 });
             }
             progress(schedules);
@@ -416,18 +407,7 @@ pub fn render(report: &ExploreReport) -> String {
         }
         Some(failure) => {
             let _ = writeln!(out, "  FAIL schedule {}: {}", failure.schedule, failure.reproduce);
-            for v in &failure.violations {
-                let _ = writeln!(out, "    VIOLATION {v}");
-            }
-            for f in &failure.failures {
-                let _ = writeln!(out, "    EXPECTATION FAILED {f}");
-            }
-            if let Some(limit) = failure.limit {
-                let _ = writeln!(out, "    LIMIT {limit}");
-            }
-            if let Some(crashed) = &failure.crashed {
-                let _ = writeln!(out, "    CRASHED {crashed}");
-            }
+            failure.verdict.write_lines(&mut out);
         }
     }
     let _ = writeln!(out, "  {:.2} s wall", report.wall_s);

@@ -12,8 +12,7 @@ use serde::Serialize;
 
 use crate::scenario::{Clock, Scenario};
 use crate::sim::driver::{self, RunOptions};
-use crate::sim::invariants::Violation;
-use crate::sim::report::{Outcomes, Summary, summarise};
+use crate::sim::report::{Outcomes, Summary, Verdict, summarise};
 use crate::sim::shard::Shard;
 use crate::sim::strategy::Strategy;
 
@@ -87,14 +86,9 @@ pub struct Failure {
     pub seed: u64,
     /// The command that reproduces it.
     pub reproduce: String,
-    /// Broken invariants.
-    pub violations: Vec<Violation>,
-    /// Failed expectations.
-    pub failures: Vec<String>,
-    /// The limit that stopped it, if one did.
-    pub limit: Option<&'static str>,
-    /// The panic that ended it, if one did.
-    pub crashed: Option<String>,
+    /// What it broke.
+    #[serde(flatten)]
+    pub verdict: Verdict,
 }
 
 /// What a sweep reports.
@@ -188,6 +182,9 @@ pub fn swept(scenario: &Scenario, options: &SweepOptions) -> Scenario {
     scenario
 }
 
+/// Seeds a worker runs before it hands their results over.
+const BATCH: usize = 32;
+
 /// Runs every seed of the sweep's shard of `scenario` (as [`swept`] gives it) and
 /// returns the results by seed, with the seconds of wall time they took.
 pub fn run_seeds(
@@ -199,21 +196,30 @@ pub fn run_seeds(
     let wall = std::time::Instant::now();
     let count = options.shard.len(options.seeds);
     let next = AtomicU64::new(0);
-    let (tx, rx) = mpsc::channel::<(u64, SeedResult)>();
+    let (tx, rx) = mpsc::channel::<Vec<(u64, SeedResult)>>();
     let jobs = options.jobs.clamp(1, JOBS_MAX);
     let results: BTreeMap<u64, SeedResult> = std::thread::scope(|scope| {
         for _ in 0..jobs {
             let (next, tx) = (&next, tx.clone());
             scope.spawn(move || {
+                // Results go to the collector in batches: one wake-up of it per
+                // seed cost a tenth of a small scenario's sweep.
+                let mut batch = Vec::with_capacity(BATCH);
                 loop {
                     // An index, not a seed: it never passes `count + jobs`, so it
                     // cannot wrap whatever the seeds are.
                     let index = next.fetch_add(1, Ordering::SeqCst);
                     if index >= count {
+                        let _ = tx.send(batch);
                         return;
                     }
                     let seed = options.shard.seed(options.seeds, index);
-                    if tx.send((seed, run_seed(scenario, options, seed))).is_err() {
+                    batch.push((seed, run_seed(scenario, options, seed)));
+                    if batch.len() == BATCH
+                        && tx
+                            .send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                            .is_err()
+                    {
                         return;
                     }
                 }
@@ -221,8 +227,8 @@ pub fn run_seeds(
         }
         drop(tx);
         let mut results = BTreeMap::new();
-        for (seed, result) in rx {
-            results.insert(seed, result);
+        for batch in rx {
+            results.extend(batch);
             progress(results.len() as u64);
         }
         results
@@ -252,10 +258,7 @@ pub fn report(
             failed.push(Failure {
                 seed: *seed,
                 reproduce: summary.reproduce.clone().unwrap_or_default(),
-                violations: summary.invariants.violations.clone(),
-                failures: summary.expectations.failures.clone(),
-                limit: summary.limit,
-                crashed: summary.crashed.clone(),
+                verdict: Verdict::of(summary),
             });
         }
     }
@@ -285,18 +288,7 @@ pub fn render(report: &SweepReport) -> String {
     );
     for failure in &report.failed {
         let _ = writeln!(out, "  FAIL seed {}: {}", failure.seed, failure.reproduce);
-        for v in &failure.violations {
-            let _ = writeln!(out, "    VIOLATION {v}");
-        }
-        for f in &failure.failures {
-            let _ = writeln!(out, "    EXPECTATION FAILED {f}");
-        }
-        if let Some(limit) = failure.limit {
-            let _ = writeln!(out, "    LIMIT HIT {limit}");
-        }
-        if let Some(panic) = &failure.crashed {
-            let _ = writeln!(out, "    CRASHED {panic}");
-        }
+        failure.verdict.write_lines(&mut out);
     }
     let t = &report.totals;
     let errors: u64 = t.errors.values().sum();
