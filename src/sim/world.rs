@@ -69,6 +69,41 @@ fn addr_code(addr: Addr) -> u64 {
     }
 }
 
+/// The live agents, by id: ids are handed out in order from one counter, so a
+/// vector indexed by id holds them without hashing (and iterates in id order).
+#[derive(Default)]
+struct Agents(Vec<Option<AgentState>>);
+
+impl Agents {
+    fn slot(id: AgentId) -> usize {
+        usize::try_from(id).expect("agent ids fit in memory")
+    }
+
+    fn insert(&mut self, id: AgentId, agent: AgentState) {
+        let slot = Agents::slot(id);
+        if self.0.len() <= slot {
+            self.0.resize_with(slot + 1, || None);
+        }
+        self.0[slot] = Some(agent);
+    }
+
+    fn get(&self, id: &AgentId) -> Option<&AgentState> {
+        self.0.get(Agents::slot(*id)).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, id: &AgentId) -> Option<&mut AgentState> {
+        self.0.get_mut(Agents::slot(*id)).and_then(Option::as_mut)
+    }
+
+    fn contains_key(&self, id: &AgentId) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn clear(&mut self) {
+        self.0.iter_mut().for_each(|slot| *slot = None);
+    }
+}
+
 /// Why a run stopped short.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
@@ -94,7 +129,7 @@ pub struct World<'s> {
     seed: u64,
     queue: Queue,
     broker: Option<BrokerState>,
-    agents: HashMap<AgentId, AgentState>,
+    agents: Agents,
     /// The current life's agents by name, for scheduled events.
     names: BTreeMap<Name, AgentId>,
     answerers: Vec<Option<AnswererState>>,
@@ -127,7 +162,7 @@ impl<'s> World<'s> {
             seed,
             queue: Queue::new(),
             broker: None,
-            agents: HashMap::new(),
+            agents: Agents::default(),
             names: BTreeMap::new(),
             answerers: Vec::new(),
             specs,
@@ -398,7 +433,7 @@ impl<'s> World<'s> {
         match &event.action {
             Action::CancelTurn(name) => match self.agent_named(name) {
                 Some(agent) => {
-                    let turn = self.agents[&agent].turn().clone();
+                    let turn = self.agents.get(&agent).expect("a live agent").turn().clone();
                     to_broker(self, BrokerMsg::CancelTurn { agent, turn });
                 }
                 None => self.not_yet(json!({"cancel_turn": name, "why": "not spawned yet"})),
