@@ -186,7 +186,7 @@ fn simulate(
     };
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
-    let finals = world.finals().clone();
+    let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let analysis = Analysis::from_observer(recorder.take_observer());
     let (recording, written) = recorder.finish();

@@ -71,8 +71,9 @@ fn addr_code(addr: Addr) -> u64 {
 
 /// The live agents, by id: ids are handed out in order from one counter, so a
 /// vector indexed by id holds them without hashing (and iterates in id order).
+/// Boxed, so the vector's spare capacity costs a pointer per slot.
 #[derive(Default)]
-struct Agents(Vec<Option<AgentState>>);
+struct Agents(Vec<Option<Box<AgentState>>>);
 
 impl Agents {
     fn slot(id: AgentId) -> usize {
@@ -84,15 +85,15 @@ impl Agents {
         if self.0.len() <= slot {
             self.0.resize_with(slot + 1, || None);
         }
-        self.0[slot] = Some(agent);
+        self.0[slot] = Some(Box::new(agent));
     }
 
     fn get(&self, id: &AgentId) -> Option<&AgentState> {
-        self.0.get(Agents::slot(*id)).and_then(Option::as_ref)
+        self.0.get(Agents::slot(*id)).and_then(Option::as_deref)
     }
 
     fn get_mut(&mut self, id: &AgentId) -> Option<&mut AgentState> {
-        self.0.get_mut(Agents::slot(*id)).and_then(Option::as_mut)
+        self.0.get_mut(Agents::slot(*id)).and_then(Option::as_deref_mut)
     }
 
     fn contains_key(&self, id: &AgentId) -> bool {
@@ -232,9 +233,9 @@ impl<'s> World<'s> {
         self.broker.as_ref().map(|b| b.status().open).unwrap_or_default()
     }
 
-    /// Final results of the scripts that ended, by agent.
-    pub fn finals(&self) -> &BTreeMap<String, Value> {
-        &self.finals
+    /// Takes the final results of the scripts that ended, by agent.
+    pub fn take_finals(&mut self) -> BTreeMap<String, Value> {
+        std::mem::take(&mut self.finals)
     }
 
     /// Ends the run: its recorder.
