@@ -439,3 +439,22 @@ fn a_real_clock_run_does_not_end_while_a_message_is_in_flight() {
         &last[..last.len().min(200)]
     );
 }
+
+/// Issue #9.8, continued: a reproduce command pastes back exactly even when the
+/// file's path holds a space and a quote (the path is quoted for a POSIX shell;
+/// `explore` and `shrink` print theirs through the same `shell_word`).
+#[test]
+fn a_reproduce_command_quotes_a_path_a_shell_would_split() {
+    let text = std::fs::read_to_string(scenario_path("failing/many-agents")).unwrap();
+    let file = TempFile::new("it's a dir name", &text);
+    let out = asksim(&["run", file.path(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "the example fails");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let command = summary["reproduce"].as_str().unwrap().to_owned();
+    let words = shlex::split(&command).expect("a command a shell can read");
+    assert_eq!(words[2], file.path(), "{command}");
+    let mut args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    args.push("--json");
+    let again: Value = serde_json::from_slice(&asksim(&args).stdout).unwrap();
+    assert_eq!(again["trace_hash"], summary["trace_hash"], "{command}");
+}

@@ -311,7 +311,10 @@ pub fn explore(
             if !summary.passed() && first_failure.is_none() {
                 let schedule = schedule_string(&choices);
                 first_failure = Some(FailedSchedule {
-                    reproduce: format!("asksim run {file} --seed {seed} --schedule {schedule}"),
+                    reproduce: format!(
+                        "asksim run {} --seed {seed} --schedule {schedule}",
+                        crate::sim::report::shell_word(file)
+                    ),
                     schedule,
                     verdict: Verdict::of(&summary),
                 });

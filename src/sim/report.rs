@@ -238,9 +238,18 @@ impl Verdict {
 pub fn reproduce_command(file: &str, output: &RunOutput) -> String {
     let clock = clock_name(output.clock);
     format!(
-        "asksim run {file} --seed {} --clock {clock} --explore {}",
-        output.seed, output.strategy
+        "asksim run {} --seed {} --clock {clock} --explore {}",
+        shell_word(file),
+        output.seed,
+        output.strategy
     )
+}
+
+/// `word` as one word of a POSIX shell command line: as it is when it needs no
+/// quoting, else quoted (shlex), so a printed command pastes back exactly. A
+/// path cannot hold the one thing shlex refuses (a NUL byte).
+pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
+    shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word))
 }
 
 /// Analyses a run of `scenario` loaded from `file`. A panic in the analysis (the

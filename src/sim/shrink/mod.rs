@@ -284,7 +284,10 @@ pub fn default_out(file: &Path) -> PathBuf {
 
 /// The command that reproduces the shrunk failure from `out`.
 pub fn reproduce_command(out: &str, seed: u64, strategy: Strategy) -> String {
-    format!("asksim run {out} --seed {seed} --clock virtual --explore {strategy}")
+    format!(
+        "asksim run {} --seed {seed} --clock virtual --explore {strategy}",
+        crate::sim::report::shell_word(out)
+    )
 }
 
 /// The human report of a shrink whose result was written to `out`.
