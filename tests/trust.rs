@@ -458,3 +458,24 @@ fn a_reproduce_command_quotes_a_path_a_shell_would_split() {
     let again: Value = serde_json::from_slice(&asksim(&args).stdout).unwrap();
     assert_eq!(again["trace_hash"], summary["trace_hash"], "{command}");
 }
+
+/// A reader that closes stdout early (`asksim run … --timeline | head -1`) ends
+/// the command with 141, as SIGPIPE ends a C tool: no panic message, and not 0
+/// (a verdict nobody read is no pass).
+#[test]
+fn a_closed_stdout_ends_the_command_with_141_and_no_panic() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(["run", scenario_path("load-small").to_str().unwrap(), "--timeline"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("asksim starts");
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe is closed here, with most of the timeline still to print.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -88,7 +88,29 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    match cli.command {
+    // A reader that closes stdout early (`| head`) makes `print!` panic: that
+    // ends the command with 141, as SIGPIPE would end a C tool, never with 0 (a
+    // verdict that was not read is not a pass) and never with a panic message.
+    let outcome = std::panic::catch_unwind(|| dispatch(cli.command));
+    match outcome {
+        Ok(code) => code,
+        Err(panic) => {
+            let message = crate::actors::panic_message(panic.as_ref());
+            if crate::sim::driver::is_closed_stdout(Some(&message)) {
+                ExitCode::from(EXIT_CLOSED_STDOUT)
+            } else {
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+}
+
+/// The exit code when stdout was closed before everything was printed (128 +
+/// SIGPIPE, what a shell reports for a process that signal ended).
+pub const EXIT_CLOSED_STDOUT: u8 = 141;
+
+fn dispatch(command: Command) -> ExitCode {
+    match command {
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Merge(args) => sweep::merge(&args),

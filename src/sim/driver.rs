@@ -149,13 +149,21 @@ pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// Keeps the default panic hook quiet for panics inside a run: they are caught
 /// and reported as the run's crash (with the reproduce command) instead.
+/// Stays quiet too for the panic of a `print!` to a closed stdout (a reader such
+/// as `head` went away): the command line ends on it with the exit code a shell
+/// gives a process killed by SIGPIPE.
 pub fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !IN_RUN.with(|r| r.get()) {
+        if !IN_RUN.with(|r| r.get()) && !is_closed_stdout(info.payload_as_str()) {
             previous(info);
         }
     }));
+}
+
+/// Whether a panic's message is std's for printing to a closed stdout.
+pub fn is_closed_stdout(message: Option<&str>) -> bool {
+    message.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("Broken pipe"))
 }
 
 /// The environment variable that makes a simulated run panic after that many
