@@ -95,6 +95,13 @@ fn seed_ranges_parse_half_open_and_inclusive_and_refuse_empty_ones() {
     assert!("7..7".parse::<SeedRange>().is_err());
     assert!("x..7".parse::<SeedRange>().is_err());
     assert!("0..99999999999".parse::<SeedRange>().is_err());
+    // Every range prints as one `--seeds` takes back, the last seed included.
+    for text in ["3..7", "0..1", "18446744073709551614..=18446744073709551615"] {
+        let range: SeedRange = text.parse().unwrap();
+        assert_eq!(range.to_string(), text);
+        assert_eq!(range.to_string().parse::<SeedRange>().unwrap(), range);
+    }
+    assert_eq!("3..=7".parse::<SeedRange>().unwrap().to_string(), "3..8");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args([
             "sweep",

@@ -47,9 +47,14 @@ impl SeedRange {
     }
 }
 
+/// `A..B`, or `A..=18446744073709551615` for a range that ends at the last seed
+/// (its end is past every u64): always a range `--seeds` takes back.
 impl std::fmt::Display for SeedRange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}..{}", self.from, self.to)
+        match u64::try_from(self.to) {
+            Ok(to) => write!(f, "{}..{to}", self.from),
+            Err(_) => write!(f, "{}..={}", self.from, u64::MAX),
+        }
     }
 }
 
