@@ -33,13 +33,13 @@
 //!   shapes and messages, answer-batch validation.
 //! - [`policy`]: answerer policies as data (what scenarios say an answerer does).
 //! - [`protocol`]: every message between actors and the types they carry.
-//! - [`effect`]: what a handler may do (send, timers, record, spawn, die).
-//! - [`broker`]: the `userQuestions` seam: identity, waterfall, windows, holds,
+//! - `effect`: what a handler may do (send, timers, record, spawn, die).
+//! - `broker`: the `userQuestions` seam: identity, waterfall, windows, holds,
 //!   the pending registry, exactly-once settlement.
-//! - [`agent`]: the callers: numbered calls, arguments first, turns, user
+//! - `agent`: the callers: numbered calls, arguments first, turns, user
 //!   messages, and the scenario script an agent runs.
-//! - [`answerer`]: the built-in answerer acting on a policy.
-//! - [`actors`]: the same three as ractor actors on tokio: the library
+//! - `answerer`: the built-in answerer acting on a policy.
+//! - `actors`: the same three as ractor actors on tokio: the library
 //!   ([`Runtime`]) and real-clock runs.
 //! - [`limits`]: the runtime's limits, named once.
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
@@ -48,7 +48,7 @@
 //!   events to every question's state, and its snapshot cache.
 //! - [`restart`]: what a restart after a process loss rebuilds from the log.
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
-//! - [`seed`]: the streams derived from a run's one seed.
+//! - `seed`: the streams derived from a run's one seed.
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
 //!   simulated world, the driver, the invariant checker, the report, sweeps
 //!   (sharded ones and their merge), replays and shrinking a failure.

@@ -7,10 +7,10 @@
 //! or withdrawal reaches it as `Closed`. Timers are messages an actor sends itself
 //! (`WindowExpired`, `OfferTimeout`, `Decide`, ...).
 //!
-//! The actors' logic ([`crate::broker`], [`crate::agent`], [`crate::answerer`])
+//! The actors' logic (`crate::broker`, `crate::agent`, `crate::answerer`)
 //! imports this module and never each other. Two executors deliver these messages:
 //! the simulator's controlled scheduler on the virtual clock, and ractor actors on
-//! tokio ([`crate::actors`]) for the library and real-clock runs.
+//! tokio (`crate::actors`) for the library and real-clock runs.
 
 use std::sync::Arc;
 

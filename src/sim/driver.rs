@@ -1,6 +1,6 @@
 //! One run of a scenario: on the virtual clock, the simulated [`World`] under a
 //! scheduling strategy; on the real clock, the actor runtime
-//! ([`crate::actors::scenario`]). Either way the same logic runs, the same log is
+//! (`crate::actors::scenario`). Either way the same logic runs, the same log is
 //! recorded, and a panic anywhere in the run ends it as `crashed` instead of
 //! taking the tool down (SPEC §6 "Crashes").
 
