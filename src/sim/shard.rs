@@ -572,14 +572,17 @@ pub fn sweep_to_file(
     };
     let mut writer = BufWriter::new(File::create(out).map_err(failed)?);
     let scenario = sweep::swept(scenario, options);
-    let (results, wall_s) = sweep::run_seeds(&scenario, options, progress);
-    let mut lines = Sha256::new();
-    for (seed, result) in &results {
-        let line = json_line(&Line::Run(SeedRecord::new(*seed, result)));
+    let (mut lines, mut fold, mut written) = (Sha256::new(), sweep::Fold::default(), Ok(()));
+    let wall_s = sweep::run_seeds(&scenario, options, progress, |seed, result| {
+        let line = json_line(&Line::Run(SeedRecord::new(seed, &result)));
         lines.update(line.as_bytes());
-        writer.write_all(line.as_bytes()).map_err(failed)?;
-    }
-    let report = sweep::report(&scenario, options, results, wall_s);
+        if written.is_ok() {
+            written = writer.write_all(line.as_bytes());
+        }
+        fold.add(seed, &result);
+    });
+    written.map_err(failed)?;
+    let report = fold.report(&scenario, options, wall_s);
     let end = ShardEnd {
         asksim: env!("CARGO_PKG_VERSION").to_owned(),
         build,

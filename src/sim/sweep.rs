@@ -174,8 +174,11 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
 /// Runs the sweep; `progress` is called with the number of runs done after each.
 pub fn sweep(scenario: &Scenario, options: &SweepOptions, progress: impl Fn(u64)) -> SweepReport {
     let scenario = swept(scenario, options);
-    let (results, wall_s) = run_seeds(&scenario, options, progress);
-    report(&scenario, options, results, wall_s)
+    let mut fold = Fold::default();
+    let wall_s = run_seeds(&scenario, options, progress, |seed, result| {
+        fold.add(seed, &result)
+    });
+    fold.report(&scenario, options, wall_s)
 }
 
 /// The scenario as a sweep runs it: without its `expect` under `--invariants-only`.
@@ -190,20 +193,24 @@ pub fn swept(scenario: &Scenario, options: &SweepOptions) -> Scenario {
 /// Seeds a worker runs before it hands their results over.
 const BATCH: usize = 32;
 
-/// Runs every seed of the sweep's shard of `scenario` (as [`swept`] gives it) and
-/// returns the results by seed, with the seconds of wall time they took.
+/// Runs every seed of the sweep's shard of `scenario` (as [`swept`] gives it),
+/// hands each result to `each` in seed order as soon as every earlier seed's is
+/// in, and returns the seconds of wall time they took. Nothing keeps the results:
+/// only those that finished ahead of an earlier seed wait (a few batches per
+/// worker), so a sweep of millions of seeds holds what its fold holds.
 pub fn run_seeds(
     scenario: &Scenario,
     options: &SweepOptions,
     progress: impl Fn(u64),
-) -> (BTreeMap<u64, SeedResult>, f64) {
+    mut each: impl FnMut(u64, SeedResult),
+) -> f64 {
     // The wall clock is read only to report wall_s.
     let wall = std::time::Instant::now();
     let count = options.shard.len(options.seeds);
     let next = AtomicU64::new(0);
     let (tx, rx) = mpsc::channel::<Vec<(u64, SeedResult)>>();
     let jobs = options.jobs.clamp(1, JOBS_MAX);
-    let results: BTreeMap<u64, SeedResult> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         for _ in 0..jobs {
             let (next, tx) = (&next, tx.clone());
             scope.spawn(move || {
@@ -218,8 +225,10 @@ pub fn run_seeds(
                         let _ = tx.send(batch);
                         return;
                     }
-                    let seed = options.shard.seed(options.seeds, index);
-                    batch.push((seed, run_seed(scenario, options, seed)));
+                    batch.push((
+                        index,
+                        run_seed(scenario, options, options.shard.seed(options.seeds, index)),
+                    ));
                     if batch.len() == BATCH
                         && tx
                             .send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
@@ -231,14 +240,20 @@ pub fn run_seeds(
             });
         }
         drop(tx);
-        let mut results = BTreeMap::new();
+        // Indices ahead of the next one in order wait here; the shard's seeds
+        // grow with the index, so index order is seed order.
+        let (mut waiting, mut due, mut done) = (BTreeMap::new(), 0u64, 0u64);
         for batch in rx {
-            results.extend(batch);
-            progress(results.len() as u64);
+            done += batch.len() as u64;
+            waiting.extend(batch);
+            while let Some(result) = waiting.remove(&due) {
+                each(options.shard.seed(options.seeds, due), result);
+                due += 1;
+            }
+            progress(done);
         }
-        results
     });
-    (results, wall.elapsed().as_secs_f64())
+    wall.elapsed().as_secs_f64()
 }
 
 /// Folds the results of every seed into the report.
@@ -248,38 +263,72 @@ pub fn report(
     results: BTreeMap<u64, SeedResult>,
     wall_s: f64,
 ) -> SweepReport {
-    let mut totals = Outcomes::default();
-    let mut coverage = crate::sim::coverage::Coverage::default();
-    let mut orders = BTreeSet::new();
-    let mut timings = BTreeSet::new();
-    let mut failed = Vec::new();
+    let mut fold = Fold::default();
     for (seed, result) in &results {
+        fold.add(*seed, result);
+    }
+    fold.report(scenario, options, wall_s)
+}
+
+/// A sweep's report in the making: seed results folded in seed order, each
+/// dropped once folded. Distinct traces and timings are counted by their hashes'
+/// first 16 bytes (a collision among 10^7 runs has odds below 10^-24).
+#[derive(Default)]
+pub struct Fold {
+    runs: u64,
+    totals: Outcomes,
+    coverage: crate::sim::coverage::Coverage,
+    orders: BTreeSet<u128>,
+    timings: BTreeSet<u128>,
+    failed: Vec<Failure>,
+}
+
+impl Fold {
+    /// Folds in the result of `seed` (seeds in increasing order).
+    pub fn add(&mut self, seed: u64, result: &SeedResult) {
         let summary = &result.summary;
-        totals.add(&summary.outcomes);
-        coverage.add(&summary.coverage);
-        orders.insert(result.order_hash.as_str());
-        timings.insert(result.timing_hash.as_str());
+        self.runs += 1;
+        self.totals.add(&summary.outcomes);
+        self.coverage.add(&summary.coverage);
+        self.orders.insert(hash_prefix(&result.order_hash));
+        self.timings.insert(hash_prefix(&result.timing_hash));
         if !summary.passed() {
-            failed.push(Failure {
-                seed: *seed,
+            self.failed.push(Failure {
+                seed,
                 reproduce: summary.reproduce.clone().unwrap_or_default(),
                 verdict: Verdict::of(summary),
             });
         }
     }
-    SweepReport {
-        scenario: scenario.name.clone(),
-        seeds: options.seeds,
-        explore: options.strategy.to_string(),
-        runs: results.len() as u64,
-        passed: results.len() as u64 - failed.len() as u64,
-        failed,
-        totals,
-        distinct_traces: orders.len() as u64,
-        distinct_timings: timings.len() as u64,
-        coverage,
-        wall_s,
+
+    /// The report of the seeds folded in.
+    pub fn report(self, scenario: &Scenario, options: &SweepOptions, wall_s: f64) -> SweepReport {
+        SweepReport {
+            scenario: scenario.name.clone(),
+            seeds: options.seeds,
+            explore: options.strategy.to_string(),
+            runs: self.runs,
+            passed: self.runs - self.failed.len() as u64,
+            failed: self.failed,
+            totals: self.totals,
+            distinct_traces: self.orders.len() as u64,
+            distinct_timings: self.timings.len() as u64,
+            coverage: self.coverage,
+            wall_s,
+        }
     }
+}
+
+/// The first 16 bytes of a hex SHA-256 (the whole text where it is not one).
+fn hash_prefix(hex: &str) -> u128 {
+    hex.get(..32)
+        .and_then(|h| u128::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| {
+            // Not a hex digest (never from a run): fold the text into the key.
+            hex.bytes().fold(0u128, |h, b| {
+                h.wrapping_mul(0x100_0000_01b3).wrapping_add(u128::from(b))
+            })
+        })
 }
 
 /// The human report: failing seeds with their reproduce commands, then totals.
