@@ -71,7 +71,9 @@ pub struct QuestionRecord {
     pub window_s: Option<f64>,
     /// Where it stands.
     pub state: QuestionState,
-    /// How it settled: the result text, the late answer, or the withdrawal reason.
+    /// How it settled: the result text, the late answer, or the withdrawal
+    /// reason; none while it waits or is pending (the pending text is
+    /// `ToolResult::pending` of its callId, not kept per question).
     pub settled: Option<String>,
     /// `seq` of the event that put it in its state.
     pub seq: u64,
@@ -274,7 +276,10 @@ impl Projection {
             ResultKind::Error(_) => QuestionState::Errored,
         };
         question.went_pending = kind == ResultKind::Pending;
-        question.settled = Some(text.to_owned());
+        // A pending result's text is the constant message with this callId
+        // (`ToolResult::pending`): it is not copied per question; the closure
+        // (late answer, withdrawal) fills `settled` in.
+        question.settled = (kind != ResultKind::Pending).then(|| text.to_owned());
         question.seq = seq;
         if question.state != QuestionState::Pending {
             question.questions = None;
