@@ -3,6 +3,8 @@
 //! every scenario small enough to exhaust), both sides of a tie are found, the
 //! search is deterministic, and a failing schedule replays with `run --schedule`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,13 +61,7 @@ fn pruning_loses_no_outcome_on_any_scenario_small_enough_to_exhaust() {
     const FULL_MAX: u64 = 3_000;
     const EVENTS_MAX: usize = 200;
     let mut checked = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    entries.sort();
-    for file in entries {
+    for file in common::json_files("scenarios") {
         let scenario = scenario::load(&file).unwrap();
         if scenario.clock == asksim::scenario::Clock::Real {
             continue;
@@ -215,14 +211,7 @@ fn explore_passes_a_scenario_with_no_failing_order() {
 fn every_scenario_small_enough_passes_in_every_order() {
     const MAX: u64 = 20_000;
     let mut exhausted = 0;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    for file in files {
+    for file in common::json_files("scenarios") {
         let scenario = scenario::load(&file).unwrap();
         if scenario.name.starts_with("load") {
             continue;

@@ -1,21 +1,16 @@
 //! Every scenario in `scenarios/` runs here: it must hold every invariant and its
 //! `expect` block, and two runs under its seed must give one `trace_hash`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 
 use asksim::scenario;
 use asksim::sim::driver;
 use asksim::sim::report::summarise;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios/ exists")
-        .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    files
+    common::json_files("scenarios")
 }
 
 #[test]
@@ -53,13 +48,7 @@ fn every_scenario_passes_and_is_deterministic() {
 /// and the same way on every run.
 #[test]
 fn every_failing_example_fails_by_an_expectation_only() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/failing");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios/failing/ exists")
-        .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
+    let files = common::json_files("scenarios/failing");
     assert_eq!(files.len(), 2, "many-agents.json and references.json");
     for file in &files {
         let label = file.display().to_string();

@@ -564,18 +564,7 @@ impl Checker {
     }
 
     fn descendants(&self, agent: &str) -> BTreeSet<String> {
-        let mut family: BTreeSet<String> = BTreeSet::from([agent.to_owned()]);
-        loop {
-            let before = family.len();
-            for (name, owner) in &self.owners {
-                if owner.as_ref().is_some_and(|o| family.contains(o)) {
-                    family.insert(name.clone());
-                }
-            }
-            if family.len() == before {
-                return family;
-            }
-        }
+        crate::sim::protocol_check::family(&self.owners, agent)
     }
 
     /// Settles what is still owed and compares the folded projection with the

@@ -50,6 +50,24 @@ pub struct ProtocolChecker {
     violations: Vec<Violation>,
 }
 
+/// `agent` and every agent below it in the spawn tree that `owners` (agent →
+/// its owner) describes: the agents a turn signal of `agent` reaches. The
+/// invariant checker uses it too.
+pub(crate) fn family(owners: &HashMap<String, Option<String>>, agent: &str) -> BTreeSet<String> {
+    let mut family = BTreeSet::from([agent.to_owned()]);
+    loop {
+        let before = family.len();
+        for (name, owner) in owners {
+            if owner.as_ref().is_some_and(|o| family.contains(o)) {
+                family.insert(name.clone());
+            }
+        }
+        if family.len() == before {
+            return family;
+        }
+    }
+}
+
 impl ProtocolChecker {
     fn violate(&mut self, call_id: &str, seq: u64, detail: String) {
         self.violations.push(Violation {
@@ -128,18 +146,7 @@ impl ProtocolChecker {
 
     /// A turn fired: it and every turn derived from it (the spawn tree below).
     fn fire(&mut self, agent: &str) {
-        let mut family = BTreeSet::from([agent.to_owned()]);
-        loop {
-            let before = family.len();
-            for (name, owner) in &self.owners {
-                if owner.as_ref().is_some_and(|o| family.contains(o)) {
-                    family.insert(name.clone());
-                }
-            }
-            if family.len() == before {
-                break;
-            }
-        }
+        let family = family(&self.owners, agent);
         self.fired.extend(family);
     }
 

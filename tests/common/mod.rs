@@ -86,3 +86,16 @@ pub fn refuse(config: &ToolConfig, arguments: &str) -> String {
 pub fn chars(c: char, n: usize) -> String {
     std::iter::repeat_n(c, n).collect()
 }
+
+/// The `.json` files directly in `dir` (a path under the project root, such as
+/// `scenarios` or `scenarios/failing`), sorted.
+pub fn json_files(dir: &str) -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
