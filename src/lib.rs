@@ -47,6 +47,8 @@
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
 //!   events to every question's state, and its snapshot cache.
 //! - [`restart`]: what a restart after a process loss rebuilds from the log.
+//! - [`durable`]: the log on disk as it happens (SPEC §4.1): sync policies,
+//!   the write-ahead gate, recovery after a real crash, compaction.
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
 //! - `seed`: the streams derived from a run's one seed.
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
@@ -61,6 +63,7 @@ mod agent;
 mod answerer;
 mod broker;
 pub mod cli;
+pub mod durable;
 mod effect;
 pub mod event;
 pub mod limits;
@@ -75,6 +78,10 @@ mod seed;
 pub mod sim;
 pub mod tool;
 
-pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError, panic_message};
+pub use actors::{
+    AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, StartError,
+    panic_message,
+};
+pub use durable::{LogConfig, SyncPolicy};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
 pub use tool::{Timeout, ToolConfig};

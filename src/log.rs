@@ -50,6 +50,30 @@ impl LogHeader {
     }
 }
 
+/// Where a recorder hands the log's lines as they happen: a plain writer
+/// ([`WriteSink`]) or a durable log file (`crate::durable`), which decides
+/// how durable each line is before its effects may leave the process.
+pub trait LogSink: Send {
+    /// Takes the line of event `seq` (its bytes, newline included).
+    fn append(&mut self, seq: u64, line: &[u8]) -> std::io::Result<()>;
+    /// Writes out everything appended, as durable as the sink promises.
+    fn flush(&mut self) -> std::io::Result<()>;
+}
+
+/// A plain writer as a [`LogSink`]: lines are written as they come, nothing is
+/// synced beyond the writer's own `flush`.
+pub struct WriteSink<W>(pub W);
+
+impl<W: Write + Send> LogSink for WriteSink<W> {
+    fn append(&mut self, _seq: u64, line: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(line)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Writes the header and every event as JSON Lines to `out`.
 pub fn write_lines(out: &mut impl Write, header: &LogHeader, events: &[Event]) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, header)?;
@@ -153,7 +177,19 @@ fn line_error(line: usize, message: impl Into<String>) -> LineError {
 /// (SPEC §4: restored questions use the text the model sent).
 pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     let mut lines = text.split('\n');
-    let first = lines.next().unwrap_or_default();
+    let header = parse_header(lines.next().unwrap_or_default())?;
+    let mut events = Vec::new();
+    for (index, line) in lines.enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        events.push(parse_event(line, index + 2, events.len() as u64 + 1)?);
+    }
+    Ok((header, events))
+}
+
+/// Reads line 1 of a log: a header of this format and version.
+pub fn parse_header(first: &str) -> Result<LogHeader, LineError> {
     if first.trim().is_empty() {
         return Err(line_error(
             1,
@@ -162,32 +198,38 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     }
     let header: LogHeader =
         serde_json::from_str(first).map_err(|e| line_error(1, format!("bad header: {e}")))?;
-    if header.format != LOG_FORMAT || header.version != LOG_VERSION {
+    if header.format != LOG_FORMAT {
+        return Err(line_error(1, format!("not an {LOG_FORMAT} log")));
+    }
+    if header.version > LOG_VERSION {
+        let message = format!(
+            "log version {} was written by a newer asksim; this build reads version {LOG_VERSION}",
+            header.version
+        );
+        return Err(line_error(1, message));
+    }
+    if header.version != LOG_VERSION {
         return Err(line_error(
             1,
             format!("not an {LOG_FORMAT} version {LOG_VERSION} log"),
         ));
     }
-    let mut events = Vec::new();
-    for (index, line) in lines.enumerate() {
-        let number = index + 2;
-        if line.is_empty() {
-            continue;
-        }
-        let mut event: Event =
-            serde_json::from_str(line).map_err(|e| line_error(number, format!("bad event: {e}")))?;
-        let expected = events.len() as u64 + 1;
-        if event.seq != expected {
-            let message = format!(
-                "seq {} where {expected} was expected (a gap or a repeat)",
-                event.seq
-            );
-            return Err(line_error(number, message));
-        }
-        exact_questions(&mut event, line);
-        events.push(event);
+    Ok(header)
+}
+
+/// Reads the event on line `number`, which must carry `seq` `expected`.
+pub fn parse_event(line: &str, number: usize, expected: u64) -> Result<Event, LineError> {
+    let mut event: Event =
+        serde_json::from_str(line).map_err(|e| line_error(number, format!("bad event: {e}")))?;
+    if event.seq != expected {
+        let message = format!(
+            "seq {} where {expected} was expected (a gap or a repeat)",
+            event.seq
+        );
+        return Err(line_error(number, message));
     }
-    Ok((header, events))
+    exact_questions(&mut event, line);
+    Ok(event)
 }
 
 /// Gives a request event the exact text its line holds for `questions`.

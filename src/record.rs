@@ -13,7 +13,7 @@ use std::io::Write;
 use sha2::{Digest, Sha256};
 
 use crate::event::{Event, EventKind};
-use crate::log::LogHeader;
+use crate::log::{LogHeader, LogSink, WriteSink};
 use crate::projection::Projection;
 
 /// Watches every event as it is recorded: the simulator checks its invariants and
@@ -60,7 +60,7 @@ pub struct Recorder {
     projection: Projection,
     keep: Option<Vec<Event>>,
     observer: Option<Box<dyn Observer>>,
-    file: Option<Box<dyn Write + Send>>,
+    file: Option<Box<dyn LogSink>>,
     file_error: Option<std::io::Error>,
 }
 
@@ -76,16 +76,23 @@ impl Recorder {
     /// A recorder for a log with `header`, recording at most `events_max` events;
     /// `keep` keeps every event in memory.
     pub fn new(header: &LogHeader, events_max: u64, keep: bool) -> Recorder {
-        let mut trace = Sha256::new();
         let mut line = serde_json::to_vec(header).expect("a header serialises");
         line.push(b'\n');
-        trace.update(&line);
+        Recorder::continuing(&line, events_max, keep)
+    }
+
+    /// A recorder that goes on with a log read back from a file: `header_line`
+    /// is that log's first line as the file holds it (newline included); the
+    /// events already there are handed in with [`Recorder::restore`].
+    pub fn continuing(header_line: &[u8], events_max: u64, keep: bool) -> Recorder {
+        let mut trace = Sha256::new();
+        trace.update(header_line);
         Recorder {
             seq: 0,
             events_max,
             overflowed: false,
             last_t: 0.0,
-            line,
+            line: Vec::new(),
             trace,
             order: Sha256::new(),
             timing: Sha256::new(),
@@ -103,9 +110,33 @@ impl Recorder {
             .map_err(std::io::Error::from)
             .and_then(|()| out.write_all(b"\n"));
         match written {
-            Ok(()) => self.file = Some(out),
+            Ok(()) => self.file = Some(Box::new(WriteSink(out))),
             Err(error) => self.file_error = Some(error),
         }
+    }
+
+    /// Hands every event line from now on to `sink`, which holds the header
+    /// (and whatever came before) already: a durable log file.
+    pub fn sink_to(&mut self, sink: Box<dyn LogSink>) {
+        self.file = Some(sink);
+    }
+
+    /// Takes back an event the log already holds (read back from its file, as
+    /// `line`): it counts, hashes and folds as if recorded now, and is not
+    /// written again. Events must come in `seq` order, before any new one.
+    pub fn restore(&mut self, event: Event, line: &[u8]) {
+        assert_eq!(event.seq, self.seq + 1, "restored events come in seq order");
+        self.seq = event.seq;
+        self.absorb(event, line);
+    }
+
+    /// Starts from a projection snapshot of the events up to `seq` (a compacted
+    /// log): they are not kept, hashed or observed, only their folded state.
+    pub fn restore_snapshot(&mut self, projection: Projection, t: f64) {
+        assert_eq!(self.seq, 0, "a snapshot comes before every event");
+        self.seq = projection.seq;
+        self.last_t = t;
+        self.projection = projection;
     }
 
     /// Hands every event from now on to `observer` too.
@@ -135,17 +166,25 @@ impl Recorder {
         self.line.clear();
         serde_json::to_writer(&mut self.line, &event).expect("an event serialises");
         self.line.push(b'\n');
-        self.trace.update(&self.line);
-        self.timing.update(&self.line);
-        self.order.update(b"{");
-        self.order.update(without_seq_and_t(&self.line));
+        let line = std::mem::take(&mut self.line);
         if let Some(file) = &mut self.file
-            && let Err(error) = file.write_all(&self.line)
+            && let Err(error) = file.append(self.seq, &line)
         {
             self.file_error = Some(error);
             self.file = None;
         }
-        self.last_t = t;
+        self.absorb(event, &line);
+        self.line = line;
+    }
+
+    /// Hashes `line` (the event's line in the log) and folds, observes and keeps
+    /// `event`: what every event goes through, recorded now or restored.
+    fn absorb(&mut self, event: Event, line: &[u8]) {
+        self.trace.update(line);
+        self.timing.update(line);
+        self.order.update(b"{");
+        self.order.update(without_seq_and_t(line));
+        self.last_t = event.t;
         self.projection.apply(&event);
         if let Some(observer) = &mut self.observer {
             observer.event(&event);
@@ -190,13 +229,18 @@ impl Recorder {
         self.keep.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Ends the recording; flushes the log file, whose first error is returned.
-    pub fn finish(mut self) -> (Recording, std::io::Result<()>) {
-        let written = match (self.file_error.take(), self.file.as_mut()) {
+    /// Writes out the log file (as durable as its sink promises); its first error.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        match (self.file_error.take(), self.file.as_mut()) {
             (Some(error), _) => Err(error),
             (None, Some(file)) => file.flush(),
             (None, None) => Ok(()),
-        };
+        }
+    }
+
+    /// Ends the recording; flushes the log file, whose first error is returned.
+    pub fn finish(mut self) -> (Recording, std::io::Result<()>) {
+        let written = self.flush();
         let hex = |digest: &[u8]| digest.iter().map(|b| format!("{b:02x}")).collect::<String>();
         let recording = Recording {
             trace_hash: hex(&self.trace.finalize()),

@@ -272,6 +272,8 @@ impl AgentHandle {
         let result = result_rx.await.unwrap_or_else(|_| {
             ToolResult::error(ErrorCode::Aborted, "the runtime stopped before the call settled")
         });
+        // The result leaves the process only once its line is durable (SPEC §4.1).
+        self.runtime.durable_after(&self.actor).await;
         tracing::info!(result = %result.text, "settled");
         CallOutcome { call_id, result }
     }
@@ -311,7 +313,8 @@ impl AgentHandle {
     }
 
     /// Waits until a call of this agent is closed for good (late answer or
-    /// withdrawal). Only calls that went `pending` ever close this way.
+    /// withdrawal). Only calls that went `pending` ever close this way. With a
+    /// durable log, it returns once the user message's line is durable.
     pub async fn closed(&self, call_id: &str) {
         let (reply, rx) = oneshot::channel();
         if self.tell(AgentMsg::AwaitClosed {
@@ -319,16 +322,23 @@ impl AgentHandle {
             reply,
         }) {
             let _ = rx.await;
+            self.runtime.durable_after(&self.actor).await;
         }
     }
 
-    /// Every user message the agent received so far, in order.
+    /// Every user message the agent received so far, in order (with a durable
+    /// log, once their lines are durable: a message handed out here is never
+    /// delivered again after a crash).
     pub async fn user_messages(&self) -> Vec<String> {
         let (reply, rx) = oneshot::channel();
         if !self.tell(AgentMsg::Messages(reply)) {
             return Vec::new();
         }
-        rx.await.unwrap_or_default()
+        let messages = rx.await.unwrap_or_default();
+        if let Some(log) = self.runtime.log() {
+            log.durable_now().await;
+        }
+        messages
     }
 
     /// Stops the agent: it is no longer live, its children become roots, its open

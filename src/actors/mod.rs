@@ -9,11 +9,18 @@
 //! only what a real process needs: turn signals as `CancellationToken`s users may
 //! fire directly, replies to library callers, supervision of answerers, and an
 //! account of what is in flight so a real-clock run knows when it is over.
+//!
+//! With a durable log ([`crate::durable`]) every handler's events are recorded
+//! before any of its sends go, and what goes to an agent or an answerer (a
+//! result, an offer, a user message, a withdrawal: what leaves the process)
+//! passes the write-ahead gate. Mail to the broker does not: it is not an
+//! effect, and the broker records what it decides from it.
 
 mod agent;
 mod answerer;
 mod broker;
 mod order;
+mod recover;
 mod runtime;
 mod wheel;
 
@@ -26,12 +33,14 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::durable::{Gate, LogFile};
 use crate::effect::{Effect, Out, Spawn, TimerId};
 use crate::protocol::{AgentId, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
 use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
+pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
 
@@ -61,6 +70,10 @@ pub(crate) struct Shared {
     shutting_down: std::sync::atomic::AtomicBool,
     /// Send times of the broker's mail a window expiry must not overtake.
     stamps: Mutex<order::Stamps>,
+    /// The durable log, when the runtime has one.
+    log: Option<LogFile>,
+    /// What leaves the process waits here for its lines (with a log).
+    gate: Option<Arc<Gate<Envelope>>>,
 }
 
 impl Shared {
@@ -78,9 +91,18 @@ impl Shared {
 
     /// Sends `envelope` to its receiver, counted as in flight until handled
     /// (a user's own answerer never reports handling, so what it gets is not
-    /// counted).
+    /// counted). What goes to an agent or an answerer passes the write-ahead
+    /// gate when there is a log.
     fn route(&self, envelope: Envelope) {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
+        match (&self.gate, &envelope) {
+            (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => gate.pass(envelope),
+            _ => self.deliver(envelope),
+        }
+    }
+
+    /// [`Shared::route`] past the gate.
+    fn deliver(&self, envelope: Envelope) {
         let counted = match envelope {
             Envelope::Broker(msg) => self.send_broker(BrokerMail { msg, counted: true }),
             Envelope::Agent(id, msg) => self
@@ -249,7 +271,9 @@ pub(crate) trait Host {
     fn before_send(&mut self, _shared: &Arc<Shared>, _envelope: &Envelope) {}
 }
 
-/// Carries out what the actor at `from` did.
+/// Carries out what the actor at `from` did: its events first, all of them, so
+/// that every send of the handler comes after the lines it depends on (the
+/// write-ahead rule of SPEC §4.1), then the rest in order.
 pub(crate) async fn execute<H: Host, T: TimerSink>(
     shared: &Arc<Shared>,
     out: &mut Out,
@@ -257,7 +281,7 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
     host: &mut H,
 ) {
     let now = out.now();
-    let effects: Vec<Effect> = out.drain().collect();
+    let effects = record_first(shared, now, out);
     for effect in effects {
         match effect {
             Effect::Send(envelope) => {
@@ -271,10 +295,7 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
                 fault,
             } => timers.start(shared, id, after, msg, fault),
             Effect::Cancel(id) => timers.cancel(shared, id),
-            Effect::Record(kind) => {
-                let mut recorder = shared.recorder.lock().expect("recorder poisoned");
-                recorder.record(crate::protocol::seconds(now), kind);
-            }
+            Effect::Record(_) => unreachable!("recorded above"),
             Effect::Spawn(spawn) => host.spawn(shared, spawn).await,
             Effect::Die => host.die(),
             Effect::Finished { agent, final_result } => {
@@ -283,6 +304,22 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             }
         }
     }
+}
+
+/// Records every event of `out` (the recorder locked once) and hands back the
+/// other effects, in order.
+fn record_first(shared: &Shared, now: Nanos, out: &mut Out) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let mut recorder = None;
+    for effect in out.drain() {
+        match effect {
+            Effect::Record(kind) => recorder
+                .get_or_insert_with(|| shared.recorder.lock().expect("recorder poisoned"))
+                .record(crate::protocol::seconds(now), kind),
+            other => effects.push(other),
+        }
+    }
+    effects
 }
 
 /// Runs a handler, turning a panic into the runtime's crash report.

@@ -37,6 +37,7 @@ use super::{AgentHandle, Shared};
 use crate::agent::{AgentSetup, AgentState};
 use crate::answerer::AnswererState;
 use crate::broker::{BrokerConfig, BrokerState};
+use crate::durable::{Gate, LogConfig, LogFile};
 use crate::event::Event;
 use crate::limits::{BrokerLimits, EVENTS_MAX_DEFAULT, OFFER_TIMEOUT_S_DEFAULT};
 use crate::log::LogHeader;
@@ -115,6 +116,15 @@ pub enum StartError {
     /// An actor could not be spawned.
     #[error("the runtime could not start: {0}")]
     Spawn(String),
+    /// The log file could not be created, or holds a log already (recover it
+    /// with [`Runtime::recover`], or remove it).
+    #[error("the runtime could not start its log {}: {message}", path.display())]
+    Log {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// The recorded events of a runtime (none kept when it was started with
@@ -154,6 +164,8 @@ pub(crate) struct Continuity {
     pub next_agent: Arc<AtomicU64>,
     pub finals: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
     pub crashed: Arc<Mutex<Option<String>>>,
+    /// The durable log the recorder writes through, if any.
+    pub log: Option<LogFile>,
 }
 
 impl Continuity {
@@ -164,8 +176,32 @@ impl Continuity {
             next_agent: Arc::new(AtomicU64::new(0)),
             finals: Arc::new(Mutex::new(BTreeMap::new())),
             crashed: Arc::new(Mutex::new(None)),
+            log: None,
         }
     }
+
+    /// The same, the recorder writing through `log`.
+    pub fn with_log(mut recorder: Recorder, log: LogFile) -> Continuity {
+        recorder.sink_to(log.appender());
+        let mut continuity = Continuity::new(recorder);
+        continuity.log = Some(log);
+        continuity
+    }
+}
+
+/// Creates the log file of `config`, refusing one that holds a log already: it
+/// may be the only record of a crashed runtime's open questions.
+fn new_log(config: &LogConfig, header: &LogHeader) -> Result<LogFile, StartError> {
+    let error = |message: String| StartError::Log {
+        path: config.path.clone(),
+        message,
+    };
+    if std::fs::metadata(&config.path).is_ok_and(|m| m.len() > 0) {
+        return Err(error(
+            "it holds a log already: recover it with Runtime::recover, or remove it".into(),
+        ));
+    }
+    LogFile::create(&config.path, header, config.sync).map_err(|e| error(e.to_string()))
 }
 
 /// A running runtime: a broker, its answerers and the agents spawned on it.
@@ -196,10 +232,33 @@ impl Runtime {
         Runtime::start_keeping(config, false).await
     }
 
+    /// Starts a runtime that writes its log to the file of `log` as events
+    /// happen (SPEC §4.1), keeping every event in memory too; after a crash,
+    /// [`Runtime::recover`] goes on from that file. A file that holds a log
+    /// already is refused: it may be the only record of a crashed runtime.
+    pub async fn start_logged(config: RuntimeConfig, log: LogConfig) -> Result<Runtime, StartError> {
+        Runtime::start_with(config, Some(log), true).await
+    }
+
     async fn start_keeping(config: RuntimeConfig, keep: bool) -> Result<Runtime, StartError> {
-        let header = LogHeader::new("library", config.seed);
+        Runtime::start_with(config, None, keep).await
+    }
+
+    async fn start_with(
+        config: RuntimeConfig,
+        log: Option<LogConfig>,
+        keep: bool,
+    ) -> Result<Runtime, StartError> {
+        let name = log
+            .as_ref()
+            .map_or(crate::durable::config::LIBRARY_LOG_NAME, |l| &l.name);
+        let header = LogHeader::new(name, config.seed);
         let recorder = Recorder::new(&header, config.events_max, keep);
-        Runtime::start_in(config, Continuity::new(recorder)).await
+        let continuity = match &log {
+            None => Continuity::new(recorder),
+            Some(log) => Continuity::with_log(recorder, new_log(log, &header)?),
+        };
+        Runtime::start_in(config, continuity).await
     }
 
     pub(crate) async fn start_in(
@@ -229,7 +288,17 @@ impl Runtime {
                 AnswererSlot::Actor { actor, .. } => Slot::User(actor),
             })
             .collect();
-        let shared = Arc::new(Shared {
+        let log = continuity.log.clone();
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| Shared {
+            gate: log.as_ref().map(|log| {
+                let weak = weak.clone();
+                Gate::new(log, move |envelope| {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.deliver(envelope);
+                    }
+                })
+            }),
+            log,
             broker: OnceLock::new(),
             agents: Mutex::new(HashMap::new()),
             names: Mutex::new(BTreeMap::new()),
@@ -366,6 +435,18 @@ impl Runtime {
         lineage: Option<String>,
         redeliver: Vec<(CallId, Arc<str>)>,
     ) -> Option<AgentId> {
+        self.start_resumed(setup, lineage, redeliver).await.map(|a| a.id)
+    }
+
+    /// Starts an agent as a runtime root from `setup` (a scenario root, or one
+    /// coming back after a restart), the user messages in `redeliver` delivered
+    /// to it first; its registration is answered through its own mailbox.
+    pub(crate) async fn start_resumed(
+        &self,
+        setup: AgentSetup,
+        lineage: Option<String>,
+        redeliver: Vec<(CallId, Arc<str>)>,
+    ) -> Option<AgentHandle> {
         let shared = &self.inner.shared;
         let id = setup.id;
         let (name, turn) = (setup.name.clone(), setup.turn.clone());
@@ -387,10 +468,10 @@ impl Runtime {
             parent_token: None,
             registered: None,
         };
-        super::agent::start(shared, args).await.ok()?;
+        let actor = super::agent::start(shared, args).await.ok()?;
         let registration = Registration {
             agent: id,
-            name,
+            name: name.clone(),
             owner: None,
             lineage,
             turn,
@@ -398,7 +479,12 @@ impl Runtime {
         shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(Box::new(
             registration,
         ))));
-        Some(id)
+        Some(AgentHandle {
+            id,
+            name,
+            actor,
+            runtime: self.clone(),
+        })
     }
 
     /// A fresh agent id of this run.
@@ -454,6 +540,38 @@ impl Runtime {
     /// The recorded events.
     pub fn events(&self) -> EventLog {
         EventLog(self.inner.shared.recorder.clone())
+    }
+
+    /// The durable log file, when the runtime has one.
+    pub fn log(&self) -> Option<&LogFile> {
+        self.inner.shared.log.as_ref()
+    }
+
+    /// Compacts the durable log (SPEC §4.1): everything so far becomes one
+    /// snapshot line of the projection, and the log goes on after it; recovery
+    /// from it equals recovery from the whole log. Recording waits meanwhile (a
+    /// long-lived host calls it now and then, say every million events). A
+    /// runtime without a log has nothing to compact: `Ok(None)`.
+    pub fn compact_log(&self) -> std::io::Result<Option<crate::durable::Compacted>> {
+        let Some(log) = self.log() else {
+            return Ok(None);
+        };
+        let recorder = self.inner.shared.recorder.lock().expect("recorder poisoned");
+        crate::durable::compact_live(&recorder, log).map(Some)
+    }
+
+    /// Waits until what `actor` recorded before now is durable: its mailbox is
+    /// passed first (a reply it sent from inside a handler comes before the
+    /// handler's events are recorded), then the log. At once without a log.
+    pub(crate) async fn durable_after(&self, actor: &ActorRef<AgentMail>) {
+        let Some(log) = self.log() else {
+            return;
+        };
+        let (reply, rx) = oneshot::channel();
+        if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
+            let _ = rx.await;
+        }
+        log.durable_now().await;
     }
 
     /// The broker actor, for answerers of the user's own.
@@ -514,6 +632,9 @@ impl Runtime {
             .collect();
         for agent in agents {
             let _ = agent.stop_and_wait(None, None).await;
+        }
+        if let Some(log) = self.log() {
+            log.durable_now().await;
         }
     }
 }

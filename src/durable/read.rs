@@ -1,0 +1,163 @@
+//! Reading a durable log back after a crash (SPEC §4.1), and telling a crash's
+//! trace from damage.
+//!
+//! A crash can leave one thing only: a last line cut short (it lacks its
+//! newline, as every line is written whole with its newline). That torn line is
+//! dropped and reported; it recorded nothing whose effect had left the process,
+//! because nothing leaves before its line is synced. Everything else is damage
+//! and an error naming its line: a complete line that is not an event (bad
+//! JSON, an empty line, a missing field), a `seq` gap, a header of another
+//! format, a newer `version`, another scenario or seed. Reading never writes:
+//! on an error the file is exactly as it was.
+
+use std::path::Path;
+
+use super::snapshot::Snapshot;
+use crate::event::Event;
+use crate::log::{LineError, LogError, LogHeader};
+
+/// The scenario (or host) name and seed a log must have been written for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expected {
+    /// The header's `scenario`.
+    pub scenario: String,
+    /// The header's `seed`.
+    pub seed: u64,
+}
+
+/// A torn last line, dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Torn {
+    /// Its 1-based line number.
+    pub line: usize,
+    /// How many bytes it had.
+    pub bytes: usize,
+}
+
+/// A log read back.
+#[derive(Debug)]
+pub struct ReadBack {
+    /// Its first line as the file holds it, newline included.
+    pub header_line: Vec<u8>,
+    /// The header.
+    pub header: LogHeader,
+    /// The snapshot of a compacted log.
+    pub snapshot: Option<Snapshot>,
+    /// Every event after the header (or the snapshot), with its line's bytes.
+    pub events: Vec<(Event, Vec<u8>)>,
+    /// Bytes of the file up to the end of its last whole line.
+    pub whole_len: u64,
+    /// The torn last line, if the crash cut one.
+    pub torn: Option<Torn>,
+}
+
+impl ReadBack {
+    /// The `seq` of the last event it holds (the snapshot's, if no event follows).
+    pub fn last_seq(&self) -> u64 {
+        self.events
+            .last()
+            .map(|(e, _)| e.seq)
+            .or(self.snapshot.as_ref().map(|s| s.seq))
+            .unwrap_or(0)
+    }
+
+    /// The time of the last event it holds.
+    pub fn last_t(&self) -> f64 {
+        self.events
+            .last()
+            .map(|(e, _)| e.t)
+            .or(self.snapshot.as_ref().map(|s| s.t))
+            .unwrap_or(0.0)
+    }
+}
+
+/// Reads the log at `path`, written for `expected` when given.
+pub fn read_back(path: &Path, expected: Option<&Expected>) -> Result<ReadBack, LogError> {
+    let file = path.display().to_string();
+    let error = |e: LineError| LogError {
+        file: file.clone(),
+        line: Some(e.line),
+        message: e.message,
+    };
+    let bytes = std::fs::read(path).map_err(|e| LogError {
+        file: file.clone(),
+        line: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_back(&bytes, expected).map_err(error)
+}
+
+/// [`read_back`] of a log's bytes.
+pub fn parse_back(bytes: &[u8], expected: Option<&Expected>) -> Result<ReadBack, LineError> {
+    let whole_len = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..whole_len].split_inclusive(|b| *b == b'\n');
+    let header_line = lines
+        .next()
+        .ok_or_else(|| line_error(1, "torn header: the log holds no whole line"))?;
+    let header = crate::log::parse_header(text(header_line, 1)?)?;
+    check_expected(&header, expected)?;
+    let mut read = ReadBack {
+        header_line: header_line.to_vec(),
+        header,
+        snapshot: None,
+        events: Vec::new(),
+        whole_len: whole_len as u64,
+        torn: None,
+    };
+    let mut number = 1;
+    for line in lines {
+        number += 1;
+        let body = text(line, number)?;
+        if body.is_empty() {
+            return Err(line_error(number, "an empty line"));
+        }
+        if number == 2 && Snapshot::is_snapshot_line(body) {
+            read.snapshot = Some(Snapshot::parse(body).map_err(|m| line_error(number, m))?);
+            continue;
+        }
+        let event = crate::log::parse_event(body, number, read.last_seq() + 1)?;
+        read.events.push((event, line.to_vec()));
+    }
+    if whole_len < bytes.len() {
+        read.torn = Some(Torn {
+            line: number + 1,
+            bytes: bytes.len() - whole_len,
+        });
+    }
+    Ok(read)
+}
+
+/// A whole line's text without its newline.
+fn text(line: &[u8], number: usize) -> Result<&str, LineError> {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    std::str::from_utf8(body).map_err(|e| line_error(number, format!("not UTF-8: {e}")))
+}
+
+fn check_expected(header: &LogHeader, expected: Option<&Expected>) -> Result<(), LineError> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    if header.scenario != expected.scenario {
+        return Err(line_error(
+            1,
+            format!(
+                "a log of scenario {:?}, not of {:?}",
+                header.scenario, expected.scenario
+            ),
+        ));
+    }
+    if header.seed != expected.seed {
+        return Err(line_error(
+            1,
+            format!("a log of seed {}, not of seed {}", header.seed, expected.seed),
+        ));
+    }
+    Ok(())
+}
+
+fn line_error(line: usize, message: impl Into<String>) -> LineError {
+    LineError {
+        line,
+        message: message.into(),
+    }
+}

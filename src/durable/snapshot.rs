@@ -1,0 +1,76 @@
+//! The snapshot line of a compacted log (SPEC §4.1): line 2, standing for every
+//! event up to its `seq`, as the projection folded them, with the
+//! `stateVersion` of the fold that wrote it.
+//!
+//! `{"snapshot":{"stateVersion":3,"seq":1200,"t":61.5,"projection":{…}}}`
+//!
+//! A snapshot folded by another `stateVersion` cannot be refolded (its events
+//! are gone), so it is refused rather than trusted.
+
+use serde::{Deserialize, Serialize};
+
+use crate::log::STATE_VERSION;
+use crate::projection::Projection;
+
+/// The folded state of a compacted log's first events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The projection's state version that folded it.
+    pub state_version: u32,
+    /// The last event it stands for.
+    pub seq: u64,
+    /// That event's time.
+    pub t: f64,
+    /// The folded state.
+    pub projection: Projection,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Line<T> {
+    snapshot: T,
+}
+
+impl Snapshot {
+    /// The snapshot of `projection` (folded up to its `seq`, the last at `t`).
+    pub fn of(projection: &Projection, t: f64) -> Snapshot {
+        Snapshot {
+            state_version: STATE_VERSION,
+            seq: projection.seq,
+            t,
+            projection: projection.clone(),
+        }
+    }
+
+    /// Its line in the log, newline included.
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(&Line { snapshot: self }).expect("a snapshot serialises");
+        line.push(b'\n');
+        line
+    }
+
+    /// Whether `line` is a snapshot line (and not an event).
+    pub fn is_snapshot_line(line: &str) -> bool {
+        line.starts_with("{\"snapshot\":")
+    }
+
+    /// Reads a snapshot line: its error says what is wrong with it.
+    pub fn parse(line: &str) -> Result<Snapshot, String> {
+        let read: Line<Snapshot> = serde_json::from_str(line).map_err(|e| format!("bad snapshot: {e}"))?;
+        let snapshot = read.snapshot;
+        if snapshot.state_version != STATE_VERSION {
+            return Err(format!(
+                "the snapshot was folded by stateVersion {}, this build folds {STATE_VERSION}; its events are \
+                 compacted away, so only a build of that stateVersion can recover this log",
+                snapshot.state_version
+            ));
+        }
+        if snapshot.projection.seq != snapshot.seq {
+            return Err(format!(
+                "the snapshot says seq {} but its projection folded up to {}",
+                snapshot.seq, snapshot.projection.seq
+            ));
+        }
+        Ok(snapshot)
+    }
+}
