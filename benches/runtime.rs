@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use asksim::AnswererSlot;
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::tool::{Timeout, ToolConfig};
-use asksim::{Runtime, RuntimeConfig};
+use asksim::{LogConfig, Runtime, RuntimeConfig, SyncPolicy};
 use baseline::{Answerer, Baseline};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -117,9 +117,26 @@ fn waterfall_depth(c: &mut Criterion) {
 /// Calls per iteration of the throughput bench.
 const PENDING_CALLS: u64 = 2_000;
 
-/// `iters` rounds of [`PENDING_CALLS`] pending calls on a fresh runtime each,
-/// keeping its events in memory or not ([`Runtime::start_without_events`]).
-fn pending_asksim(iters: u64, keep_events: bool) -> Duration {
+/// How the throughput bench's runtime keeps its log.
+#[derive(Clone, Copy)]
+enum Keeping {
+    /// Every event in memory.
+    Events,
+    /// No event kept ([`Runtime::start_without_events`]).
+    Nothing,
+    /// A durable log file under this policy (and every event in memory).
+    File(SyncPolicy),
+}
+
+/// A scratch log file for the durable bench, removed before each use.
+fn bench_log_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("asksim-bench-durable-{}.jsonl", std::process::id()))
+}
+
+/// `iters` rounds of `calls` pending calls on a fresh runtime each, keeping its
+/// log as `keeping` says. Building the runtime (and creating its log file) is
+/// not timed; the last late answer's line being durable is.
+fn pending_asksim(iters: u64, calls: u64, keeping: Keeping) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let rt = current_thread(true);
@@ -130,17 +147,21 @@ fn pending_asksim(iters: u64, keep_events: bool) -> Duration {
         };
         let runtime = rt
             .block_on(async {
-                if keep_events {
-                    Runtime::start(config).await
-                } else {
-                    Runtime::start_without_events(config).await
+                match keeping {
+                    Keeping::Events => Runtime::start(config).await,
+                    Keeping::Nothing => Runtime::start_without_events(config).await,
+                    Keeping::File(sync) => {
+                        let path = bench_log_path();
+                        let _ = std::fs::remove_file(&path);
+                        Runtime::start_logged(config, LogConfig::new(path).sync(sync)).await
+                    }
                 }
             })
             .expect("a runtime");
         let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
         let start = Instant::now();
         rt.block_on(async {
-            let calls: Vec<_> = (0..PENDING_CALLS)
+            let calls: Vec<_> = (0..calls)
                 .map(|_| {
                     let root = root.clone();
                     tokio::spawn(async move {
@@ -156,6 +177,7 @@ fn pending_asksim(iters: u64, keep_events: bool) -> Duration {
         total += start.elapsed();
         rt.block_on(runtime.shutdown());
     }
+    let _ = std::fs::remove_file(bench_log_path());
     total
 }
 
@@ -166,9 +188,25 @@ fn pending_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("pending_throughput");
     group.throughput(Throughput::Elements(PENDING_CALLS));
     group.sample_size(10);
-    group.bench_function("asksim", |b| b.iter_custom(|iters| pending_asksim(iters, true)));
+    group.bench_function("asksim", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Events))
+    });
     group.bench_function("asksim_without_events", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, false))
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Nothing))
+    });
+    // SPEC §8 "durable log": a log file under the default policy (group commit;
+    // ASKSIM_BENCH_SYNC=group:MS measures another window).
+    let sync: SyncPolicy = std::env::var("ASKSIM_BENCH_SYNC")
+        .map(|s| {
+            s.parse()
+                .expect("ASKSIM_BENCH_SYNC: group, group:MS, every or none")
+        })
+        .unwrap_or_default();
+    group.bench_function("asksim_durable_log", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::File(sync)))
+    });
+    group.bench_function("asksim_durable_log_none", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::File(SyncPolicy::None)))
     });
     group.bench_function("baseline", |b| {
         b.iter_custom(|iters| {
@@ -197,6 +235,22 @@ fn pending_throughput(c: &mut Criterion) {
             }
             total
         })
+    });
+    group.finish();
+}
+
+/// Calls per iteration of the `every` policy's throughput bench: a sync per
+/// event makes an iteration of [`PENDING_CALLS`] take seconds.
+const EVERY_CALLS: u64 = 200;
+
+/// `pending_throughput` under the `every` policy, on fewer calls per iteration
+/// (its figure is per call all the same).
+fn pending_throughput_every(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pending_throughput");
+    group.throughput(Throughput::Elements(EVERY_CALLS));
+    group.sample_size(10);
+    group.bench_function("asksim_durable_log_every", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, EVERY_CALLS, Keeping::File(SyncPolicy::Every)))
     });
     group.finish();
 }
@@ -251,6 +305,6 @@ fn virtual_speed(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
-    targets = round_trip, waterfall_depth, pending_throughput, virtual_speed
+    targets = round_trip, waterfall_depth, pending_throughput, pending_throughput_every, virtual_speed
 }
 criterion_main!(benches);
