@@ -153,7 +153,8 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping) -> Duration {
                     Keeping::File(sync) => {
                         let path = bench_log_path();
                         let _ = std::fs::remove_file(&path);
-                        Runtime::start_logged(config, LogConfig::new(path).sync(sync)).await
+                        let log = Some(LogConfig::new(path).sync(sync));
+                        Runtime::start(RuntimeConfig { log, ..config }).await
                     }
                 }
             })

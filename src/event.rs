@@ -284,7 +284,15 @@ pub enum EventKind {
         restart_after: f64,
     },
     /// The runtime started again from the log.
-    Restart,
+    Restart {
+        /// Whether it recovered from the log file after a real crash (SPEC
+        /// §4.1), not after a scheduled process loss.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+        /// The line number of a torn last line that recovery dropped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        torn_line: Option<u64>,
+    },
     /// A scheduled event fell in a restart gap (or had nobody to act on) and was
     /// dropped.
     Dropped {
@@ -360,6 +368,23 @@ impl EventKind {
                 ..
             } => Some(outcome.unwrap_or_else(|| ResultKind::of_legacy_text(result, *is_error))),
             _ => None,
+        }
+    }
+
+    /// A restart after a scheduled process loss.
+    pub fn restart() -> EventKind {
+        EventKind::Restart {
+            recovered: false,
+            torn_line: None,
+        }
+    }
+
+    /// A restart that recovered from the log file after a real crash, having
+    /// dropped the torn last line `torn_line` if the crash cut one.
+    pub fn recovered(torn_line: Option<u64>) -> EventKind {
+        EventKind::Restart {
+            recovered: true,
+            torn_line,
         }
     }
 

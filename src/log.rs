@@ -35,10 +35,23 @@ pub struct LogHeader {
     pub scenario: String,
     /// The run's seed.
     pub seed: u64,
+    /// `"real"` for a log written on the wall clock (a real-clock run, a library
+    /// runtime), so a replay holds its times to the real clock's tolerance; absent
+    /// for the virtual clock. A value this build does not know reads as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_clock"
+    )]
+    pub clock: Option<String>,
 }
 
+/// The header's `clock` for the wall clock.
+pub const REAL_CLOCK: &str = "real";
+
 impl LogHeader {
-    /// The header of a run of `scenario` under `seed`, written by this code.
+    /// The header of a run of `scenario` under `seed` on the virtual clock,
+    /// written by this code.
     pub fn new(scenario: &str, seed: u64) -> LogHeader {
         LogHeader {
             format: LOG_FORMAT.to_owned(),
@@ -46,8 +59,29 @@ impl LogHeader {
             state_version: STATE_VERSION,
             scenario: scenario.to_owned(),
             seed,
+            clock: None,
         }
     }
+
+    /// The same on the wall clock.
+    pub fn real(scenario: &str, seed: u64) -> LogHeader {
+        LogHeader {
+            clock: Some(REAL_CLOCK.to_owned()),
+            ..LogHeader::new(scenario, seed)
+        }
+    }
+
+    /// Whether the log was written on the wall clock.
+    pub fn is_real(&self) -> bool {
+        self.clock.as_deref() == Some(REAL_CLOCK)
+    }
+}
+
+/// Reads `clock`: the name of a clock this build knows, anything else as absent
+/// (a newer build may say more).
+fn known_clock<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    Ok(value.as_str().filter(|c| *c == REAL_CLOCK).map(str::to_owned))
 }
 
 /// Where a recorder hands the log's lines as they happen: a plain writer

@@ -139,8 +139,12 @@ impl Recorder {
         self.projection = projection;
     }
 
-    /// Hands every event from now on to `observer` too.
-    pub fn observe(&mut self, observer: Box<dyn Observer>) {
+    /// Hands every event to `observer` too: those kept so far (a log read back
+    /// and resumed), then each one as it is recorded.
+    pub fn observe(&mut self, mut observer: Box<dyn Observer>) {
+        for event in self.events() {
+            observer.event(event);
+        }
         self.observer = Some(observer);
     }
 

@@ -65,7 +65,7 @@ async fn host_with_compaction(path: &Path, whole: &Path) {
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     runtime.shutdown().await;
     let _ = late.await;
-    let header = asksim::log::LogHeader::new("library", 0);
+    let header = asksim::log::LogHeader::real("library", 0);
     asksim::log::write_file(whole, &header, &runtime.events().snapshot()).unwrap();
 }
 

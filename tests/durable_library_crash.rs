@@ -87,15 +87,15 @@ fn config() -> RuntimeConfig {
 /// The host: starts (or recovers), runs every agent to its last call and its
 /// last late answer, prints each effect it sees, and ends with `done`.
 async fn host(path: &Path) {
-    let log = LogConfig::new(path).sync(SyncPolicy::default());
+    let config = || RuntimeConfig {
+        log: Some(LogConfig::new(path)),
+        ..config()
+    };
     let fresh = std::fs::metadata(path).map_or(true, |m| m.len() == 0);
     let (runtime, mut agents) = if fresh {
-        (
-            Runtime::start_logged(config(), log).await.expect("a start"),
-            Vec::new(),
-        )
+        (Runtime::start(config()).await.expect("a start"), Vec::new())
     } else {
-        let recovered = Runtime::recover_logged(config(), log).await.expect("a recovery");
+        let recovered = Runtime::recover(config(), path).await.expect("a recovery");
         if let Some(torn) = recovered.torn {
             println!("torn line {} ({} bytes)", torn.line, torn.bytes);
         }

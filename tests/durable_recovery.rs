@@ -48,7 +48,7 @@ async fn the_file_holds_the_log_as_recorded_under_every_policy() {
             "{sync}: the last result is durable"
         );
         runtime.shutdown().await;
-        let header = asksim::log::LogHeader::new("library", 0);
+        let header = asksim::log::LogHeader::real("library", 0);
         let mut expected = Vec::new();
         asksim::log::write_lines(&mut expected, &header, &runtime.events().snapshot()).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), expected, "{sync}");
@@ -64,7 +64,7 @@ async fn a_start_on_a_file_holding_a_log_is_refused() {
     let runtime = start_logged(timed_config(vec![answerer("web", 1.0)]), &path, SyncPolicy::None).await;
     runtime.shutdown().await;
     let before = file_hash(&path);
-    let again = Runtime::start_logged(timed_config(vec![]), LogConfig::new(&path)).await;
+    let again = Runtime::start(logged(timed_config(vec![]), &path, SyncPolicy::None)).await;
     let error = again.err().expect("refused").to_string();
     assert!(error.contains("holds a log already"), "{error}");
     assert_eq!(file_hash(&path), before);
@@ -84,9 +84,7 @@ async fn a_pending_question_survives_the_crash_and_its_late_answer_arrives() {
     assert_eq!(first.result.text, pending_result("root/1"));
     runtime.shutdown().await;
 
-    let recovered = Runtime::recover_logged(config(), LogConfig::new(&path).sync(SyncPolicy::None))
-        .await
-        .expect("recovered");
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
     assert!(recovered.crashed, "the log did not end in a process loss");
     assert_eq!(recovered.reopened, vec!["root/1".to_owned()]);
     assert!(recovered.lost.is_empty());
@@ -110,7 +108,7 @@ async fn a_pending_question_survives_the_crash_and_its_late_answer_arrives() {
         .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
         .expect("the crash is a process loss");
     assert!(
-        matches!(events[loss + 1].kind, EventKind::Restart),
+        matches!(events[loss + 1].kind, EventKind::Restart { .. }),
         "then the restart"
     );
     assert_eq!(events[loss].t, events[loss - 1].t, "at the last recorded instant");
@@ -158,9 +156,7 @@ async fn questions_in_their_window_held_and_blocking_are_all_reoffered() {
     for call in calls {
         outcome(call).await;
     }
-    let recovered = Runtime::recover_logged(config(), LogConfig::new(&path).sync(SyncPolicy::Every))
-        .await
-        .unwrap();
+    let recovered = recover(config(), &path, SyncPolicy::Every).await;
     let mut reopened = recovered.reopened.clone();
     reopened.sort();
     assert_eq!(reopened, ["blocking/1", "held/1", "windowed/1"]);
@@ -176,7 +172,7 @@ async fn questions_in_their_window_held_and_blocking_are_all_reoffered() {
     let events = events_in(&path);
     let restart = events
         .iter()
-        .position(|e| matches!(e.kind, EventKind::Restart))
+        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
         .unwrap();
     for call_id in ["windowed/1", "held/1", "blocking/1"] {
         let first_offer = events[restart..]
@@ -207,9 +203,7 @@ async fn a_legacy_question_open_at_the_crash_is_lost() {
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     runtime.shutdown().await;
     outcome(call).await;
-    let recovered = Runtime::recover_logged(config(), LogConfig::new(&path).sync(SyncPolicy::None))
-        .await
-        .unwrap();
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
     assert_eq!(recovered.lost, vec!["root/1".to_owned()]);
     assert!(recovered.reopened.is_empty());
     let back = &recovered.agents[0].handle;
@@ -220,7 +214,7 @@ async fn a_legacy_question_open_at_the_crash_is_lost() {
     let events = events_in(&path);
     let restart = events
         .iter()
-        .position(|e| matches!(e.kind, EventKind::Restart))
+        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
         .unwrap();
     assert!(
         events[restart..]
@@ -258,9 +252,7 @@ async fn a_user_message_decided_but_not_received_is_delivered_once() {
     write_lines(&path, &all);
 
     for round in 0..2 {
-        let recovered = Runtime::recover_logged(config(), LogConfig::new(&path).sync(SyncPolicy::None))
-            .await
-            .unwrap();
+        let recovered = recover(config(), &path, SyncPolicy::None).await;
         let back = &recovered.agents[0];
         let expected = if round == 0 {
             vec![late_yes_message("root/1")]
@@ -298,9 +290,7 @@ async fn a_child_comes_back_as_a_root_with_its_lineage() {
             .contains("DELEGATED_CALLER")
     );
     runtime.shutdown().await;
-    let recovered = Runtime::recover_logged(config(), LogConfig::new(&path).sync(SyncPolicy::None))
-        .await
-        .unwrap();
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
     let helper = recovered
         .agents
         .iter()
@@ -328,12 +318,15 @@ async fn a_log_of_another_name_or_seed_is_refused() {
     other_seed.seed = 9;
     let refused = [
         Runtime::recover(other_seed, &path).await.err(),
-        Runtime::recover_logged(
-            timed_config(vec![]),
-            LogConfig {
-                name: "billing".into(),
-                ..LogConfig::new(&path)
+        Runtime::recover(
+            asksim::RuntimeConfig {
+                log: Some(LogConfig {
+                    name: "billing".into(),
+                    ..LogConfig::new(&path)
+                }),
+                ..timed_config(vec![])
             },
+            &path,
         )
         .await
         .err(),

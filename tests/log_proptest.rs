@@ -204,7 +204,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
         call().prop_map(|call_id| EventKind::CancelCall { call_id }),
         (answerer(), mbox()).prop_map(|(answerer, mbox)| EventKind::Crash { answerer, mbox }),
         (0.0f64..10.0).prop_map(|restart_after| EventKind::ProcessLoss { restart_after }),
-        Just(EventKind::Restart),
+        Just(EventKind::restart()),
         small_json().prop_map(|what| EventKind::Dropped { what }),
     ]
 }

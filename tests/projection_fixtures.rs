@@ -296,7 +296,7 @@ fn mixed_schema_fixture_at_the_restart_continues_timed_calls_only() {
     let (_, events) = load("mixed-schemas.jsonl");
     let restart = events
         .iter()
-        .position(|e| matches!(e.kind, EventKind::Restart))
+        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
         .expect("a restart");
     let at_restart = Projection::fold(&events[..=restart]);
     let open_at_loss: BTreeMap<String, (QuestionState, Schema, String)> = states(&at_restart)
@@ -387,7 +387,7 @@ fn a_legacy_call_is_never_answerable_in_any_state() {
         Event {
             seq: 6,
             t: 3.0,
-            kind: EventKind::Restart,
+            kind: EventKind::restart(),
         },
     ];
     for n in 0..=events.len() {

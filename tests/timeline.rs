@@ -65,7 +65,10 @@ fn actor(event: &Event) -> String {
 }
 
 fn is_rule(event: &Event) -> bool {
-    matches!(event.kind, EventKind::ProcessLoss { .. } | EventKind::Restart)
+    matches!(
+        event.kind,
+        EventKind::ProcessLoss { .. } | EventKind::Restart { .. }
+    )
 }
 
 /// Checks `lines` against `events` one for one: the time, then the actor padded

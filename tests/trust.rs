@@ -70,7 +70,7 @@ fn a_turn_cancelled_after_a_restart_raises_no_false_alarm() {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ProcessLoss { .. } => Some("loss"),
-            EventKind::Restart => Some("restart"),
+            EventKind::Restart { .. } => Some("restart"),
             EventKind::Cancel { .. } => Some("cancel"),
             EventKind::LateAnswer { .. } => Some("late"),
             _ => None,
@@ -171,7 +171,9 @@ fn a_late_answer_in_flight_at_a_loss_is_delivered_once_after_the_restart() {
             summary.invariants.violations
         );
         let events = output.events();
-        let restart = events.iter().position(|e| matches!(e.kind, EventKind::Restart));
+        let restart = events
+            .iter()
+            .position(|e| matches!(e.kind, EventKind::Restart { .. }));
         let loss = events
             .iter()
             .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }));

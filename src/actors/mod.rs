@@ -40,6 +40,7 @@ use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
+pub(crate) use recover::resumed_clock;
 pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};

@@ -61,21 +61,19 @@ impl Runtime {
     /// the log, records the crash as a process loss at its last recorded instant
     /// (unless it ends in one), starts the broker and answerers of `config`
     /// again, brings every live agent back and re-offers every open timed
-    /// question, appending to the same file under the default policy (group
-    /// commit). A torn last line is dropped and reported; a damaged log, or one
-    /// of another name or seed, is an error naming the line, and the file is
-    /// left as it was.
+    /// question, appending to the same file under `config.log`'s policy (group
+    /// commit without one). A torn last line is dropped and reported; a damaged
+    /// log, or one of another name (`config.log`'s, else `"library"`) or seed,
+    /// is an error naming the line, and the file is left as it was.
     pub async fn recover(config: RuntimeConfig, path: impl AsRef<Path>) -> Result<Recovered, RecoverError> {
-        Runtime::recover_logged(config, LogConfig::new(path.as_ref())).await
-    }
-
-    /// [`Runtime::recover`] of the file of `log`, checked against its name and
-    /// appended to under its policy.
-    pub async fn recover_logged(
-        config: RuntimeConfig,
-        log_config: LogConfig,
-    ) -> Result<Recovered, RecoverError> {
-        let path = log_config.path.as_path();
+        let path = path.as_ref();
+        let log_config = match &config.log {
+            Some(log) => LogConfig {
+                path: path.to_owned(),
+                ..log.clone()
+            },
+            None => LogConfig::new(path),
+        };
         let expected = Expected {
             scenario: log_config.name.clone(),
             seed: config.seed,
@@ -90,7 +88,7 @@ impl Runtime {
             (recovery.torn, recovery.crashed, recovery.events, recovery.last_t);
         let mut recorder = recovery.recorder;
         let lost = lost_at_last_loss(recorder.projection());
-        recorder.record(last_t, EventKind::Restart);
+        recorder.record(last_t, EventKind::recovered(torn.map(|t| t.line as u64)));
         let plan = crate::restart::plan(recorder.projection());
         let mut continuity = Continuity::new(recorder);
         continuity.log = Some(recovery.log);
@@ -170,7 +168,7 @@ fn lost_at_last_loss(projection: &Projection) -> Vec<String> {
 
 /// A run clock that reads `last_t` now: the recovered runtime goes on where the
 /// log ends (the time the process was down is not on the log's clock).
-fn resumed_clock(last_t: f64) -> tokio::time::Instant {
+pub(crate) fn resumed_clock(last_t: f64) -> tokio::time::Instant {
     let now = tokio::time::Instant::now();
     now.checked_sub(Duration::from_secs_f64(last_t.max(0.0)))
         .unwrap_or(now)

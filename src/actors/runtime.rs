@@ -37,6 +37,7 @@ use super::{AgentHandle, Shared};
 use crate::agent::{AgentSetup, AgentState};
 use crate::answerer::AnswererState;
 use crate::broker::{BrokerConfig, BrokerState};
+use crate::durable::config::LIBRARY_LOG_NAME;
 use crate::durable::{Gate, LogConfig, LogFile};
 use crate::event::Event;
 use crate::limits::{BrokerLimits, EVENTS_MAX_DEFAULT, OFFER_TIMEOUT_S_DEFAULT};
@@ -92,6 +93,10 @@ pub struct RuntimeConfig {
     pub events_max: u64,
     /// The broker's limits.
     pub limits: BrokerLimits,
+    /// The durable log file, written as events happen (SPEC §4.1); after a
+    /// crash, [`Runtime::recover`] goes on from it. `None`: the log is kept in
+    /// memory only.
+    pub log: Option<LogConfig>,
 }
 
 impl Default for RuntimeConfig {
@@ -103,6 +108,7 @@ impl Default for RuntimeConfig {
             seed: 0,
             events_max: EVENTS_MAX_DEFAULT,
             limits: BrokerLimits::default(),
+            log: None,
         }
     }
 }
@@ -219,7 +225,10 @@ struct Inner {
 
 impl Runtime {
     /// Starts the broker and the answerers on the current tokio runtime, keeping
-    /// every event in memory for [`Runtime::events`].
+    /// every event in memory for [`Runtime::events`]. With `config.log`, the log
+    /// is also written to that file as events happen; a file that holds a log
+    /// already is refused (it may be the only record of a crashed runtime:
+    /// recover it with [`Runtime::recover`]).
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, StartError> {
         Runtime::start_keeping(config, true).await
     }
@@ -232,31 +241,13 @@ impl Runtime {
         Runtime::start_keeping(config, false).await
     }
 
-    /// Starts a runtime that writes its log to the file of `log` as events
-    /// happen (SPEC §4.1), keeping every event in memory too; after a crash,
-    /// [`Runtime::recover`] goes on from that file. A file that holds a log
-    /// already is refused: it may be the only record of a crashed runtime.
-    pub async fn start_logged(config: RuntimeConfig, log: LogConfig) -> Result<Runtime, StartError> {
-        Runtime::start_with(config, Some(log), true).await
-    }
-
     async fn start_keeping(config: RuntimeConfig, keep: bool) -> Result<Runtime, StartError> {
-        Runtime::start_with(config, None, keep).await
-    }
-
-    async fn start_with(
-        config: RuntimeConfig,
-        log: Option<LogConfig>,
-        keep: bool,
-    ) -> Result<Runtime, StartError> {
-        let name = log
-            .as_ref()
-            .map_or(crate::durable::config::LIBRARY_LOG_NAME, |l| &l.name);
-        let header = LogHeader::new(name, config.seed);
-        let recorder = Recorder::new(&header, config.events_max, keep);
-        let continuity = match &log {
+        let name = config.log.as_ref().map_or(LIBRARY_LOG_NAME, |l| &l.name);
+        let recorder_header = LogHeader::real(name, config.seed);
+        let recorder = Recorder::new(&recorder_header, config.events_max, keep);
+        let continuity = match &config.log {
             None => Continuity::new(recorder),
-            Some(log) => Continuity::with_log(recorder, new_log(log, &header)?),
+            Some(log) => Continuity::with_log(recorder, new_log(log, &recorder_header)?),
         };
         Runtime::start_in(config, continuity).await
     }

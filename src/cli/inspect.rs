@@ -53,17 +53,24 @@ enum SchemaMode {
 
 pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
     let (path, json, snapshot) = (args.log.as_path(), args.json, args.snapshot.as_deref());
-    let (header, events) = match crate::log::read_file(path) {
+    let log = match crate::sim::hunt::replay::read(path) {
         Ok(log) => log,
         Err(error) => {
             eprintln!("{error}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let projection = match snapshot {
-        None => crate::projection::Projection::fold(&events),
-        Some(cache) => {
-            match crate::projection::fold_with_cache(cache, (&header.scenario, header.seed), &events) {
+    let (header, events) = (&log.header, &log.events);
+    let compacted_at = log.snapshot.as_ref().map(|s| s.seq);
+    let projection = match (snapshot, log.snapshot) {
+        (_, Some(compacted)) => {
+            let mut projection = compacted.projection;
+            events.iter().for_each(|e| projection.apply(e));
+            projection
+        }
+        (None, None) => crate::projection::Projection::fold(events),
+        (Some(cache), None) => {
+            match crate::projection::fold_with_cache(cache, (&header.scenario, header.seed), events) {
                 Ok((projection, _)) => projection,
                 Err(error) => {
                     eprintln!("asksim: cannot use the snapshot {}: {error}", cache.display());
@@ -72,7 +79,7 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
             }
         }
     };
-    let report = crate::sim::hunt::replay::replay(&header, &events, &projection);
+    let report = crate::sim::hunt::replay::replay(header, events, &projection, compacted_at);
     if json {
         println!(
             "{}",
@@ -81,7 +88,7 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
     } else {
         print!(
             "{}",
-            crate::sim::hunt::replay::render_table_with_timelines(&report, &events)
+            crate::sim::hunt::replay::render_table_with_timelines(&report, events)
         );
     }
     if report.violations.is_empty() {

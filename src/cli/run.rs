@@ -22,9 +22,21 @@ pub(super) struct RunArgs {
     /// The scheduling strategy: random, pct:D or fifo (default: the scenario's `explore`, else random).
     #[arg(long, value_name = "STRATEGY")]
     explore: Option<Strategy>,
-    /// Write the event log (JSON Lines) here.
+    /// Write the event log (JSON Lines) here, as it happens (a durable log:
+    /// see --sync and --resume).
     #[arg(long, value_name = "PATH")]
     log: Option<PathBuf>,
+    /// How durable each line of --log is before its effect leaves the process:
+    /// group (commit lines together, at most 2 ms apart; the default), group:MS,
+    /// every (a sync per line) or none (never synced; survives a kill, not a
+    /// power loss).
+    #[arg(long, value_name = "POLICY", default_value = "group")]
+    sync: crate::durable::SyncPolicy,
+    /// Continue the unfinished run whose log is --log after a crash: the crash
+    /// is a process loss at the log's last instant, the run restarts from it and
+    /// appends to the same file.
+    #[arg(long, requires = "log")]
+    resume: bool,
     /// Write the run as Chrome Trace Event JSON here (opens in Perfetto).
     #[arg(long, value_name = "PATH")]
     chrome_trace: Option<PathBuf>,
@@ -77,10 +89,18 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
     }
     // Events are kept only where something prints or compares them; the verdict
     // comes from the streaming analysis (a failing run is re-run for its timelines).
-    options.keep_events = args.check_determinism || args.timeline || args.chrome_trace.is_some();
-    if let Some(path) = &args.log {
-        match std::fs::File::create(path) {
-            Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
+    options.keep_events =
+        args.check_determinism || args.timeline || args.chrome_trace.is_some() || args.resume;
+    if args.resume && (args.check_determinism || args.schedule.is_some()) {
+        eprintln!(
+            "asksim run: --resume continues one run from its log; drop --check-determinism and --schedule"
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    if let Some(path) = args.log.as_ref().filter(|_| !args.resume) {
+        let header = sim::log_header(scenario, options.seed, options.clock);
+        match crate::durable::LogFile::create(path, &header, args.sync) {
+            Ok(log) => options.log = Some(log),
             Err(error) => {
                 eprintln!("asksim: cannot write the log to {}: {error}", path.display());
                 return Err(ExitCode::from(EXIT_BAD_INPUT));
@@ -88,6 +108,36 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         }
     }
     Ok(options)
+}
+
+/// The run `args` ask for: a new one, or (`--resume`) the one its log holds,
+/// continued; or the exit code of a log that cannot be written or recovered.
+fn first_run(
+    args: &RunArgs,
+    scenario: &crate::scenario::Scenario,
+    options: RunOptions,
+) -> Result<RunOutput, ExitCode> {
+    let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
+    let output = if args.resume {
+        let recovery = sim::recover_log(scenario, options.seed, path, args.sync).map_err(|error| {
+            eprintln!("asksim: cannot resume from the log: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        })?;
+        if let Some(torn) = recovery.torn {
+            let (line, bytes) = (torn.line, torn.bytes);
+            eprintln!(
+                "asksim: {}:{line}: dropped a torn last line ({bytes} bytes)",
+                path.display()
+            );
+        }
+        sim::resume(scenario, options, recovery)
+    } else {
+        execute(scenario, options, args.schedule.as_ref())
+    };
+    output.map_err(|error| {
+        eprintln!("asksim: cannot write the log to {}: {error}", path.display());
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
 }
 
 pub(super) fn run(args: &RunArgs) -> ExitCode {
@@ -108,13 +158,9 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         log: None,
     };
     let file = args.file.display().to_string();
-    let output = match execute(&scenario, options, args.schedule.as_ref()) {
+    let output = match first_run(args, &scenario, options) {
         Ok(output) => output,
-        Err(error) => {
-            let path = args.log.as_deref().unwrap_or(std::path::Path::new("?"));
-            eprintln!("asksim: cannot write the log to {}: {error}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+        Err(code) => return code,
     };
     let mut summary = summarise(&scenario, &file, &output);
     let mut determinism = None;

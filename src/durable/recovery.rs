@@ -87,8 +87,14 @@ pub fn recover(
         cut_torn(path, read.whole_len).map_err(io)?;
     }
     let (last_seq, last_t) = (read.last_seq(), read.last_t());
-    let ended_in_loss =
-        matches!(read.events.last(), Some((e, _)) if matches!(e.kind, EventKind::ProcessLoss { .. }));
+    // The run was down already when the log ends in a process loss (and the
+    // scheduled events dropped in its restart gap).
+    let ended_in_loss = read
+        .events
+        .iter()
+        .rev()
+        .find(|(e, _)| !matches!(e.kind, EventKind::Dropped { .. }))
+        .is_some_and(|(e, _)| matches!(e.kind, EventKind::ProcessLoss { .. }));
     let (header, torn, events) = (read.header.clone(), read.torn, read.events.len() as u64);
     let compacted = read.snapshot.as_ref().map(|s| s.seq);
     let header_line = read.header_line.clone();

@@ -21,14 +21,16 @@ pub mod hunt;
 pub mod judge;
 pub mod show;
 
-pub use engine::driver::{PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout};
+pub use engine::driver::{
+    PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout, log_header, recover_log,
+};
 pub use engine::output::{Limit, Output};
 pub use engine::reproduce::{reproduce_command, shell_word};
 pub use judge::analysis::Checked;
 pub use judge::expect::ExpectationReport;
 pub use judge::expect::result_matches;
 pub use judge::invariants::{INVARIANTS, check};
-pub use judge::judged::{RunOutput, run, run_options, run_with};
+pub use judge::judged::{RunOutput, resume, run, run_options, run_with};
 pub use judge::latency::LatencySummary;
 pub use judge::outcomes::Outcomes;
 pub use judge::summary::{InvariantReport, Summary, Throughput, Verdict, summarise};

@@ -307,7 +307,7 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
         EventKind::CancelCall { .. } => "CancelCall",
         EventKind::Crash { .. } => "Crash",
         EventKind::ProcessLoss { .. } => "ProcessLoss",
-        EventKind::Restart => "Restart",
+        EventKind::Restart { .. } => "Restart",
         EventKind::Dropped { .. } => "Dropped",
     }
 }

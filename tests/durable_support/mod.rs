@@ -64,11 +64,24 @@ pub fn timed_config(answerers: Vec<AnswererSlot>) -> RuntimeConfig {
     }
 }
 
+/// `config` with its log at `path` under `sync`.
+pub fn logged(mut config: RuntimeConfig, path: &Path, sync: SyncPolicy) -> RuntimeConfig {
+    config.log = Some(LogConfig::new(path).sync(sync));
+    config
+}
+
 /// A runtime of `config` writing its log to `path` under `sync`.
 pub async fn start_logged(config: RuntimeConfig, path: &Path, sync: SyncPolicy) -> Runtime {
-    Runtime::start_logged(config, LogConfig::new(path).sync(sync))
+    Runtime::start(logged(config, path, sync))
         .await
         .expect("a runtime with a log")
+}
+
+/// A runtime of `config` recovered from the log at `path`, going on under `sync`.
+pub async fn recover(config: RuntimeConfig, path: &Path, sync: SyncPolicy) -> asksim::Recovered {
+    Runtime::recover(logged(config, path, sync), path)
+        .await
+        .expect("a recovery")
 }
 
 /// The events of the log at `path`.

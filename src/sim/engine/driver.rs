@@ -9,9 +9,10 @@
 //! knows what a verdict is, nor how a run is shown.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 
+use crate::durable::{Expected, LogFile, RecoverError, RecoverOptions, Recovery, SyncPolicy};
 use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::record::{Observer, Recorder};
@@ -34,8 +35,39 @@ pub struct RunOptions {
     /// Keep every event in memory (for timelines, traces and tests; the verdict of
     /// a virtual-clock run does not need them, a real-clock run keeps them anyway).
     pub keep_events: bool,
-    /// Also write the log here, as it happens.
-    pub log: Option<Box<dyn Write + Send>>,
+    /// Also write the log to this durable file, as it happens (SPEC §4.1); it
+    /// holds [`log_header`] already.
+    pub log: Option<LogFile>,
+}
+
+/// The header of a run's log: the scenario, the seed and the clock.
+pub fn log_header(scenario: &Scenario, seed: u64, clock: Clock) -> LogHeader {
+    match clock {
+        Clock::Virtual => LogHeader::new(&scenario.name, seed),
+        Clock::Real => LogHeader::real(&scenario.name, seed),
+    }
+}
+
+/// Reads back the log at `path` of an unfinished run of `scenario` under `seed`
+/// (SPEC §4.1 `run --resume`): a recorder holding it, every event kept, the
+/// file open for appending under `sync`. A damaged log, or one of another
+/// scenario or seed, is an error naming the line, and the file is untouched.
+pub fn recover_log(
+    scenario: &Scenario,
+    seed: u64,
+    path: &Path,
+    sync: SyncPolicy,
+) -> Result<Recovery, RecoverError> {
+    let expected = Expected {
+        scenario: scenario.name.clone(),
+        seed,
+    };
+    let options = RecoverOptions {
+        policy: sync,
+        events_max: scenario.limits.events_max,
+        keep: true,
+    };
+    crate::durable::recover(path, Some(&expected), options)
 }
 
 impl RunOptions {
@@ -83,20 +115,54 @@ pub fn run_watched<W: Watch>(
 ) -> std::io::Result<Output<W::Verdict>> {
     // The wall clock is read only to report wall_s; nothing in the run sees it.
     let wall = std::time::Instant::now();
-    let header = LogHeader::new(&scenario.name, options.seed);
+    let header = log_header(scenario, options.seed, options.clock);
     let keep = options.keep_events || options.clock == Clock::Real;
     let mut recorder = Recorder::new(&header, scenario.limits.events_max, keep);
-    if let Some(log) = options.log.take() {
-        recorder.write_to(log, &header);
+    let log = options.log.take();
+    if let Some(log) = &log {
+        recorder.sink_to(log.appender());
     }
     let (mut output, written) = match options.clock {
         Clock::Virtual => {
             if let Some(watch) = watch {
                 recorder.observe(Box::new(watch));
             }
-            simulate::<W>(scenario, &options, recorder, chooser)
+            simulate::<W>(scenario, &options, recorder, chooser, None)
         }
-        Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
+        Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder, log),
+    };
+    output.wall_s = wall.elapsed().as_secs_f64();
+    written.map(|()| output)
+}
+
+/// Continues the unfinished run that `recovery` read back (SPEC §4.1 `run FILE
+/// --log PATH --resume`), on `options.clock`: the crash is a process loss at the
+/// log's last instant, the restart of SPEC §3.9 follows at once (recorded as
+/// recovered), scheduled events after that instant fire at their times, and the
+/// log goes on in the same file. `watch` sees the log's earlier events first.
+/// Final results of scripts that ended before the crash are not in the log, so
+/// they are not in the output.
+pub fn resume_watched<W: Watch>(
+    scenario: &Scenario,
+    options: RunOptions,
+    recovery: Recovery,
+    chooser: &mut dyn Chooser,
+    watch: Option<W>,
+) -> std::io::Result<Output<W::Verdict>> {
+    let wall = std::time::Instant::now();
+    let (mut output, written) = match options.clock {
+        Clock::Virtual => {
+            let mut recorder = recovery.recorder;
+            if let Some(watch) = watch {
+                recorder.observe(Box::new(watch));
+            }
+            let from = Some((
+                crate::protocol::nanos(recovery.last_t),
+                recovery.torn.map(|t| t.line as u64),
+            ));
+            simulate::<W>(scenario, &options, recorder, chooser, from)
+        }
+        Clock::Real => crate::sim::engine::real_clock::resume(scenario, options.seed, recovery),
     };
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
@@ -135,12 +201,15 @@ pub fn is_closed_stdout(message: Option<&str>) -> bool {
     message.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("Broken pipe"))
 }
 
-/// The virtual-clock run: the world under `chooser`, a panic caught.
+/// The virtual-clock run: the world under `chooser`, a panic caught; resumed
+/// after a crash at the first of `resumed` (with the torn line recovery
+/// dropped, if any) when given.
 fn simulate<W: Watch>(
     scenario: &Scenario,
     options: &RunOptions,
     recorder: Recorder,
     chooser: &mut dyn Chooser,
+    resumed: Option<(crate::protocol::Nanos, Option<u64>)>,
 ) -> (Output<W::Verdict>, std::io::Result<()>) {
     let jitter_max_s = scenario.jitter_max_s.unwrap_or(0.0);
     let mut counting = Counting {
@@ -150,7 +219,10 @@ fn simulate<W: Watch>(
     let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
-        world.start();
+        match resumed {
+            None => world.start(),
+            Some((at, torn_line)) => world.resume(at, torn_line),
+        }
         world.run(&mut counting, panic_after)
     });
     let (limit, crashed) = match ran {
@@ -202,7 +274,7 @@ fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);
     let mut fifo = strategy::Fifo;
-    simulate::<Unwatched>(scenario, &options, recorder, &mut fifo)
+    simulate::<Unwatched>(scenario, &options, recorder, &mut fifo, None)
         .0
         .choices
 }

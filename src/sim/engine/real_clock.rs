@@ -6,15 +6,24 @@
 //! the runtime after a process loss. The run is over when every scheduled event
 //! has fired, no message is in flight, no timer is due and the log has stopped
 //! growing; it never ends while a message is in flight.
+//!
+//! A process loss goes through the durable log (SPEC §4.1): at the restart the
+//! log is synced, read back from its file and recovered as after a real crash,
+//! so every real-clock loss scenario tests that path. A run with a process loss
+//! and no `--log` writes a scratch log for it (policy `none`), removed at the
+//! end. [`resume`] continues a run after a real crash, from its log.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
+use crate::durable::{LogFile, Recovery, SyncPolicy};
 use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
@@ -27,15 +36,75 @@ const POLL: Duration = Duration::from_millis(5);
 /// Consecutive quiet polls after which the run is over.
 const QUIET_POLLS: u32 = 4;
 
-/// Runs `scenario` under `seed` on the real clock, recording into `recorder`.
-pub fn run<V>(scenario: &Scenario, seed: u64, recorder: Recorder) -> (Output<V>, std::io::Result<()>) {
+/// Runs `scenario` under `seed` on the real clock, recording into `recorder`
+/// (which writes through `log`, when there is one).
+pub fn run<V>(
+    scenario: &Scenario,
+    seed: u64,
+    recorder: Recorder,
+    log: Option<LogFile>,
+) -> (Output<V>, std::io::Result<()>) {
+    let (log, scratch) = match log {
+        None if scenario
+            .events
+            .iter()
+            .any(|e| matches!(e.action, Action::ProcessLoss { .. })) =>
+        {
+            match scratch_log(scenario, seed) {
+                Ok((log, path)) => (Some(log), Some(path)),
+                Err(error) => return (empty_output(seed, recorder), Err(error)),
+            }
+        }
+        log => (log, None),
+    };
+    let mut recorder = recorder;
+    if let (Some(log), Some(_)) = (&log, &scratch) {
+        recorder.sink_to(log.appender());
+    }
+    let mut continuity = Continuity::new(recorder);
+    continuity.log = log;
+    block_on(seed, Driver::new(scenario, seed, continuity, scratch, None))
+}
+
+/// Continues on the real clock the run of `scenario` under `seed` that
+/// `recovery` read back from its log after a real crash.
+pub fn resume<V>(scenario: &Scenario, seed: u64, recovery: Recovery) -> (Output<V>, std::io::Result<()>) {
+    let resumed = (recovery.last_t, recovery.torn.map(|t| t.line as u64));
+    let mut continuity = Continuity::new(recovery.recorder);
+    continuity.log = Some(recovery.log);
+    continuity.start = crate::actors::resumed_clock(recovery.last_t);
+    block_on(seed, Driver::new(scenario, seed, continuity, None, Some(resumed)))
+}
+
+fn block_on<V>(seed: u64, driver: Driver<'_>) -> (Output<V>, std::io::Result<()>) {
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(tokio) => tokio,
-        Err(error) => return (empty_output(seed, recorder), Err(error)),
+        Err(error) => {
+            let recorder = std::mem::replace(
+                &mut *driver.continuity.recorder.lock().expect("recorder poisoned"),
+                placeholder(),
+            );
+            return (empty_output(seed, recorder), Err(error));
+        }
     };
-    let output = tokio.block_on(Driver::new(scenario, seed, recorder).drive());
+    let output = tokio.block_on(driver.drive());
     tokio.shutdown_background();
     output
+}
+
+/// A recorder that records nothing, put where a finished one was taken from.
+fn placeholder() -> Recorder {
+    Recorder::new(&crate::log::LogHeader::new("", 0), 0, false)
+}
+
+/// A scratch log in the temporary directory, under the policy `none`.
+fn scratch_log(scenario: &Scenario, seed: u64) -> std::io::Result<(LogFile, PathBuf)> {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let name = format!("asksim-real-clock-{}-{n}.jsonl", std::process::id());
+    let path = std::env::temp_dir().join(name);
+    let header = crate::log::LogHeader::real(&scenario.name, seed);
+    Ok((LogFile::create(&path, &header, SyncPolicy::None)?, path))
 }
 
 fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
@@ -60,10 +129,21 @@ struct Driver<'s> {
     seed: u64,
     continuity: Continuity,
     specs: BTreeMap<String, Arc<AgentSpec>>,
+    /// The scratch log of a run with a process loss and no `--log`.
+    scratch: Option<PathBuf>,
+    /// After a real crash: where the log ended (the restart's instant), and the
+    /// torn line recovery dropped.
+    resumed: Option<(f64, Option<u64>)>,
 }
 
 impl<'s> Driver<'s> {
-    fn new(scenario: &'s Scenario, seed: u64, recorder: Recorder) -> Driver<'s> {
+    fn new(
+        scenario: &'s Scenario,
+        seed: u64,
+        continuity: Continuity,
+        scratch: Option<PathBuf>,
+        resumed: Option<(f64, Option<u64>)>,
+    ) -> Driver<'s> {
         let specs = scenario
             .all_agents()
             .into_iter()
@@ -72,8 +152,10 @@ impl<'s> Driver<'s> {
         Driver {
             scenario,
             seed,
-            continuity: Continuity::new(recorder),
+            continuity,
             specs,
+            scratch,
+            resumed,
         }
     }
 
@@ -93,6 +175,7 @@ impl<'s> Driver<'s> {
             seed: self.seed,
             events_max: self.scenario.limits.events_max,
             limits: self.scenario.broker.limits(),
+            ..RuntimeConfig::default()
         }
     }
 
@@ -109,25 +192,22 @@ impl<'s> Driver<'s> {
             .record(t, kind);
     }
 
-    async fn drive<V>(self) -> (Output<V>, std::io::Result<()>) {
-        let mut runtime = Runtime::start_in(self.config(), self.continuity.clone())
-            .await
-            .expect("a validated scenario starts");
-        for spec in &self.scenario.agents {
-            let spec = self.specs[&spec.name].clone();
-            let lineage = spec.lineage_parent.clone();
-            self.start_agent(&runtime, &spec, lineage, 0, BTreeSet::new(), false, Vec::new())
-                .await;
-        }
+    async fn drive<V>(mut self) -> (Output<V>, std::io::Result<()>) {
+        let mut runtime = match self.resumed {
+            None => self.fresh().await,
+            Some((_, torn_line)) => self.restart(EventKind::recovered(torn_line)).await,
+        };
         let mut limit = None;
         let mut restart_at: Option<f64> = None;
-        for event in &self.scenario.events {
+        let from_s = self.resumed.map_or(f64::NEG_INFINITY, |(t, _)| t);
+        let scenario = self.scenario;
+        for event in scenario.events.iter().filter(|e| e.at_s > from_s) {
             if let Some(at) = restart_at.filter(|at| *at <= event.at_s) {
                 if let Some(hit) = self.sleep_until(at).await {
                     limit = Some(hit);
                     break;
                 }
-                runtime = self.restart().await;
+                runtime = self.restart_after_loss().await;
                 restart_at = None;
             }
             if let Some(hit) = self.sleep_until(event.at_s).await {
@@ -155,7 +235,7 @@ impl<'s> Driver<'s> {
         {
             match self.sleep_until(at).await {
                 Some(hit) => limit = Some(hit),
-                None => runtime = self.restart().await,
+                None => runtime = self.restart_after_loss().await,
             }
         }
         if limit.is_none() {
@@ -166,18 +246,39 @@ impl<'s> Driver<'s> {
         self.finish(limit, open)
     }
 
+    /// The first start: the runtime and the scenario's roots.
+    async fn fresh(&self) -> Runtime {
+        let runtime = Runtime::start_in(self.config(), self.continuity.clone())
+            .await
+            .expect("a validated scenario starts");
+        self.start_roots(&runtime, |_| true).await;
+        runtime
+    }
+
+    /// Starts the scenario's roots that `start` picks, as at the start of a run.
+    async fn start_roots(&self, runtime: &Runtime, start: impl Fn(&str) -> bool) {
+        for spec in self.scenario.agents.iter().filter(|spec| start(&spec.name)) {
+            let spec = self.specs[&spec.name].clone();
+            let lineage = spec.lineage_parent.clone();
+            self.start_agent(runtime, &spec, lineage, 0, BTreeSet::new(), false, Vec::new())
+                .await;
+        }
+    }
+
     fn finish<V>(
         self,
         limit: Option<Limit>,
         open: BTreeMap<String, &'static str>,
     ) -> (Output<V>, std::io::Result<()>) {
-        let header = crate::log::LogHeader::new(&self.scenario.name, self.seed);
         let recorder = std::mem::replace(
             &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
-            Recorder::new(&header, 0, false),
+            placeholder(),
         );
         let virtual_s = recorder.last_t();
         let (recording, written) = recorder.finish();
+        if let Some(scratch) = &self.scratch {
+            let _ = std::fs::remove_file(scratch);
+        }
         let limit = limit.or(recording.overflowed.then_some(Limit::EventsMax));
         let output = Output {
             seed: self.seed,
@@ -309,41 +410,55 @@ impl<'s> Driver<'s> {
         runtime.start_scripted(setup, lineage, redeliver).await
     }
 
-    /// The runtime starts again from the log, as [`crate::restart::plan`] says,
-    /// as the simulator does.
-    async fn restart(&self) -> Runtime {
-        self.record(EventKind::Restart);
-        let plan = {
-            let recorder = self.continuity.recorder.lock().expect("recorder poisoned");
-            crate::restart::plan(recorder.projection())
+    /// After a scheduled process loss: the log is synced and read back from its
+    /// file, as after a real crash (SPEC §4.1), then the runtime restarts from it.
+    async fn restart_after_loss(&mut self) -> Runtime {
+        if let Err(error) = self.reload() {
+            let mut crashed = self.continuity.crashed.lock().expect("crash slot poisoned");
+            crashed.get_or_insert(format!("the log could not be read back at the restart: {error}"));
+        }
+        self.restart(EventKind::restart()).await
+    }
+
+    /// Replaces the recorder and the log file by what recovery reads back from
+    /// the file (the same log: the same events, hashes and projection).
+    fn reload(&mut self) -> Result<(), crate::durable::RecoverError> {
+        let Some(log) = self.continuity.log.clone() else {
+            return Ok(());
         };
+        log.sync().map_err(|error| crate::durable::RecoverError::Io {
+            path: log.path().to_owned(),
+            error,
+        })?;
+        let recovery =
+            crate::sim::engine::driver::recover_log(self.scenario, self.seed, log.path(), log.policy())?;
+        debug_assert!(!recovery.crashed, "a scheduled loss is on the log already");
+        *self.continuity.recorder.lock().expect("recorder poisoned") = recovery.recorder;
+        self.continuity.log = Some(recovery.log);
+        Ok(())
+    }
+
+    /// The runtime starts again from the log, as [`crate::restart::plan`] says,
+    /// as the simulator does; `kind` is the restart's event. After a real crash,
+    /// a root the log never saw spawned starts afresh.
+    async fn restart(&self, kind: EventKind) -> Runtime {
+        let recovered = matches!(kind, EventKind::Restart { recovered: true, .. });
+        self.record(kind);
+        let (mut plan, known) = {
+            let recorder = self.continuity.recorder.lock().expect("recorder poisoned");
+            let known: BTreeSet<String> = recorder.projection().agents.keys().cloned().collect();
+            (crate::restart::plan(recorder.projection()), known)
+        };
+        plan.agents.retain(|agent| self.specs.contains_key(&agent.name));
         let runtime = Runtime::start_in(self.config(), self.continuity.clone())
             .await
             .expect("a validated scenario starts");
-        let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
-        for agent in plan.agents {
-            let Some(spec) = self.specs.get(&agent.name).cloned() else {
-                continue;
-            };
-            let (lineage, calls_made, pending) = (agent.lineage, agent.calls_made, agent.pending);
-            if let Some(id) = self
-                .start_agent(
-                    &runtime,
-                    &spec,
-                    lineage,
-                    calls_made,
-                    pending,
-                    true,
-                    agent.redeliver,
-                )
-                .await
-            {
-                resumed.insert(agent.name, id);
-            }
-        }
-        for reopened in plan.reopened {
-            let restored = reopened.restored(&resumed);
-            runtime.send(BrokerMsg::Restore(Box::new(restored)));
+        let specs = &self.specs;
+        runtime
+            .restore_plan(plan, |name| Some(Script::new(specs[name].clone(), true)))
+            .await;
+        if recovered {
+            self.start_roots(&runtime, |name| !known.contains(name)).await;
         }
         runtime
     }

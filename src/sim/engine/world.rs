@@ -128,6 +128,9 @@ pub struct World<'s> {
     out: Out,
     /// Between a process loss and its restart: when the restart is due.
     lost_until: Option<Nanos>,
+    /// The run resumes from its log after a real crash (SPEC §4.1): the next
+    /// restart is recorded as recovered, with the torn line dropped if any.
+    recovering: Option<Option<u64>>,
 }
 
 impl<'s> World<'s> {
@@ -159,6 +162,7 @@ impl<'s> World<'s> {
             finals: BTreeMap::new(),
             out: Out::new(0),
             lost_until: None,
+            recovering: None,
         }
     }
 
@@ -174,6 +178,24 @@ impl<'s> World<'s> {
             let lineage = spec.lineage_parent.clone();
             self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
         }
+    }
+
+    /// Resumes a run whose log the recorder holds, after a crash the log records
+    /// as a process loss at `at` (SPEC §4.1): the restart comes at `at`, recorded
+    /// as recovered (with the torn line recovery dropped, `torn_line`), and every
+    /// scheduled event after `at` fires at its time; those at or before it were
+    /// the crashed run's. A root the log never saw spawned starts afresh.
+    pub fn resume(&mut self, at: Nanos, torn_line: Option<u64>) {
+        for (index, event) in self.scenario.events.iter().enumerate() {
+            if nanos(event.at_s) > at {
+                let msg = Envelope::Driver(DriverMsg::Scheduled(index));
+                self.queue.send(Addr::Driver, msg, nanos(event.at_s));
+            }
+        }
+        self.recovering = Some(torn_line);
+        self.lost_until = Some(at);
+        let restart = Envelope::Driver(DriverMsg::Restart);
+        self.queue.timer(Addr::Driver, RESTART_TIMER, restart, at, false);
     }
 
     /// Runs until nothing is due or a limit is hit. `panic_after` makes it panic
@@ -486,8 +508,17 @@ impl<'s> World<'s> {
     /// then their `on_resume`), open timed questions re-offered.
     fn restart(&mut self) {
         self.lost_until = None;
-        self.recorder.record(seconds(self.now()), EventKind::Restart);
+        let recovering = self.recovering.take();
+        let kind = match recovering {
+            Some(torn_line) => EventKind::recovered(torn_line),
+            None => EventKind::restart(),
+        };
+        self.recorder.record(seconds(self.now()), kind);
         let plan = crate::restart::plan(self.recorder.projection());
+        let unspawned = match recovering {
+            Some(_) => self.unspawned_roots(),
+            None => Vec::new(),
+        };
         self.boot();
         let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
         for agent in plan.agents {
@@ -508,5 +539,20 @@ impl<'s> World<'s> {
             let msg = Envelope::Broker(BrokerMsg::Restore(Box::new(restored)));
             self.queue.send(Addr::Driver, msg, self.now());
         }
+        for spec in unspawned {
+            let lineage = spec.lineage_parent.clone();
+            self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
+        }
+    }
+
+    /// The scenario's roots the log never saw spawned (the crash came first).
+    fn unspawned_roots(&self) -> Vec<Arc<AgentSpec>> {
+        let known = &self.recorder.projection().agents;
+        self.scenario
+            .agents
+            .iter()
+            .filter(|spec| !known.contains_key(&spec.name))
+            .map(|spec| self.specs[&spec.name].clone())
+            .collect()
     }
 }

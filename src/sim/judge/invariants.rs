@@ -156,7 +156,7 @@ impl Checker {
             EventKind::Request { .. } => self.request(&event.kind, seq, t),
             EventKind::Offer { call_id, .. } => self.offer(call_id, seq),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
-            EventKind::Restart => self.restarted = true,
+            EventKind::Restart { .. } => self.restarted = true,
             EventKind::Hold {
                 call_id, answerer, ..
             } => {

@@ -35,3 +35,15 @@ pub fn run_with(
     let watch = Analysis::new(scenario, VIRTUAL_TOLERANCE_S);
     driver::run_watched(scenario, options, chooser, Some(watch))
 }
+
+/// Continues the unfinished run `recovery` read back from its log (SPEC §4.1
+/// `run --resume`), judged over the whole log, the earlier events included.
+pub fn resume(
+    scenario: &Scenario,
+    options: RunOptions,
+    recovery: crate::durable::Recovery,
+) -> std::io::Result<RunOutput> {
+    let mut chooser = driver::chooser(scenario, &options);
+    let watch = Analysis::new(scenario, VIRTUAL_TOLERANCE_S);
+    driver::resume_watched(scenario, options, recovery, chooser.as_mut(), Some(watch))
+}

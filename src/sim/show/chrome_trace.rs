@@ -166,7 +166,7 @@ impl Trace {
                 self.global_instant(name, t);
                 self.finish_open_flows("lost at process loss", t);
             }
-            EventKind::Restart => self.global_instant("restart".into(), t),
+            EventKind::Restart { .. } => self.global_instant("restart".into(), t),
             _ => self.visit_answerer(event),
         }
     }

@@ -102,7 +102,10 @@ pub fn write_violation_timeline(out: &mut String, events: &[Event], index: usize
 /// Whether a call's timeline shows `event`: the call's own events, the rules,
 /// and the offending one.
 fn about(event: &Event, call_id: Option<&str>, seq: Option<u64>) -> bool {
-    let rule = matches!(event.kind, EventKind::ProcessLoss { .. } | EventKind::Restart);
+    let rule = matches!(
+        event.kind,
+        EventKind::ProcessLoss { .. } | EventKind::Restart { .. }
+    );
     rule || (call_id.is_some() && event.kind.call_id() == call_id) || Some(event.seq) == seq
 }
 
@@ -148,7 +151,17 @@ fn rule_text(kind: &EventKind) -> Option<String> {
         EventKind::ProcessLoss { restart_after } => {
             Some(format!("process loss (restart after {restart_after} s)"))
         }
-        EventKind::Restart => Some("restart from the log".to_owned()),
+        EventKind::Restart { recovered: false, .. } => Some("restart from the log".to_owned()),
+        EventKind::Restart {
+            recovered: true,
+            torn_line: None,
+        } => Some("recovered from the log file after a crash".to_owned()),
+        EventKind::Restart {
+            recovered: true,
+            torn_line: Some(line),
+        } => Some(format!(
+            "recovered from the log file after a crash (torn line {line} dropped)"
+        )),
         _ => None,
     }
 }
@@ -175,7 +188,7 @@ fn actor(kind: &EventKind) -> &str {
         | Refused { answerer, .. }
         | Crash { answerer, .. } => answerer,
         CancelCall { call_id } => call_id.rsplit_once('/').map_or("", |(agent, _)| agent),
-        ProcessLoss { .. } | Restart | Dropped { .. } => "",
+        ProcessLoss { .. } | Restart { .. } | Dropped { .. } => "",
     }
 }
 
@@ -275,7 +288,7 @@ fn tree_text(kind: &EventKind) -> String {
         NewTurn { .. } => "starts a new turn".to_owned(),
         CancelCall { call_id } => format!("cancel_call {call_id}"),
         Dropped { what } => format!("dropped {}", cut(&what.to_string())),
-        ProcessLoss { .. } | Restart => rule_text(kind).unwrap_or_default(),
+        ProcessLoss { .. } | Restart { .. } => rule_text(kind).unwrap_or_default(),
         _ => String::new(),
     }
 }
