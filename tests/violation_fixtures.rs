@@ -410,3 +410,13 @@ fn blind_spot_a_delegated_childs_question_offered_and_answered() {
 fn blind_spot_a_window_that_never_closes() {
     assert_blind_spot_bites("window_never_closes", "window_respected", "root/1");
 }
+
+#[test]
+
+fn blind_spot_a_user_message_delivered_again_after_a_restart() {
+    assert_blind_spot_bites(
+        "user_message_delivered_twice",
+        "late_answer_reaches_caller",
+        "root/1",
+    );
+}

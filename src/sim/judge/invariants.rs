@@ -58,6 +58,8 @@ struct CallInfo {
     /// The request came from a live child owned by a live agent.
     delegated: bool,
     closed: bool,
+    /// Its user message reached the agent: a second receipt is a delivery twice.
+    received: bool,
     /// Open at a process loss: a legacy call must never settle after it; a timed
     /// one is pending and must be taken up again after the restart.
     lost: Option<u64>,
@@ -191,7 +193,7 @@ impl Checker {
                 call_id,
                 agent,
                 message,
-            } => self.received(call_id, agent, message),
+            } => self.received(call_id, agent, message, seq),
             EventKind::Cancel { agent } => self.cancel(agent, seq, t),
             _ => {}
         }
@@ -480,11 +482,23 @@ impl Checker {
         self.owed.entry(call_id.to_owned()).or_default().push(owed);
     }
 
-    fn received(&mut self, call_id: &str, agent: &str, message: &str) {
-        if let Some(owed) = self.owed.get_mut(call_id)
-            && let Some(at) = owed.iter().position(|o| o.agent == agent && o.message == message)
-        {
-            owed.remove(at);
+    /// A user message reached its agent: it settles what was owed; one that was
+    /// received before and not decided again is a delivery twice (SPEC §3.9:
+    /// exactly once across a loss).
+    fn received(&mut self, call_id: &str, agent: &str, message: &str, seq: u64) {
+        let owed = self.owed.get_mut(call_id).and_then(|owed| {
+            owed.iter()
+                .position(|o| o.agent == agent && o.message == message)
+                .map(|at| owed.remove(at))
+        });
+        let Some(info) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let twice = owed.is_none() && info.received;
+        info.received = true;
+        if twice {
+            let detail = format!("its user message reached {agent} twice");
+            self.violate("late_answer_reaches_caller", call_id, seq, detail);
         }
     }
 
