@@ -84,28 +84,15 @@ fn known_clock<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>,
     Ok(value.as_str().filter(|c| *c == REAL_CLOCK).map(str::to_owned))
 }
 
-/// Where a recorder hands the log's lines as they happen: a plain writer
-/// ([`WriteSink`]) or a durable log file (`crate::durable`), which decides
-/// how durable each line is before its effects may leave the process.
+/// Where a recorder hands the log's lines as they happen: the durable log file
+/// (`crate::durable`), which decides how durable each line is before its
+/// effects may leave the process. (A trait, so the recorder, below the durable
+/// log, does not import it.)
 pub trait LogSink: Send {
     /// Takes the line of event `seq` (its bytes, newline included).
     fn append(&mut self, seq: u64, line: &[u8]) -> std::io::Result<()>;
     /// Writes out everything appended, as durable as the sink promises.
     fn flush(&mut self) -> std::io::Result<()>;
-}
-
-/// A plain writer as a [`LogSink`]: lines are written as they come, nothing is
-/// synced beyond the writer's own `flush`.
-pub struct WriteSink<W>(pub W);
-
-impl<W: Write + Send> LogSink for WriteSink<W> {
-    fn append(&mut self, _seq: u64, line: &[u8]) -> std::io::Result<()> {
-        self.0.write_all(line)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
 }
 
 /// Writes the header and every event as JSON Lines to `out`.

@@ -1,19 +1,20 @@
 //! The recorder: stamps each event with its `seq` and time and hands it on as it
 //! happens: to the trace hash (SHA-256 of the log's bytes), to the order hash (the
 //! same lines without `seq` and `t`: equal for two runs exactly when they did the
-//! same things in the same order), to the projection, to the log file when one is
-//! asked for, to an [`Observer`] (the simulator's streaming checker) when one
+//! same things in the same order), to the projection, to a [`LogSink`] (the
+//! durable log file) when there is one, to an [`Observer`] (the simulator's streaming checker) when one
 //! watches, and to a kept list when a caller wants every event.
 //!
 //! It is the one place events are written; executors own one per run (the
-//! simulator's world) or share one behind a lock (the actor runtime).
-
-use std::io::Write;
+//! simulator's world) or share one behind a lock (the actor runtime). A log read
+//! back after a crash goes on in a recorder that restores its events first
+//! ([`Recorder::continuing`], [`Recorder::restore`]). It never syncs or decides
+//! durability: that is the sink's.
 
 use sha2::{Digest, Sha256};
 
 use crate::event::{Event, EventKind};
-use crate::log::{LogHeader, LogSink, WriteSink};
+use crate::log::{LogHeader, LogSink};
 use crate::projection::Projection;
 
 /// Watches every event as it is recorded: the simulator checks its invariants and
@@ -101,17 +102,6 @@ impl Recorder {
             observer: None,
             file: None,
             file_error: None,
-        }
-    }
-
-    /// Also writes the log to `out` (the header first), as it happens.
-    pub fn write_to(&mut self, mut out: Box<dyn Write + Send>, header: &LogHeader) {
-        let written = serde_json::to_writer(&mut out, header)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"));
-        match written {
-            Ok(()) => self.file = Some(Box::new(WriteSink(out))),
-            Err(error) => self.file_error = Some(error),
         }
     }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 use asksim::event::EventKind;
 use asksim::projection::QuestionState;
 use asksim::tool::Schema;
-use durable_support::{Scratch, count};
+use durable_support::{Scratch, count, scenario};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
@@ -28,14 +28,6 @@ use serde_json::Value;
 const RUN_WAIT: Duration = Duration::from_secs(20);
 /// How often the log's length is looked at.
 const POLL: Duration = Duration::from_millis(2);
-
-fn scenario(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 fn asksim(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_asksim"));

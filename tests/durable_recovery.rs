@@ -170,10 +170,7 @@ async fn questions_in_their_window_held_and_blocking_are_all_reoffered() {
     }
     recovered.runtime.shutdown().await;
     let events = events_in(&path);
-    let restart = events
-        .iter()
-        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
-        .unwrap();
+    let restart = first_restart(&events);
     for call_id in ["windowed/1", "held/1", "blocking/1"] {
         let first_offer = events[restart..]
             .iter()
@@ -212,10 +209,7 @@ async fn a_legacy_question_open_at_the_crash_is_lost() {
     assert_eq!(back.ask(LEGACY_ARGS).await.call_id, "root/2");
     recovered.runtime.shutdown().await;
     let events = events_in(&path);
-    let restart = events
-        .iter()
-        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
-        .unwrap();
+    let restart = first_restart(&events);
     assert!(
         events[restart..]
             .iter()

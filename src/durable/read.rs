@@ -52,22 +52,14 @@ pub struct ReadBack {
 }
 
 impl ReadBack {
-    /// The `seq` of the last event it holds (the snapshot's, if no event follows).
-    pub fn last_seq(&self) -> u64 {
-        self.events
-            .last()
-            .map(|(e, _)| e.seq)
-            .or(self.snapshot.as_ref().map(|s| s.seq))
-            .unwrap_or(0)
-    }
-
-    /// The time of the last event it holds.
-    pub fn last_t(&self) -> f64 {
-        self.events
-            .last()
-            .map(|(e, _)| e.t)
-            .or(self.snapshot.as_ref().map(|s| s.t))
-            .unwrap_or(0.0)
+    /// The `seq` and time of the last event it holds (the snapshot's, if no
+    /// event follows it; 0 for none).
+    pub fn last(&self) -> (u64, f64) {
+        match (self.events.last(), &self.snapshot) {
+            (Some((event, _)), _) => (event.seq, event.t),
+            (None, Some(snapshot)) => (snapshot.seq, snapshot.t),
+            (None, None) => (0, 0.0),
+        }
     }
 }
 
@@ -115,7 +107,7 @@ pub fn parse_back(bytes: &[u8], expected: Option<&Expected>) -> Result<ReadBack,
             read.snapshot = Some(Snapshot::parse(body).map_err(|m| line_error(number, m))?);
             continue;
         }
-        let event = crate::log::parse_event(body, number, read.last_seq() + 1)?;
+        let event = crate::log::parse_event(body, number, read.last().0 + 1)?;
         read.events.push((event, line.to_vec()));
     }
     if whole_len < bytes.len() {

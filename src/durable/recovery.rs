@@ -86,7 +86,7 @@ pub fn recover(
         tracing::warn!(path = %path.display(), line = torn.line, bytes = torn.bytes, "dropped a torn last line");
         cut_torn(path, read.whole_len).map_err(io)?;
     }
-    let (last_seq, last_t) = (read.last_seq(), read.last_t());
+    let (last_seq, last_t) = read.last();
     // The run was down already when the log ends in a process loss (and the
     // scheduled events dropped in its restart gap).
     let ended_in_loss = read

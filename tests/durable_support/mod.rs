@@ -118,3 +118,20 @@ pub fn write_lines(path: &Path, lines: &[String]) {
     text.push('\n');
     std::fs::write(path, text).expect("a writable file");
 }
+
+/// The index of the first `restart` event in `events`.
+pub fn first_restart(events: &[Event]) -> usize {
+    events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::Restart { .. }))
+        .expect("a restart")
+}
+
+/// The path of `scenarios/NAME`, as text.
+pub fn scenario(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name)
+        .display()
+        .to_string()
+}

@@ -10,9 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 
-use crate::durable::{Expected, LogFile, RecoverError, RecoverOptions, Recovery, SyncPolicy};
+use crate::durable::{LogFile, Recovery};
 use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::record::{Observer, Recorder};
@@ -38,36 +37,6 @@ pub struct RunOptions {
     /// Also write the log to this durable file, as it happens (SPEC §4.1); it
     /// holds [`log_header`] already.
     pub log: Option<LogFile>,
-}
-
-/// The header of a run's log: the scenario, the seed and the clock.
-pub fn log_header(scenario: &Scenario, seed: u64, clock: Clock) -> LogHeader {
-    match clock {
-        Clock::Virtual => LogHeader::new(&scenario.name, seed),
-        Clock::Real => LogHeader::real(&scenario.name, seed),
-    }
-}
-
-/// Reads back the log at `path` of an unfinished run of `scenario` under `seed`
-/// (SPEC §4.1 `run --resume`): a recorder holding it, every event kept, the
-/// file open for appending under `sync`. A damaged log, or one of another
-/// scenario or seed, is an error naming the line, and the file is untouched.
-pub fn recover_log(
-    scenario: &Scenario,
-    seed: u64,
-    path: &Path,
-    sync: SyncPolicy,
-) -> Result<Recovery, RecoverError> {
-    let expected = Expected {
-        scenario: scenario.name.clone(),
-        seed,
-    };
-    let options = RecoverOptions {
-        policy: sync,
-        events_max: scenario.limits.events_max,
-        keep: true,
-    };
-    crate::durable::recover(path, Some(&expected), options)
 }
 
 impl RunOptions {
@@ -115,7 +84,7 @@ pub fn run_watched<W: Watch>(
 ) -> std::io::Result<Output<W::Verdict>> {
     // The wall clock is read only to report wall_s; nothing in the run sees it.
     let wall = std::time::Instant::now();
-    let header = log_header(scenario, options.seed, options.clock);
+    let header = crate::sim::engine::log_file::log_header(scenario, options.seed, options.clock);
     let keep = options.keep_events || options.clock == Clock::Real;
     let mut recorder = Recorder::new(&header, scenario.limits.events_max, keep);
     let log = options.log.take();

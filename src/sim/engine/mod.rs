@@ -7,6 +7,7 @@
 //! - `driver`: one run on either clock, a panic caught as the run's crash, and
 //!   the [`driver::Watch`] through which a judge sees it as it happens.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
+//! - `log_file`: a run's durable log: its header, and reading it back to resume.
 //! - `output`: what a run produced, and why it stopped ([`output::Limit`]).
 //! - `reproduce`: the command that runs it again.
 //!
@@ -15,6 +16,7 @@
 //! [`output::Output`] as an opaque `V`.
 
 pub mod driver;
+pub mod log_file;
 pub mod output;
 pub mod queue;
 pub mod real_clock;

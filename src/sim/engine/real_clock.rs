@@ -431,7 +431,7 @@ impl<'s> Driver<'s> {
             error,
         })?;
         let recovery =
-            crate::sim::engine::driver::recover_log(self.scenario, self.seed, log.path(), log.policy())?;
+            crate::sim::engine::log_file::recover_log(self.scenario, self.seed, log.path(), log.policy())?;
         debug_assert!(!recovery.crashed, "a scheduled loss is on the log already");
         *self.continuity.recorder.lock().expect("recorder poisoned") = recovery.recorder;
         self.continuity.log = Some(recovery.log);
