@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -251,7 +251,7 @@ fn run_host(path: &Path, kill_after: Option<usize>) -> (Vec<String>, bool) {
 }
 
 /// The end state: what the log folds to, and what the host saw.
-fn check(path: &PathBuf, seen: &[String]) {
+fn check(path: &Path, seen: &[String]) {
     let results: Vec<&str> = seen.iter().filter_map(|l| l.strip_prefix("result ")).collect();
     let messages: Vec<&str> = seen.iter().filter_map(|l| l.strip_prefix("message ")).collect();
     let unique = |items: &[&str], what: &str| {

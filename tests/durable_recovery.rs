@@ -41,6 +41,15 @@ async fn the_file_holds_the_log_as_recorded_under_every_policy() {
         for _ in 0..3 {
             assert_eq!(root.ask(&timed_args(Some("30"))).await.result.text, YES_RESULT);
         }
+        // A call its own agent refuses (INVALID_ARGUMENTS) is recorded by the
+        // agent, not the broker: its result is on disk before `ask` returns too.
+        let refused = root.ask(r#"{"questions":[]}"#).await;
+        assert!(refused.result.text.contains("INVALID_ARGUMENTS"), "{sync}");
+        assert_eq!(
+            count(&events_in(&path), "result", "root/4"),
+            1,
+            "{sync}: the refusal is durable"
+        );
         // Every line of the answers the model got is on disk already.
         let on_disk = events_in(&path);
         assert!(

@@ -18,7 +18,7 @@ use crate::effect::{Out, Spawn};
 use crate::protocol::{
     AgentId, AgentMsg, BrokerMsg, CallOutcome, CallReply, Envelope, Name, Registration, SpawnError, Turn,
 };
-use crate::tool::{ErrorCode, ToolResult};
+use crate::tool::{ErrorCode, ResultKind, ToolResult};
 
 /// A message in an agent actor's mailbox.
 pub(crate) enum AgentMail {
@@ -272,8 +272,13 @@ impl AgentHandle {
         let result = result_rx.await.unwrap_or_else(|_| {
             ToolResult::error(ErrorCode::Aborted, "the runtime stopped before the call settled")
         });
-        // The result leaves the process only once its line is durable (SPEC §4.1).
-        self.runtime.durable_after(&self.actor).await;
+        // The result leaves the process only once its line is durable (SPEC
+        // §4.1). The broker's results came through the write-ahead gate, so they
+        // are; the agent records an INVALID_ARGUMENTS result itself, after the
+        // handler that replied here.
+        if result.kind == ResultKind::Error(ErrorCode::InvalidArguments) {
+            self.runtime.durable_after(&self.actor).await;
+        }
         tracing::info!(result = %result.text, "settled");
         CallOutcome { call_id, result }
     }
@@ -313,8 +318,8 @@ impl AgentHandle {
     }
 
     /// Waits until a call of this agent is closed for good (late answer or
-    /// withdrawal). Only calls that went `pending` ever close this way. With a
-    /// durable log, it returns once the user message's line is durable.
+    /// withdrawal). Only calls that went `pending` ever close this way; the
+    /// message, if any, is read with [`AgentHandle::user_messages`].
     pub async fn closed(&self, call_id: &str) {
         let (reply, rx) = oneshot::channel();
         if self.tell(AgentMsg::AwaitClosed {
@@ -322,7 +327,6 @@ impl AgentHandle {
             reply,
         }) {
             let _ = rx.await;
-            self.runtime.durable_after(&self.actor).await;
         }
     }
 

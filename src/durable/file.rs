@@ -12,12 +12,15 @@
 //! It never reads a log back (that is [`super::read`]) and never decides what
 //! is recorded.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
 
 use super::policy::SyncPolicy;
 use crate::log::{LogHeader, LogSink};
@@ -57,7 +60,9 @@ struct Core {
     synced: Condvar,
     appended: AtomicU64,
     durable: AtomicU64,
-    durable_tx: tokio::sync::watch::Sender<u64>,
+    /// Async waiters, by the `seq` each waits for: woken in order, only when
+    /// theirs is durable (never all at each sync).
+    waiters: Mutex<BTreeMap<u64, Vec<oneshot::Sender<()>>>>,
     gates: Mutex<Vec<Weak<dyn Release>>>,
     failed: Mutex<Option<String>>,
 }
@@ -111,7 +116,7 @@ impl LogFile {
             synced: Condvar::new(),
             appended: AtomicU64::new(seq),
             durable: AtomicU64::new(seq),
-            durable_tx: tokio::sync::watch::Sender::new(seq),
+            waiters: Mutex::new(BTreeMap::new()),
             gates: Mutex::new(Vec::new()),
             failed: Mutex::new(None),
         });
@@ -180,13 +185,18 @@ impl LogFile {
     /// Waits (async) until every line appended so far is durable, or the log
     /// failed.
     pub async fn durable_now(&self) {
+        let core = &self.handle.core;
         let seq = self.appended();
-        let mut rx = self.handle.core.durable_tx.subscribe();
-        if self.durable() >= seq || self.failure().is_some() {
-            return;
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut waiters = core.waiters.lock().expect("log poisoned");
+            if self.durable() >= seq || core.failed().is_some() {
+                return;
+            }
+            waiters.entry(seq).or_default().push(tx);
         }
         self.urgent();
-        let _ = rx.wait_for(|durable| *durable >= seq).await;
+        let _ = rx.await;
     }
 
     /// Blocks until every line appended so far is durable; the log's error if it
@@ -283,7 +293,14 @@ impl Core {
     /// Lines up to `seq` are durable: waiters and gates hear of it.
     fn advance(&self, seq: u64) {
         self.durable.fetch_max(seq, Ordering::SeqCst);
-        self.durable_tx.send_replace(seq);
+        let ready = {
+            let mut waiters = self.waiters.lock().expect("log poisoned");
+            let later = waiters.split_off(&(seq + 1));
+            std::mem::replace(&mut *waiters, later)
+        };
+        for waiter in ready.into_values().flatten() {
+            let _ = waiter.send(());
+        }
         let gates: Vec<Arc<dyn Release>> = self
             .gates
             .lock()
@@ -300,8 +317,10 @@ impl Core {
         }
     }
 
+    /// The log failed: nothing more becomes durable, so nobody waits for it.
     fn fail(&self, error: &std::io::Error) {
         core_fail(self, error);
+        self.waiters.lock().expect("log poisoned").clear();
         let _guard = self.pending.lock().expect("log poisoned");
         self.synced.notify_all();
     }
