@@ -36,6 +36,10 @@ pub struct RunOptions {
     pub keep_events: bool,
     /// Also write the log here, as it happens.
     pub log: Option<Box<dyn Write + Send>>,
+    /// Observers that see every event as it is recorded, on either clock
+    /// (`--chrome-trace` and `--timeline` stream through them; see
+    /// [`crate::sim::engine::tap::Tap`] to take one back after the run).
+    pub taps: Vec<Box<dyn Observer>>,
 }
 
 impl RunOptions {
@@ -47,7 +51,29 @@ impl RunOptions {
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: true,
             log: None,
+            taps: Vec::new(),
         }
+    }
+}
+
+/// The recorder's one observer: the watcher (virtual clock) and the taps.
+struct Observers<W> {
+    watch: Option<W>,
+    taps: Vec<Box<dyn Observer>>,
+}
+
+impl<W: Watch> Observer for Observers<W> {
+    fn event(&mut self, event: &crate::event::Event) {
+        if let Some(watch) = &mut self.watch {
+            watch.event(event);
+        }
+        for tap in &mut self.taps {
+            tap.event(event);
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -89,13 +115,13 @@ pub fn run_watched<W: Watch>(
     if let Some(log) = options.log.take() {
         recorder.write_to(log, &header);
     }
+    let watch = watch.filter(|_| options.clock == Clock::Virtual);
+    if watch.is_some() || !options.taps.is_empty() {
+        let taps = std::mem::take(&mut options.taps);
+        recorder.observe(Box::new(Observers { watch, taps }));
+    }
     let (mut output, written) = match options.clock {
-        Clock::Virtual => {
-            if let Some(watch) = watch {
-                recorder.observe(Box::new(watch));
-            }
-            simulate::<W>(scenario, &options, recorder, chooser)
-        }
+        Clock::Virtual => simulate::<W>(scenario, &options, recorder, chooser),
         Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
     };
     output.wall_s = wall.elapsed().as_secs_f64();
@@ -163,7 +189,8 @@ fn simulate<W: Watch>(
     let mut recorder = world.into_recorder();
     let watch = recorder
         .take_observer()
-        .and_then(|observer| observer.into_any().downcast::<W>().ok());
+        .and_then(|observer| observer.into_any().downcast::<Observers<W>>().ok())
+        .and_then(|observers| observers.watch);
     let (recording, written) = recorder.finish();
     let (checked, crashed) = match watch {
         Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
@@ -198,6 +225,7 @@ fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
         strategy: Strategy::Fifo,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

@@ -10,6 +10,7 @@
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
 //! - `output`: what a run produced, and why it stopped ([`output::Limit`]).
 //! - `reproduce`: the command that runs it again.
+//! - `tap`: an observer of the event stream the caller takes back after the run.
 //!
 //! This room never judges and never shows: it imports nothing of `judge`, `show`
 //! or `hunt`. What watches a run is handed in; what it concludes rides out in
@@ -22,4 +23,5 @@ pub mod ready;
 pub mod real_clock;
 pub mod reproduce;
 pub mod strategy;
+pub mod tap;
 pub mod world;

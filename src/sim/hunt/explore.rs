@@ -304,6 +304,7 @@ pub fn explore(
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: false,
             log: None,
+            taps: Vec::new(),
         };
         let output = judged::run_with(scenario, options, &mut dfs).expect("a run writes no log");
         if dfs.halted {

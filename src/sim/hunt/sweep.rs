@@ -99,6 +99,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         strategy: options.strategy,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {

@@ -71,6 +71,7 @@ impl Runner<'_> {
             strategy: self.strategy,
             keep_events: false,
             log: None,
+            taps: Vec::new(),
         };
         let output = judged::run_options(scenario, options).ok()?;
         Some(signature(&summarise(scenario, self.label, &output)))
