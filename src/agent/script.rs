@@ -152,7 +152,6 @@ impl AgentState {
             }
             Step::Spawn(spec) => {
                 let name: Name = spec.name.as_str().into();
-                let spec = Arc::new(spec);
                 out.spawn(Spawn {
                     spec,
                     owner: self.id,

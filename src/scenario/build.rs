@@ -10,6 +10,7 @@
 //! still name the offending value in the file.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -583,14 +584,14 @@ impl Builder {
         let (kind, key) = match step {
             RawStep::Ask(value) => (
                 Step::Ask {
-                    arguments: compact(&value),
+                    arguments: compact(&value).into(),
                 }
                 .into(),
                 "ask",
             ),
             RawStep::AskRaw(value) => (
                 Step::AskRaw {
-                    arguments: compact(&value),
+                    arguments: compact(&value).into(),
                 }
                 .into(),
                 "ask_raw",
@@ -653,7 +654,7 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
             .into_iter()
             .map(|step| match step.kind {
                 XKind::Leaf(step) => step,
-                XKind::Spawn(child) => Step::Spawn(finish(child, Some(&name))),
+                XKind::Spawn(child) => Step::Spawn(Arc::new(finish(child, Some(&name)))),
                 XKind::Join(child) => Step::Join(child),
                 XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
             })

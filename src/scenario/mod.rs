@@ -104,6 +104,7 @@ mod suggest;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -308,7 +309,7 @@ impl AgentSpec {
             .iter()
             .chain(&self.on_resume)
             .filter_map(|step| match step {
-                Step::Spawn(child) => Some(child),
+                Step::Spawn(child) => Some(&**child),
                 _ => None,
             })
     }
@@ -327,13 +328,14 @@ pub enum Step {
     /// A tool call; the arguments are the compact JSON text of the `ask` value, in
     /// the author's key order. Not validated: that happens in the call.
     Ask {
-        /// The call's arguments as JSON text.
-        arguments: String,
+        /// The call's arguments as JSON text, shared by every copy of a `count`
+        /// row or `repeat` body.
+        arguments: Arc<str>,
     },
     /// A tool call with any JSON as arguments (`ask_raw`), compact JSON text.
     AskRaw {
-        /// The call's arguments as JSON text.
-        arguments: String,
+        /// The call's arguments as JSON text, shared like [`Step::Ask`]'s.
+        arguments: Arc<str>,
     },
     /// One call asking the unresolved questions of the children joined so far;
     /// skipped when there are none.
@@ -343,8 +345,9 @@ pub enum Step {
     },
     /// Independent work for this many seconds.
     Work(f64),
-    /// Start a child owned by this agent and go on at once.
-    Spawn(AgentSpec),
+    /// Start a child owned by this agent and go on at once (the spec is shared
+    /// with every child it starts).
+    Spawn(Arc<AgentSpec>),
     /// Wait for the named child's script to end and take its final result.
     Join(String),
     /// Wait until this agent's call (a callId) is settled for good.
