@@ -52,6 +52,9 @@
 //! - [`sim`]: the simulator: the delivery queue and its strategies, the
 //!   simulated world, the driver, the invariant checker, the report, sweeps
 //!   (sharded ones and their merge), replays and shrinking a failure.
+//! - [`wire`]: implementations asksim did not write: an outside broker or
+//!   answerer speaking PROTOCOL.md over JSON Lines, behind the same interface
+//!   as asksim's own, and asksim's own behind the protocol.
 //! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]
@@ -74,6 +77,7 @@ pub mod scenario;
 mod seed;
 pub mod sim;
 pub mod tool;
+pub mod wire;
 
 pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError, panic_message};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
