@@ -210,9 +210,7 @@ fn virtual_speed(c: &mut Criterion) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/load-10k.json");
     let scenario = asksim::scenario::load(&path).expect("load-10k parses");
     group.bench_function("asksim_load_10k", |b| {
-        b.iter(|| {
-            black_box(asksim::sim::driver::run(&scenario, scenario.seed, scenario.clock).expect("a run"))
-        })
+        b.iter(|| black_box(asksim::sim::run(&scenario, scenario.seed, scenario.clock).expect("a run")))
     });
     group.bench_function("baseline_10k", |b| {
         b.iter_custom(|iters| {

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use asksim::scenario::{self, Clock, Strategy};
-use asksim::sim::shard::Shard;
-use asksim::sim::sweep::{SweepOptions, sweep};
+use asksim::sim::hunt::seeds::Shard;
+use asksim::sim::hunt::sweep::{SweepOptions, sweep};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// Seeds per measured sweep.
@@ -61,7 +61,7 @@ fn sweep_quickstart(c: &mut Criterion) {
 /// `explore --all` over a small space (the request-vs-cancel tie, 44 schedules)
 /// and a larger one (cancel-tree, 3,652 schedules and 2,908 pruned).
 fn explore_all(c: &mut Criterion) {
-    use asksim::sim::explore::{ExploreOptions, explore};
+    use asksim::sim::hunt::explore::{ExploreOptions, explore};
     let mut group = c.benchmark_group("explore_all");
     group.sample_size(10);
     for name in ["race-request-vs-cancel-tie.json", "cancel-tree.json"] {

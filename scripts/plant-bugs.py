@@ -33,11 +33,11 @@ BUGS = [
     ("a hold outlives its holder",
      "src/broker/waterfall.rs", "if held && call.phase == Phase::Waiting {", "if false && held {"),
     ("a death notice overtakes a message the answerer queued before dying",
-     "src/sim/world.rs", "self.queue.send(Addr::Answerer(index), died, self.now());", "self.queue.send(Addr::Driver, died, self.now());"),
+     "src/sim/engine/world.rs", "self.queue.send(Addr::Answerer(index), died, self.now());", "self.queue.send(Addr::Driver, died, self.now());"),
     ("a parent runs a step because a child ended of a turn signal that has not reached the parent yet",
      "src/agent/mod.rs", "fired.filter(|t| self.turn.fired_by(*t))", "fired.filter(|_| false)"),
     ("a decided user message is not redelivered after a restart",
-     "src/sim/world.rs", "state.redeliver(call_id, message, &mut self.out);", "let _ = (call_id, message, &state);"),
+     "src/sim/engine/world.rs", "state.redeliver(call_id, message, &mut self.out);", "let _ = (call_id, message, &state);"),
 ]
 
 def scenarios():

@@ -1,12 +1,12 @@
 //! asksim: a reference runtime of the `ask_user_question` tool and the
 //! `userQuestions` seam behind it, and a deterministic simulator that drives it.
 //!
-//! Data flows one way: scenario → driver → agents → broker → answerers → events →
-//! log / projection / checker → report.
+//! Data flows one way: scenario → engine → agents → broker → answerers → events →
+//! log / projection / judge → what a person sees.
 //!
 //! ```
 //! use asksim::scenario::{self, Clock};
-//! use asksim::sim::{driver, report};
+//! use asksim::sim;
 //!
 //! let text = r#"{
 //!   "name": "one-question",
@@ -18,8 +18,8 @@
 //!   "expect": { "counts": { "answered": 1 } }
 //! }"#;
 //! let scenario = scenario::parse("one-question.json", text).unwrap();
-//! let output = driver::run(&scenario, 7, Clock::Virtual).unwrap();
-//! let summary = report::summarise(&scenario, "one-question.json", &output);
+//! let output = sim::run(&scenario, 7, Clock::Virtual).unwrap();
+//! let summary = sim::summarise(&scenario, "one-question.json", &output);
 //! assert!(summary.passed());
 //! assert_eq!(summary.outcomes.answered, 1);
 //! assert_eq!(output.virtual_s, 2.0);
@@ -49,9 +49,14 @@
 //! - [`restart`]: what a restart after a process loss rebuilds from the log.
 //! - [`scenario`]: the scenario file format of SPEC §5, pure data and validation.
 //! - `seed`: the streams derived from a run's one seed.
-//! - [`sim`]: the simulator: the delivery queue and its strategies, the
-//!   simulated world, the driver, the invariant checker, the report, sweeps
-//!   (sharded ones and their merge), replays and shrinking a failure.
+//! - [`sim`]: the simulator, in four rooms along the data path, each importing
+//!   only the rooms before it: [`sim::engine`] runs one run (the delivery queue
+//!   and its strategies, the simulated world, the driver for both clocks);
+//!   [`sim::judge`] judges it (invariants, protocol conformance, race coverage,
+//!   expectations, the summary); [`sim::show`] shows it (report, timeline, Chrome
+//!   trace); [`sim::hunt`] hunts over many runs (sweeps, shards and merge,
+//!   `explore --all`, shrink, replay). The items a user needs are re-exported
+//!   flat from [`sim`].
 //! - [`wire`]: implementations asksim did not write: an outside broker or
 //!   answerer speaking PROTOCOL.md over JSON Lines, behind the same interface
 //!   as asksim's own, and asksim's own behind the protocol.

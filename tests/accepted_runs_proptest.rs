@@ -4,8 +4,8 @@
 //! panic and without a hang, and their report is built.
 
 use asksim::scenario::{self, Clock};
-use asksim::sim::driver::{RunOptions, run_options};
-use asksim::sim::report::summarise;
+use asksim::sim::summarise;
+use asksim::sim::{RunOptions, run_options};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -9,8 +9,8 @@ use std::process::Command;
 
 use asksim::event::EventKind;
 use asksim::scenario::{self, Clock, Scenario};
-use asksim::sim::driver::{self, RunOutput};
-use asksim::sim::report::{Summary, render_table, summarise};
+use asksim::sim::{self, RunOutput};
+use asksim::sim::{Summary, render_table, summarise};
 use serde_json::{Value, json};
 
 /// The race scenarios of SPEC §3.7, each run jittered.
@@ -45,7 +45,7 @@ fn load(name: &str) -> (String, Scenario) {
 }
 
 fn run(scenario: &Scenario, label: &str, seed: u64) -> (RunOutput, Summary) {
-    let output = driver::run(scenario, seed, Clock::Virtual).expect("a runtime");
+    let output = sim::run(scenario, seed, Clock::Virtual).expect("a runtime");
     let summary = summarise(scenario, label, &output);
     (output, summary)
 }

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use asksim::scenario::{self, Scenario};
-use asksim::sim::explore::{ExploreOptions, ExploreReport, Replay, explore, parse_schedule, schedule_string};
+use asksim::sim::hunt::explore::{
+    ExploreOptions, ExploreReport, Replay, explore, parse_schedule, schedule_string,
+};
 use serde_json::Value;
 
 fn path(name: &str) -> PathBuf {
@@ -67,7 +69,7 @@ fn pruning_loses_no_outcome_on_any_scenario_small_enough_to_exhaust() {
             continue;
         }
         // Load scenarios are far too big to exhaust: skip them without trying.
-        let one = asksim::sim::driver::run(&scenario, scenario.seed, scenario.clock).unwrap();
+        let one = asksim::sim::run(&scenario, scenario.seed, scenario.clock).unwrap();
         if one.events().len() > EVENTS_MAX {
             continue;
         }
@@ -139,9 +141,9 @@ fn a_failing_order_is_found_and_replays() {
         "{failure:?}"
     );
     let choices = parse_schedule(&failure.schedule).unwrap();
-    let options = asksim::sim::driver::RunOptions::new(&scenario, scenario.seed, scenario.clock);
-    let output = asksim::sim::driver::run_with(&scenario, options, &mut Replay::new(choices)).unwrap();
-    let summary = asksim::sim::report::summarise(&scenario, "x", &output);
+    let options = asksim::sim::RunOptions::new(&scenario, scenario.seed, scenario.clock);
+    let output = asksim::sim::run_with(&scenario, options, &mut Replay::new(choices)).unwrap();
+    let summary = asksim::sim::summarise(&scenario, "x", &output);
     assert!(!summary.passed());
 
     // The same through the command line: explore exits 1 and prints the

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use asksim::log::{LogHeader, parse, write_lines};
 use asksim::projection::Projection;
 use asksim::scenario::{self, Clock, Scenario};
-use asksim::sim::driver::{self, RunOutput};
+use asksim::sim::{self, RunOutput};
 
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
@@ -74,7 +74,7 @@ fn all_scenarios() -> Vec<(String, Scenario)> {
 }
 
 fn run(scenario: &Scenario) -> RunOutput {
-    driver::run(scenario, scenario.seed, scenario.clock).expect("a runtime")
+    sim::run(scenario, scenario.seed, scenario.clock).expect("a runtime")
 }
 
 fn log_bytes(scenario: &Scenario, output: &RunOutput) -> Vec<u8> {

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use asksim::event::Event;
-use asksim::sim::invariants::{VIRTUAL_TOLERANCE_S, check};
-use asksim::sim::protocol_check::PROTOCOL_CONFORMANCE;
+use asksim::sim::judge::invariants::{VIRTUAL_TOLERANCE_S, check};
+use asksim::sim::judge::protocol_check::PROTOCOL_CONFORMANCE;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use asksim::scenario::{self, Clock, Strategy};
-use asksim::sim::coverage::RACES;
-use asksim::sim::shard::Shard;
-use asksim::sim::sweep::{SweepOptions, sweep};
+use asksim::sim::hunt::seeds::Shard;
+use asksim::sim::hunt::sweep::{SweepOptions, sweep};
+use asksim::sim::judge::coverage::RACES;
 use serde_json::Value;
 
 fn path(name: &str) -> PathBuf {
@@ -18,7 +18,7 @@ fn path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
-fn sweep_of(name: &str, strategy: Strategy, seeds: &str) -> asksim::sim::sweep::SweepReport {
+fn sweep_of(name: &str, strategy: Strategy, seeds: &str) -> asksim::sim::hunt::sweep::SweepReport {
     let scenario = scenario::load(&path(name)).unwrap();
     let options = SweepOptions {
         file: name.into(),
@@ -139,9 +139,9 @@ fn the_same_seed_and_strategy_give_the_same_run_byte_for_byte() {
     let scenario = scenario::load(&path("race-two-answerers-tie")).unwrap();
     for strategy in [Strategy::Random, Strategy::Pct { depth: 3 }, Strategy::Fifo] {
         let run = || {
-            let mut options = asksim::sim::driver::RunOptions::new(&scenario, 11, Clock::Virtual);
+            let mut options = asksim::sim::RunOptions::new(&scenario, 11, Clock::Virtual);
             options.strategy = strategy;
-            asksim::sim::driver::run_options(&scenario, options)
+            asksim::sim::run_options(&scenario, options)
                 .unwrap()
                 .recording
                 .trace_hash

@@ -6,8 +6,8 @@ mod common;
 use std::path::PathBuf;
 
 use asksim::scenario;
-use asksim::sim::driver;
-use asksim::sim::report::summarise;
+use asksim::sim;
+use asksim::sim::summarise;
 
 fn scenario_files() -> Vec<PathBuf> {
     common::json_files("scenarios")
@@ -21,16 +21,13 @@ fn every_scenario_passes_and_is_deterministic() {
     for file in &files {
         let label = file.display().to_string();
         let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
-        let first = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let first = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let summary = summarise(&scenario, &label, &first);
         if !summary.passed() {
-            failures.push(format!(
-                "{label}: {}",
-                asksim::sim::report::render_table(&summary)
-            ));
+            failures.push(format!("{label}: {}", asksim::sim::render_table(&summary)));
             continue;
         }
-        let again = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let again = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let hash_again = summarise(&scenario, &label, &again).trace_hash;
         if scenario.clock == asksim::scenario::Clock::Virtual && hash_again != summary.trace_hash {
             failures.push(format!(
@@ -53,13 +50,13 @@ fn every_failing_example_fails_by_an_expectation_only() {
     for file in &files {
         let label = file.display().to_string();
         let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
-        let output = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let output = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let summary = summarise(&scenario, &label, &output);
         assert!(!summary.passed(), "{label} must fail");
         assert!(
             summary.invariants.violations.is_empty() && summary.limit.is_none() && summary.crashed.is_none(),
             "{label} fails by an expectation only: {}",
-            asksim::sim::report::render_table(&summary)
+            asksim::sim::render_table(&summary)
         );
         assert_eq!(
             summary.expectations.failed, 1,
@@ -81,13 +78,13 @@ fn every_failing_example_fails_by_an_expectation_only() {
 /// scenario: the streaming analysis loses nothing.
 #[test]
 fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
-    use asksim::sim::invariants::{VIRTUAL_TOLERANCE_S, check};
+    use asksim::sim::judge::invariants::{VIRTUAL_TOLERANCE_S, check};
     for file in scenario_files() {
         let scenario = scenario::load(&file).unwrap_or_else(|e| panic!("{e}"));
         if scenario.clock != asksim::scenario::Clock::Virtual {
             continue;
         }
-        let output = driver::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let output = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
         let streamed = output
             .checked
             .clone()
@@ -111,7 +108,7 @@ fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
             .map(|b| format!("{b:02x}"))
             .collect();
         assert_eq!(output.recording.order_hash, order, "{label}");
-        let coverage = asksim::sim::coverage::coverage(output.events(), &scenario);
+        let coverage = asksim::sim::judge::coverage::coverage(output.events(), &scenario);
         assert_eq!(
             serde_json::to_string(&streamed.coverage).unwrap(),
             serde_json::to_string(&coverage).unwrap(),

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use asksim::scenario;
-use asksim::sim::shard::{SeedContext, SeedRecord, Shard};
-use asksim::sim::sweep::{SeedRange, SweepOptions, run_seed};
+use asksim::sim::hunt::seeds::SeedRange;
+use asksim::sim::hunt::seeds::Shard;
+use asksim::sim::hunt::shard::{SeedContext, SeedRecord};
+use asksim::sim::hunt::sweep::{SweepOptions, run_seed};
 use proptest::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -411,7 +413,7 @@ fn a_seed_record_gives_back_its_summary_but_the_wall_clock() {
                 .unwrap()
                 .into_result(&context)
                 .unwrap();
-            let strip = |summary: &asksim::sim::report::Summary| {
+            let strip = |summary: &asksim::sim::Summary| {
                 let mut value = serde_json::to_value(summary).unwrap();
                 let object = value.as_object_mut().unwrap();
                 object.remove("wall_s");

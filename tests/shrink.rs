@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use asksim::scenario::{self, Clock, Strategy};
-use asksim::sim::driver::{self, RunOptions};
-use asksim::sim::report::{Summary, summarise};
+use asksim::sim::{self, RunOptions};
+use asksim::sim::{Summary, summarise};
 use serde_json::{Value, json};
 
 /// A directory of its own for each test, removed when dropped.
@@ -83,7 +83,7 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         keep_events: true,
         log: None,
     };
-    let output = driver::run_options(&scenario, options).expect("a run without a log");
+    let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))
 }
 

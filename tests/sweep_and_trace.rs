@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use asksim::scenario;
-use asksim::sim::sweep::{SeedRange, SweepOptions, sweep};
+use asksim::sim::hunt::seeds::SeedRange;
+use asksim::sim::hunt::sweep::{SweepOptions, sweep};
 use serde_json::Value;
 
 fn scenario_path(name: &str) -> PathBuf {
@@ -28,17 +29,17 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
         clock: scenario.clock,
         strategy: asksim::scenario::Strategy::Random,
         invariants_only: true,
-        shard: asksim::sim::shard::Shard::WHOLE,
+        shard: asksim::sim::hunt::seeds::Shard::WHOLE,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 40);
     assert_eq!(report.passed, 40, "{:?}", report.failed);
     let t = &report.totals;
     // Every call of every run is counted once, whichever side won its race.
-    let calls_per_run = asksim::sim::report::summarise(
+    let calls_per_run = asksim::sim::summarise(
         &scenario,
         "x",
-        &asksim::sim::driver::run(&scenario, 0, scenario.clock).unwrap(),
+        &asksim::sim::run(&scenario, 0, scenario.clock).unwrap(),
     )
     .calls;
     let errors: u64 = t.errors.values().sum();
@@ -175,8 +176,8 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
 /// The trace of a run of the scenario `name`, as `--chrome-trace` writes it.
 fn trace_of(name: &str) -> (Vec<Value>, Vec<asksim::event::Event>) {
     let scenario = scenario::load(&scenario_path(name)).unwrap();
-    let output = asksim::sim::driver::run(&scenario, scenario.seed, scenario.clock).unwrap();
-    let trace = asksim::sim::chrome_trace::chrome_trace(output.events());
+    let output = asksim::sim::run(&scenario, scenario.seed, scenario.clock).unwrap();
+    let trace = asksim::sim::show::chrome_trace::chrome_trace(output.events());
     (
         trace["traceEvents"].as_array().unwrap().clone(),
         output.events().to_vec(),

@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::event::{Event, EventKind};
 use asksim::scenario;
-use asksim::sim::driver::{self, RunOutput};
-use asksim::sim::invariants::Violation;
-use asksim::sim::report::{render_table_with_timelines, summarise};
-use asksim::sim::timeline::{
+use asksim::sim::judge::invariants::Violation;
+use asksim::sim::show::timeline::{
     CALL_TIMELINE_LINES_MAX, VIOLATION_TIMELINES_MAX, call_timeline, timeline, violation_timeline,
 };
+use asksim::sim::{self, RunOutput};
+use asksim::sim::{render_table_with_timelines, summarise};
 use asksim::tool::{ErrorCode, ResultKind};
 use serde_json::Value;
 
@@ -25,7 +25,7 @@ fn scenario_path(name: &str) -> PathBuf {
 
 fn run(name: &str) -> RunOutput {
     let scenario = scenario::load(&scenario_path(name)).unwrap();
-    driver::run(&scenario, scenario.seed, scenario.clock).unwrap()
+    sim::run(&scenario, scenario.seed, scenario.clock).unwrap()
 }
 
 /// Every scenario but the load ones (big, and nothing they do is not done by a
@@ -421,7 +421,7 @@ fn a_violation_timeline_marks_the_offending_event_and_is_bounded() {
 fn a_failing_run_report_prints_the_named_calls_timeline_under_each_violation() {
     let file = scenario_path("race-submit-vs-owner-death.json");
     let scenario = scenario::load(&file).unwrap();
-    let output = driver::run(&scenario, scenario.seed, scenario.clock).unwrap();
+    let output = sim::run(&scenario, scenario.seed, scenario.clock).unwrap();
     let mut summary = summarise(&scenario, "x", &output);
     let answer = output
         .events()
@@ -468,7 +468,7 @@ fn a_failing_run_report_prints_the_named_calls_timeline_under_each_violation() {
         );
     }
     assert_eq!(
-        asksim::sim::report::render_table(&summary).lines().count(),
+        asksim::sim::render_table(&summary).lines().count(),
         lines.len() - VIOLATION_TIMELINES_MAX * call.len(),
         "render_table prints no timelines"
     );

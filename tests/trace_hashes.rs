@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use asksim::scenario::{self, Clock};
-use asksim::sim::driver;
+use asksim::sim;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/trace_hashes.json")
@@ -28,7 +28,7 @@ fn hashes() -> BTreeMap<String, String> {
             let scenario = scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
             // Real-clock runs are not reproducible to the byte; their hash is not pinned.
             (scenario.clock == Clock::Virtual).then(|| {
-                let output = driver::run(&scenario, scenario.seed, Clock::Virtual).unwrap();
+                let output = sim::run(&scenario, scenario.seed, Clock::Virtual).unwrap();
                 let name = file.file_name().unwrap().to_string_lossy().into_owned();
                 (name, output.recording.trace_hash)
             })

@@ -7,9 +7,10 @@ use std::process::{Command, Output};
 
 use asksim::event::{EventKind, RawQuestions};
 use asksim::scenario::{self, Clock, Scenario, Strategy};
-use asksim::sim::driver::{self, RunOutput};
-use asksim::sim::report::summarise;
-use asksim::sim::sweep::{SeedRange, SweepOptions, sweep};
+use asksim::sim::hunt::seeds::SeedRange;
+use asksim::sim::hunt::sweep::{SweepOptions, sweep};
+use asksim::sim::summarise;
+use asksim::sim::{self, RunOutput};
 use serde_json::{Value, json};
 
 fn scenario_path(name: &str) -> PathBuf {
@@ -23,7 +24,7 @@ fn load(name: &str) -> Scenario {
 }
 
 fn run(scenario: &Scenario, seed: u64) -> RunOutput {
-    driver::run(scenario, seed, Clock::Virtual).expect("a run")
+    sim::run(scenario, seed, Clock::Virtual).expect("a run")
 }
 
 fn asksim(args: &[&str]) -> Output {
@@ -94,7 +95,7 @@ fn a_sweep_whose_runs_panic_fails_each_seed_and_exits_1() {
             "0..6",
             "--json",
         ])
-        .env(driver::PANIC_AFTER_ENV, "3")
+        .env(sim::PANIC_AFTER_ENV, "3")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -121,7 +122,7 @@ fn a_sweep_whose_runs_panic_fails_each_seed_and_exits_1() {
 fn a_run_that_panics_exits_1_and_reports_the_crash() {
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args(["run", scenario_path("quickstart").to_str().unwrap(), "--json"])
-        .env(driver::PANIC_AFTER_ENV, "2")
+        .env(sim::PANIC_AFTER_ENV, "2")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -148,7 +149,7 @@ fn a_sweep_up_to_the_last_seed_ends() {
         clock: Clock::Virtual,
         strategy: Strategy::Random,
         invariants_only: true,
-        shard: asksim::sim::shard::Shard::WHOLE,
+        shard: asksim::sim::hunt::seeds::Shard::WHOLE,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 2);

@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::projection::Projection;
-use asksim::sim::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, check};
+use asksim::sim::judge::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, check};
 use serde_json::{Value, json};
 
 fn violations_dir() -> PathBuf {

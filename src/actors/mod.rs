@@ -1,6 +1,6 @@
 //! The actor runtime: the broker, agents and answerers as ractor actors on tokio,
 //! for the library ([`Runtime`]) and for real-clock scenario runs
-//! ([`crate::sim::real_clock`]).
+//! ([`crate::sim::engine::real_clock`]).
 //!
 //! Each actor wraps the same state as the simulator runs ([`crate::broker`],
 //! [`crate::agent`], [`crate::answerer`]) and carries out its effects here: sends

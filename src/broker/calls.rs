@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::effect::TimerId;
-use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId};
-use crate::tool::Ask;
+use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId, WithdrawReason};
+use crate::tool::{AnswerItem, Ask};
 
 /// Where an open call stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,6 +176,19 @@ impl CallTable {
     pub fn len(&self) -> usize {
         self.open.len()
     }
+}
+
+/// How a call ends.
+pub(super) enum End {
+    /// A valid batch from its owner.
+    Answers(Vec<AnswerItem>),
+    /// The waterfall ran out: `NO_ANSWERER`, or a withdrawal the agent is told of.
+    NoAnswerer,
+    /// Its turn fired; only a waiting call has a turn.
+    TurnFired,
+    /// Cancelled or its agent stopped: `ABORTED` with the message if waiting,
+    /// withdrawn without a message for this reason if pending.
+    Abort(&'static str, WithdrawReason),
 }
 
 #[cfg(test)]

@@ -26,8 +26,7 @@ use crate::protocol::{
 };
 use crate::tool::{ErrorCode, ToolResult, Wait};
 use agents::{AgentTree, Identity};
-use calls::{Call, CallTable, Phase};
-use settle::End;
+use calls::{Call, CallTable, End, Phase};
 
 pub use crate::limits::{ANSWERERS_MAX, BrokerLimits, OPEN_CALLS_MAX};
 

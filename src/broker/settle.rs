@@ -7,28 +7,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::BrokerState;
-use super::calls::{Closed, Phase};
-use super::waterfall::withdraw_from;
+use super::calls::{Closed, End, Phase};
 use crate::effect::Out;
 use crate::event::EventKind;
 use crate::protocol::{
     AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Nanos, Refusal, Sent, Ticket, WithdrawReason,
 };
 use crate::tool::result::{late_answer_message, withdrawal_message};
-use crate::tool::{AnswerItem, ErrorCode, Schema, ToolResult, legacy, timed, validate_batch};
-
-/// How a call ends.
-pub(super) enum End {
-    /// A valid batch from its owner.
-    Answers(Vec<AnswerItem>),
-    /// The waterfall ran out: `NO_ANSWERER`, or a withdrawal the agent is told of.
-    NoAnswerer,
-    /// Its turn fired; only a waiting call has a turn.
-    TurnFired,
-    /// Cancelled or its agent stopped: `ABORTED` with the message if waiting,
-    /// withdrawn without a message for this reason if pending.
-    Abort(&'static str, WithdrawReason),
-}
+use crate::tool::{ErrorCode, Schema, ToolResult, legacy, timed, validate_batch};
 
 impl BrokerState {
     /// Starts (or restarts) a call's window: `WindowExpired` after `after`.
@@ -146,7 +132,7 @@ impl BrokerState {
         if let Some(working) = call.owner.or(call.offered)
             && !answered
         {
-            withdraw_from(working, ticket, out);
+            out.tell_answerer(working, AnswererMsg::Withdraw { ticket });
         }
         match phase {
             Phase::Waiting => settle_waiting(call, end, out),

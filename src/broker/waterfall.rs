@@ -2,7 +2,7 @@
 //! owns the request; a decline, an offer timeout or a death moves on; an owner's
 //! death fails the request over to the rest of the waterfall.
 
-use super::settle::End;
+use super::calls::End;
 use super::{BrokerState, Phase};
 use crate::effect::Out;
 use crate::event::EventKind;
@@ -61,7 +61,7 @@ impl BrokerState {
                 None => self.closed_reason(ticket),
             };
             self.record_refusal(ticket, answerer, Sent::Accept, &reason, out);
-            withdraw_from(answerer, ticket, out);
+            out.tell_answerer(answerer, AnswererMsg::Withdraw { ticket });
             return;
         }
         let call = self.calls.get_mut(ticket).expect("an offered call is open");
@@ -110,7 +110,7 @@ impl BrokerState {
             DeclineReason::OfferTimeout,
             None,
         ));
-        withdraw_from(answerer, ticket, out);
+        out.tell_answerer(answerer, AnswererMsg::Withdraw { ticket });
         self.offer_next(ticket, out);
     }
 
@@ -148,9 +148,4 @@ impl BrokerState {
             }
         }
     }
-}
-
-/// Tells an answerer to stop working on a request.
-pub(super) fn withdraw_from(answerer: AnswererIx, ticket: Ticket, out: &mut Out) {
-    out.tell_answerer(answerer, AnswererMsg::Withdraw { ticket });
 }

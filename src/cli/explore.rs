@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{load, progress_bar};
-use crate::sim::explore::{self, ExploreOptions, SCHEDULES_MAX_DEFAULT};
+use crate::sim::hunt::explore::{self, ExploreOptions, SCHEDULES_MAX_DEFAULT};
 
 /// `asksim explore`'s arguments.
 #[derive(clap::Args, Debug)]

@@ -72,7 +72,7 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
             }
         }
     };
-    let report = crate::sim::replay::replay(&header, &events, &projection);
+    let report = crate::sim::hunt::replay::replay(&header, &events, &projection);
     if json {
         println!(
             "{}",
@@ -81,7 +81,7 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
     } else {
         print!(
             "{}",
-            crate::sim::replay::render_table_with_timelines(&report, &events)
+            crate::sim::hunt::replay::render_table_with_timelines(&report, &events)
         );
     }
     if report.violations.is_empty() {

@@ -81,7 +81,7 @@ impl ClockArg {
 /// Runs the command line with the process's arguments and returns its exit code.
 pub fn main() -> ExitCode {
     init_tracing();
-    crate::sim::driver::install_panic_hook();
+    crate::sim::install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -101,7 +101,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(panic) => {
             let message = crate::actors::panic_message(panic.as_ref());
-            if crate::sim::driver::is_closed_stdout(Some(&message)) {
+            if crate::sim::is_closed_stdout(Some(&message)) {
                 ExitCode::from(EXIT_CLOSED_STDOUT)
             } else {
                 std::panic::resume_unwind(panic)

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use super::{ClockArg, EXIT_BAD_INPUT, load};
 use crate::event::Event;
 use crate::scenario::Strategy;
-use crate::sim::driver::{self, RunOptions};
-use crate::sim::report::{Summary, render_table_with_timelines, summarise};
+use crate::sim::{self, RunOptions, RunOutput, Summary, render_table_with_timelines, summarise};
 
 /// `asksim run`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -41,7 +40,7 @@ pub(super) struct RunArgs {
     timeline: bool,
     /// Replay one delivery order, as `asksim explore` prints it (`0*12.1.0*3`:
     /// the candidate taken at each choice point); it replaces the strategy.
-    #[arg(long, value_name = "SCHEDULE", value_parser = crate::sim::explore::parse_schedule)]
+    #[arg(long, value_name = "SCHEDULE", value_parser = crate::sim::hunt::explore::parse_schedule)]
     schedule: Option<Schedule>,
 }
 
@@ -53,13 +52,13 @@ fn execute(
     scenario: &crate::scenario::Scenario,
     options: RunOptions,
     schedule: Option<&Schedule>,
-) -> std::io::Result<driver::RunOutput> {
+) -> std::io::Result<RunOutput> {
     match schedule {
         Some(choices) => {
-            let mut replay = crate::sim::explore::Replay::new(choices.clone());
-            driver::run_with(scenario, options, &mut replay)
+            let mut replay = crate::sim::hunt::explore::Replay::new(choices.clone());
+            sim::run_with(scenario, options, &mut replay)
         }
-        None => driver::run_options(scenario, options),
+        None => sim::run_options(scenario, options),
     }
 }
 
@@ -124,16 +123,16 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
             .expect("a run without a log cannot fail to write one");
         determinism = first_difference(output.events(), again.events());
         if determinism.is_some() && summary.reproduce.is_none() {
-            let command = crate::sim::report::reproduce_command(&file, &output);
+            let command = crate::sim::reproduce_command(&file, &output);
             summary.reproduce = Some(format!("{command} --check-determinism"));
         }
     }
     if let (Some(reproduce), Some(choices)) = (&mut summary.reproduce, &args.schedule) {
-        let schedule = crate::sim::explore::schedule_string(choices);
+        let schedule = crate::sim::hunt::explore::schedule_string(choices);
         reproduce.push_str(&format!(" --schedule {schedule}"));
     }
     if let Some(path) = &args.chrome_trace {
-        let trace = crate::sim::chrome_trace::chrome_trace(output.events());
+        let trace = crate::sim::show::chrome_trace::chrome_trace(output.events());
         if let Err(error) = std::fs::write(path, trace.to_string()) {
             eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
             return ExitCode::from(EXIT_BAD_INPUT);
@@ -160,7 +159,9 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
 /// The summary (with the timelines of the calls its first violations name), then
 /// with `--timeline` every event, one line each.
 fn print_summary(summary: &Summary, determinism: Option<&str>, args: &RunArgs, events: &[Event]) {
-    let timeline = args.timeline.then(|| crate::sim::timeline::timeline(events));
+    let timeline = args
+        .timeline
+        .then(|| crate::sim::show::timeline::timeline(events));
     if args.json {
         let mut value = serde_json::to_value(summary).expect("the summary serialises");
         value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());

@@ -26,13 +26,13 @@ pub(super) struct ShrinkArgs {
         long,
         value_name = "S",
         allow_negative_numbers = true,
-        default_value_t = crate::sim::shrink::MAX_S_DEFAULT
+        default_value_t = crate::sim::hunt::shrink::MAX_S_DEFAULT
     )]
     max_s: f64,
 }
 
 pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
-    use crate::sim::shrink;
+    use crate::sim::hunt::shrink;
     let bad = |error: &dyn std::fmt::Display| {
         eprintln!("asksim shrink: {error}");
         ExitCode::from(EXIT_BAD_INPUT)

@@ -13,7 +13,7 @@ pub(super) struct SweepArgs {
     file: PathBuf,
     /// The seeds: `A..B` (B excluded) or `A..=B`.
     #[arg(long)]
-    seeds: crate::sim::sweep::SeedRange,
+    seeds: crate::sim::hunt::seeds::SeedRange,
     /// Worker threads (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -37,7 +37,7 @@ pub(super) struct SweepArgs {
     /// shard i mod N. `auto/N` takes K from JOB_COMPLETION_INDEX (Kubernetes)
     /// or SLURM_ARRAY_TASK_ID (Slurm).
     #[arg(long, value_name = "K/N")]
-    shard: Option<crate::sim::shard::ShardArg>,
+    shard: Option<crate::sim::hunt::seeds::ShardArg>,
     /// Write every seed's result and the shard's totals here (JSON Lines), for
     /// `asksim merge`.
     #[arg(long, value_name = "PATH")]
@@ -61,7 +61,7 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         eprintln!("asksim sweep: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    use crate::sim::sweep::SweepOptions;
+    use crate::sim::hunt::sweep::SweepOptions;
     let (scenario, text) = match scenario::load_text(file) {
         Ok(loaded) => loaded,
         Err(error) => {
@@ -91,20 +91,22 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
     );
     let progress = |done| bar.set_position(done);
     let report = match &args.out {
-        None => crate::sim::sweep::sweep(&scenario, &options, progress),
-        Some(out) => match crate::sim::shard::sweep_to_file(&scenario, &text, &options, out, progress) {
-            Ok(report) => report,
-            Err(error) => {
-                bar.finish_and_clear();
-                eprintln!("asksim sweep: {error}");
-                return ExitCode::from(EXIT_BAD_INPUT);
+        None => crate::sim::hunt::sweep::sweep(&scenario, &options, progress),
+        Some(out) => {
+            match crate::sim::hunt::shard::sweep_to_file(&scenario, &text, &options, out, progress) {
+                Ok(report) => report,
+                Err(error) => {
+                    bar.finish_and_clear();
+                    eprintln!("asksim sweep: {error}");
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
             }
-        },
+        }
     };
     bar.finish_and_clear();
     let printed = print_sweep(
         &report,
-        (shard != crate::sim::shard::Shard::WHOLE).then_some(shard),
+        (shard != crate::sim::hunt::seeds::Shard::WHOLE).then_some(shard),
         json,
     );
     let unreached = report.coverage.missing(&args.require);
@@ -120,8 +122,10 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
 }
 
 /// The shard `--shard` names (`auto/N` read from the environment), or exit 2.
-fn resolve_shard(arg: Option<crate::sim::shard::ShardArg>) -> Result<crate::sim::shard::Shard, ExitCode> {
-    match crate::sim::shard::resolve(arg, |name| std::env::var_os(name)) {
+fn resolve_shard(
+    arg: Option<crate::sim::hunt::seeds::ShardArg>,
+) -> Result<crate::sim::hunt::seeds::Shard, ExitCode> {
+    match crate::sim::hunt::seeds::resolve(arg, |name| std::env::var_os(name)) {
         Ok((shard, note)) => {
             if let Some(note) = note {
                 eprintln!("asksim sweep: {note}");
@@ -137,7 +141,7 @@ fn resolve_shard(arg: Option<crate::sim::shard::ShardArg>) -> Result<crate::sim:
 
 /// The `--require` names, each a race of the report's `coverage`, or why not.
 fn check_required(required: &[String]) -> Result<(), String> {
-    use crate::sim::coverage::RACES;
+    use crate::sim::judge::coverage::RACES;
     match required.iter().find(|r| !RACES.contains(&r.as_str())) {
         None => Ok(()),
         Some(bad) => Err(format!("--require: {bad:?} is not a race ({})", RACES.join(", "))),
@@ -147,8 +151,8 @@ fn check_required(required: &[String]) -> Result<(), String> {
 /// A sweep's report as `sweep` prints it (a shard's also names its K/N), and the
 /// exit code: 1 if any seed failed.
 fn print_sweep(
-    report: &crate::sim::sweep::SweepReport,
-    shard: Option<crate::sim::shard::Shard>,
+    report: &crate::sim::hunt::sweep::SweepReport,
+    shard: Option<crate::sim::hunt::seeds::Shard>,
     json: bool,
 ) -> ExitCode {
     /// The report with `"shard": "K/N"` last (flatten, because `seeds.to` is a
@@ -156,14 +160,14 @@ fn print_sweep(
     #[derive(serde::Serialize)]
     struct Sharded<'a> {
         #[serde(flatten)]
-        report: &'a crate::sim::sweep::SweepReport,
+        report: &'a crate::sim::hunt::sweep::SweepReport,
         shard: String,
     }
     let text = match (json, shard) {
-        (false, None) => crate::sim::sweep::render(report),
+        (false, None) => crate::sim::hunt::sweep::render(report),
         (false, Some(shard)) => format!(
             "{}  shard {shard}: {} of the range's {} seeds\n",
-            crate::sim::sweep::render(report),
+            crate::sim::hunt::sweep::render(report),
             report.runs,
             report.seeds.len()
         ),
@@ -185,7 +189,7 @@ fn print_sweep(
 }
 
 pub(super) fn merge(args: &MergeArgs) -> ExitCode {
-    match crate::sim::merge::merge(&args.paths) {
+    match crate::sim::hunt::merge::merge(&args.paths) {
         Ok(report) => print_sweep(&report, None, args.json),
         Err(error) => {
             eprintln!("asksim merge: {error}");

@@ -203,6 +203,23 @@ pub enum Clock {
     Real,
 }
 
+impl Clock {
+    /// The clock's name, as the scenario format and the reports write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::Virtual => "virtual",
+            Clock::Real => "real",
+        }
+    }
+
+    /// A clock's name back to the clock.
+    pub fn named(name: &str) -> Option<Clock> {
+        [Clock::Virtual, Clock::Real]
+            .into_iter()
+            .find(|clock| clock.as_str() == name)
+    }
+}
+
 /// Broker settings (`broker`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BrokerSpec {
@@ -341,6 +358,23 @@ pub struct EventSpec {
     pub at_s: f64,
     /// What happens.
     pub action: Action,
+}
+
+impl EventSpec {
+    /// The event as the scenario file writes it (and the log's `dropped`
+    /// records it).
+    pub fn to_json(&self) -> Value {
+        let at = self.at_s;
+        match &self.action {
+            Action::CancelTurn(name) => serde_json::json!({"at": at, "cancel_turn": name}),
+            Action::CancelCall(call_id) => serde_json::json!({"at": at, "cancel_call": call_id}),
+            Action::StopAgent(name) => serde_json::json!({"at": at, "stop_agent": name}),
+            Action::CrashAnswerer(name) => serde_json::json!({"at": at, "crash_answerer": name}),
+            Action::ProcessLoss { restart_after_s } => {
+                serde_json::json!({"at": at, "process_loss": {"restart_after": restart_after_s}})
+            }
+        }
+    }
 }
 
 /// What a scheduled event does.

@@ -1,43 +1,36 @@
 //! The simulator: runs a scenario on the virtual clock under a controlled
-//! scheduler (or on the actor runtime on the real clock), checks the invariants of
-//! SPEC §6 on its event stream, and reports.
+//! scheduler (or on the actor runtime on the real clock), judges it by the
+//! invariants of SPEC §6 as its events are recorded, shows it, and hunts for
+//! failures over many runs. Its rooms follow the data path, each importing only
+//! the rooms before it:
 //!
-//! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
-//! - `strategy`: which tied delivery goes first (random, PCT, FIFO).
-//! - `world`: the simulated actors and the driver's schedule.
-//! - `driver`: one run, on either clock, with crashes caught.
-//! - `real_clock`: a scenario on the actor runtime and the wall clock.
-//! - `analysis`: the checker and the coverage pass, fed as events are recorded.
-//! - `coverage`: which named races a run reached, and which side won.
-//! - `invariants`: the checker.
-//! - `protocol_check`: protocol conformance, a state machine per call.
-//! - `report`: outcomes, expectations, the summary.
-//! - `chrome_trace`: the run as Chrome Trace Event JSON, for Perfetto.
-//! - `sweep`: one scenario under many seeds, in parallel.
-//! - `shard`: a sweep's share of the seeds (`--shard K/N`) and the JSON Lines it
-//!   writes for `merge`.
-//! - `merge`: shard files folded into the report of one sweep.
-//! - `replay`: a log folded into the projection, listed and re-checked.
-//! - `timeline`: the run as readable lines (`--timeline`, and the calls under a
-//!   failing run's violations).
-//! - `shrink`: a failing scenario reduced to a 1-minimal one that fails the same
-//!   way.
+//! - [`engine`]: running one run: the delivery queue and the strategies, the
+//!   simulated world, the driver for both clocks. It knows nothing of verdicts.
+//! - [`judge`]: judging a run: the invariant checker, protocol conformance, race
+//!   coverage, the streaming analysis that feeds them, expectations and the
+//!   summary.
+//! - [`show`]: showing a run: the report, the timeline, the Chrome trace.
+//! - [`hunt`]: hunting over many runs: sweeps, shards and merge,
+//!   `explore --all`, `shrink`, replay.
+//!
+//! The items a user needs are re-exported here, flat: run a scenario with
+//! [`run`], judge it with [`summarise`], print it with [`render_table`].
 
-pub mod analysis;
-pub mod chrome_trace;
-pub mod coverage;
-pub mod driver;
-pub mod explore;
-pub mod invariants;
-pub mod merge;
-pub mod protocol_check;
-pub mod queue;
-pub mod real_clock;
-pub mod replay;
-pub mod report;
-pub mod shard;
-pub mod shrink;
-pub mod strategy;
-pub mod sweep;
-pub mod timeline;
-pub mod world;
+pub mod engine;
+pub mod hunt;
+pub mod judge;
+pub mod show;
+
+pub use engine::driver::{PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout};
+pub use engine::output::{Limit, Output};
+pub use engine::reproduce::{reproduce_command, shell_word};
+pub use judge::analysis::Checked;
+pub use judge::expect::ExpectationReport;
+pub use judge::expect::result_matches;
+pub use judge::invariants::{INVARIANTS, check};
+pub use judge::judged::{RunOutput, run, run_options, run_with};
+pub use judge::latency::LatencySummary;
+pub use judge::outcomes::Outcomes;
+pub use judge::summary::{InvariantReport, Summary, Throughput, Verdict, summarise};
+pub use judge::violation::Violation;
+pub use show::report::{render_table, render_table_with_timelines};

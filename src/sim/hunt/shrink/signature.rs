@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use crate::sim::report::Summary;
+use crate::sim::judge::summary::Summary;
 
 /// One item of a failure signature.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::protocol::Addr;
-use crate::sim::queue::{Candidate, Chooser};
+use crate::sim::engine::queue::{Candidate, Chooser};
 
 pub use crate::scenario::Strategy;
 

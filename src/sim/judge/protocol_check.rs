@@ -14,7 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::event::{Event, EventKind};
-use crate::sim::invariants::Violation;
+use crate::sim::judge::violation::Violation;
 use crate::tool::ResultKind;
 
 /// The invariant's name.

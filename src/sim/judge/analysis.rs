@@ -1,7 +1,7 @@
 //! The streaming analysis of a run: the invariant checker (with protocol
 //! conformance) and the race coverage pass watch every event as the recorder
 //! writes it, so a run keeps no event list for its verdict. Its result is the same
-//! as [`crate::sim::invariants::check`] and [`crate::sim::coverage::coverage`] over
+//! as [`crate::sim::judge::invariants::check`] and [`crate::sim::judge::coverage::coverage`] over
 //! the kept events would give (a test holds them equal on every scenario); only the
 //! memory differs: a 10,000-call run no longer holds its 100,000 events.
 
@@ -12,8 +12,9 @@ use crate::event::Event;
 use crate::projection::Projection;
 use crate::record::Observer;
 use crate::scenario::Scenario;
-use crate::sim::coverage::{Coverage, Pass};
-use crate::sim::invariants::{Checker, Violation};
+use crate::sim::engine::driver::Watch;
+use crate::sim::judge::coverage::{Coverage, Pass};
+use crate::sim::judge::invariants::{Checker, Violation};
 
 /// The checker and the coverage pass, fed one event at a time.
 pub struct Analysis {
@@ -39,19 +40,18 @@ impl Analysis {
             coverage: Pass::new(scenario),
         }
     }
+}
+
+impl Watch for Analysis {
+    type Verdict = Checked;
 
     /// The verdict, given the broker's open calls at the end and the projection
     /// the recorder folded from the same events.
-    pub fn finish(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) -> Checked {
+    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) -> Checked {
         Checked {
             violations: self.checker.finish(Some((broker_open, projection))),
             coverage: self.coverage.finish(),
         }
-    }
-
-    /// Takes back the analysis a recorder was observing with, if it was one.
-    pub fn from_observer(observer: Option<Box<dyn Observer>>) -> Option<Analysis> {
-        observer?.into_any().downcast::<Analysis>().ok().map(|a| *a)
     }
 }
 

@@ -22,8 +22,9 @@ use super::Progress;
 use super::lists::{self, List, Seg, Tally};
 use super::signature::{Failure, Signature, signature};
 use crate::scenario::{self, Clock, Strategy};
-use crate::sim::driver::{self, RunOptions};
-use crate::sim::report::summarise;
+use crate::sim::engine::driver::RunOptions;
+use crate::sim::judge::judged;
+use crate::sim::judge::summary::summarise;
 
 /// Most passes over every list; each pass that changes nothing ends the search long
 /// before, since every accepted candidate is strictly smaller.
@@ -71,7 +72,7 @@ impl Runner<'_> {
             keep_events: false,
             log: None,
         };
-        let output = driver::run_options(scenario, options).ok()?;
+        let output = judged::run_options(scenario, options).ok()?;
         Some(signature(&summarise(scenario, self.label, &output)))
     }
 }

@@ -11,78 +11,15 @@ use std::sync::mpsc;
 use serde::Serialize;
 
 use crate::scenario::{Clock, Scenario};
-use crate::sim::driver::{self, RunOptions};
-use crate::sim::report::{Outcomes, Summary, Verdict, summarise};
-use crate::sim::shard::Shard;
-use crate::sim::strategy::Strategy;
+use crate::sim::engine::driver::RunOptions;
+use crate::sim::engine::strategy::Strategy;
+use crate::sim::hunt::seeds::{SeedRange, Shard};
+use crate::sim::judge::judged;
+use crate::sim::judge::outcomes::Outcomes;
+use crate::sim::judge::summary::{Summary, Verdict, summarise};
 
-/// Most seeds one sweep runs.
-pub const SEEDS_MAX: u64 = 10_000_000;
 /// Most worker threads.
 pub const JOBS_MAX: usize = 256;
-
-/// A range of seeds: `A..B` (B excluded) or `A..=B`, up to `u64::MAX`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct SeedRange {
-    /// First seed.
-    pub from: u64,
-    /// One past the last seed (past `u64::MAX` for `A..=18446744073709551615`).
-    pub to: u128,
-}
-
-impl SeedRange {
-    /// How many seeds.
-    pub fn len(&self) -> u64 {
-        (self.to - u128::from(self.from)) as u64
-    }
-
-    /// Whether it holds none (never, once parsed).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The `index`-th seed.
-    pub fn seed(&self, index: u64) -> u64 {
-        self.from + index
-    }
-}
-
-/// `A..B`, or `A..=18446744073709551615` for a range that ends at the last seed
-/// (its end is past every u64): always a range `--seeds` takes back.
-impl std::fmt::Display for SeedRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match u64::try_from(self.to) {
-            Ok(to) => write!(f, "{}..{to}", self.from),
-            Err(_) => write!(f, "{}..={}", self.from, u64::MAX),
-        }
-    }
-}
-
-impl std::str::FromStr for SeedRange {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<SeedRange, String> {
-        let number = |n: &str| {
-            n.trim()
-                .parse::<u64>()
-                .map_err(|e| format!("bad seed {n:?}: {e}"))
-        };
-        let (from, to) = if let Some((a, b)) = s.split_once("..=") {
-            (number(a)?, u128::from(number(b)?) + 1)
-        } else if let Some((a, b)) = s.split_once("..") {
-            (number(a)?, u128::from(number(b)?))
-        } else {
-            return Err(format!("expected A..B or A..=B, got {s:?}"));
-        };
-        if u128::from(from) >= to {
-            return Err(format!("the range {s:?} holds no seed"));
-        }
-        if to - u128::from(from) > u128::from(SEEDS_MAX) {
-            return Err(format!("the range {s:?} holds more than {SEEDS_MAX} seeds"));
-        }
-        Ok(SeedRange { from, to })
-    }
-}
 
 /// One failing seed.
 #[derive(Clone, Debug, Serialize)]
@@ -119,7 +56,7 @@ pub struct SweepReport {
     /// Distinct event streams with their times.
     pub distinct_timings: u64,
     /// Which named races the seeds reached, and which side won how often.
-    pub coverage: crate::sim::coverage::Coverage,
+    pub coverage: crate::sim::judge::coverage::Coverage,
     /// Seconds of wall time.
     pub wall_s: f64,
 }
@@ -163,7 +100,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         keep_events: false,
         log: None,
     };
-    let output = driver::run_options(scenario, run).expect("a sweep writes no log");
+    let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {
         summary: summarise(scenario, &options.file, &output),
         order_hash: output.recording.order_hash,
@@ -277,7 +214,7 @@ pub fn report(
 pub struct Fold {
     runs: u64,
     totals: Outcomes,
-    coverage: crate::sim::coverage::Coverage,
+    coverage: crate::sim::judge::coverage::Coverage,
     orders: BTreeSet<u128>,
     timings: BTreeSet<u128>,
     failed: Vec<Failure>,

@@ -24,7 +24,8 @@ use crate::protocol::{
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
 use crate::seed::{answerer_stream, derive_seed, jitter_stream};
-use crate::sim::queue::{Chooser, Delivery, Queue, Stop};
+use crate::sim::engine::output::Limit;
+use crate::sim::engine::queue::{Chooser, Delivery, Queue, Stop};
 
 /// The timer id of the driver's restart.
 const RESTART_TIMER: u64 = 1;
@@ -105,24 +106,9 @@ impl Agents {
     }
 }
 
-/// Why a run stopped short.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// Work was still due at `limits.virtual_s_max`.
-    VirtualSMax,
-    /// The log reached `limits.events_max`.
-    EventsMax,
-}
-
-impl Limit {
-    /// The limit's name in the scenario format and the report.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::VirtualSMax => "virtual_s_max",
-            Limit::EventsMax => "events_max",
-        }
-    }
-}
+/// The environment variable that makes a simulated run panic after that many
+/// deliveries: asksim's own fault injection, to test how a crash is reported.
+pub const PANIC_AFTER_ENV: &str = "ASKSIM_PANIC_AFTER_DELIVERIES";
 
 /// One simulated run in progress.
 pub struct World<'s> {
@@ -204,7 +190,7 @@ impl<'s> World<'s> {
                     if panic_after == Some(deliveries) {
                         panic!(
                             "injected panic after {deliveries} deliveries ({})",
-                            crate::sim::driver::PANIC_AFTER_ENV
+                            PANIC_AFTER_ENV
                         );
                     }
                     if chooser.halted() {
@@ -420,7 +406,7 @@ impl<'s> World<'s> {
                 self.recorder.record(
                     seconds(self.now()),
                     EventKind::Dropped {
-                        what: scheduled_json(event),
+                        what: event.to_json(),
                     },
                 );
                 return;
@@ -521,19 +507,6 @@ impl<'s> World<'s> {
             let restored = reopened.restored(&resumed);
             let msg = Envelope::Broker(BrokerMsg::Restore(Box::new(restored)));
             self.queue.send(Addr::Driver, msg, self.now());
-        }
-    }
-}
-
-/// A scheduled event as the log's `dropped` records it.
-pub(crate) fn scheduled_json(event: &crate::scenario::EventSpec) -> Value {
-    match &event.action {
-        Action::CancelTurn(name) => json!({"at": event.at_s, "cancel_turn": name}),
-        Action::CancelCall(call_id) => json!({"at": event.at_s, "cancel_call": call_id}),
-        Action::StopAgent(name) => json!({"at": event.at_s, "stop_agent": name}),
-        Action::CrashAnswerer(name) => json!({"at": event.at_s, "crash_answerer": name}),
-        Action::ProcessLoss { restart_after_s } => {
-            json!({"at": event.at_s, "process_loss": {"restart_after": restart_after_s}})
         }
     }
 }

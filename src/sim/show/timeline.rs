@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::event::{Event, EventKind};
-use crate::sim::invariants::Violation;
+use crate::sim::judge::invariants::Violation;
 use crate::tool::ResultKind;
 
 /// Most violations of one report that get their call's timeline: the first few

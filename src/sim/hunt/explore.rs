@@ -20,9 +20,10 @@ use serde::Serialize;
 
 use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
-use crate::sim::driver::{self, RunOptions};
-use crate::sim::queue::{Candidate, Chooser};
-use crate::sim::report::{Verdict, summarise};
+use crate::sim::engine::driver::RunOptions;
+use crate::sim::engine::queue::{Candidate, Chooser};
+use crate::sim::judge::judged;
+use crate::sim::judge::summary::{Verdict, summarise};
 
 /// Schedules explored at most, unless `--max` says otherwise.
 pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
@@ -300,7 +301,7 @@ pub fn explore(
             keep_events: false,
             log: None,
         };
-        let output = driver::run_with(scenario, options, &mut dfs).expect("a run writes no log");
+        let output = judged::run_with(scenario, options, &mut dfs).expect("a run writes no log");
         if dfs.halted {
             pruned += 1;
         } else {
@@ -313,7 +314,7 @@ pub fn explore(
                 first_failure = Some(FailedSchedule {
                     reproduce: format!(
                         "asksim run {} --seed {seed} --schedule {schedule}",
-                        crate::sim::report::shell_word(file)
+                        crate::sim::engine::reproduce::shell_word(file)
                     ),
                     schedule,
                     verdict: Verdict::of(&summary),
@@ -349,7 +350,7 @@ fn index_of(node: &Node) -> usize {
 }
 
 /// A run's outcome: each call's first result, and how a pending one closed.
-fn outcome_of(output: &crate::sim::driver::RunOutput, passed: bool) -> BTreeMap<String, String> {
+fn outcome_of(output: &judged::RunOutput, passed: bool) -> BTreeMap<String, String> {
     let projection = output.projection();
     let mut outcome: BTreeMap<String, String> = projection
         .questions

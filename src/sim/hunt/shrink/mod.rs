@@ -286,7 +286,7 @@ pub fn default_out(file: &Path) -> PathBuf {
 pub fn reproduce_command(out: &str, seed: u64, strategy: Strategy) -> String {
     format!(
         "asksim run {} --seed {seed} --clock virtual --explore {strategy}",
-        crate::sim::report::shell_word(out)
+        crate::sim::engine::reproduce::shell_word(out)
     )
 }
 

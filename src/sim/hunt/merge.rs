@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::scenario::{self, FILE_BYTES_MAX, Strategy};
-use crate::sim::shard::{Line, SeedContext, SeedRecord, Shard, ShardEnd, clock_named, sha256_hex};
-use crate::sim::sweep::{self, SeedRange, SeedResult, SweepOptions, SweepReport};
+use crate::scenario::{self, Clock, FILE_BYTES_MAX, Strategy};
+use crate::sim::hunt::seeds::{SeedRange, Shard};
+use crate::sim::hunt::shard::{Line, SeedContext, SeedRecord, ShardEnd, sha256_hex};
+use crate::sim::hunt::sweep::{self, SeedResult, SweepOptions, SweepReport};
 
 /// Longest line of a shard file: a closing line holds the scenario's text, at most
 /// `FILE_BYTES_MAX` bytes, which JSON escaping at most doubles (newlines and
@@ -303,7 +304,7 @@ fn fold(shards: Vec<ShardFile>) -> Result<SweepReport, MergeError> {
         .explore
         .parse()
         .map_err(|e| file_error(&file, format!("closing line: explore: {e}")))?;
-    let clock = clock_named(&end.clock).ok_or_else(|| {
+    let clock = Clock::named(&end.clock).ok_or_else(|| {
         file_error(
             &file,
             format!("closing line: clock: {:?} is not a clock", end.clock),

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
@@ -19,9 +19,8 @@ use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Clock, EventSpec, Scenario};
-use crate::sim::driver::RunOutput;
-use crate::sim::strategy::Strategy;
-use crate::sim::world::Limit;
+use crate::sim::engine::output::{Limit, Output};
+use crate::sim::engine::strategy::Strategy;
 
 /// How often the driver looks at what is in flight and due.
 const POLL: Duration = Duration::from_millis(5);
@@ -29,7 +28,7 @@ const POLL: Duration = Duration::from_millis(5);
 const QUIET_POLLS: u32 = 4;
 
 /// Runs `scenario` under `seed` on the real clock, recording into `recorder`.
-pub fn run(scenario: &Scenario, seed: u64, recorder: Recorder) -> (RunOutput, std::io::Result<()>) {
+pub fn run<V>(scenario: &Scenario, seed: u64, recorder: Recorder) -> (Output<V>, std::io::Result<()>) {
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(tokio) => tokio,
         Err(error) => return (empty_output(seed, recorder), Err(error)),
@@ -39,8 +38,8 @@ pub fn run(scenario: &Scenario, seed: u64, recorder: Recorder) -> (RunOutput, st
     output
 }
 
-fn empty_output(seed: u64, recorder: Recorder) -> RunOutput {
-    RunOutput {
+fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
+    Output {
         seed,
         clock: Clock::Real,
         strategy: Strategy::Fifo,
@@ -110,7 +109,7 @@ impl<'s> Driver<'s> {
             .record(t, kind);
     }
 
-    async fn drive(self) -> (RunOutput, std::io::Result<()>) {
+    async fn drive<V>(self) -> (Output<V>, std::io::Result<()>) {
         let mut runtime = Runtime::start_in(self.config(), self.continuity.clone())
             .await
             .expect("a validated scenario starts");
@@ -137,7 +136,7 @@ impl<'s> Driver<'s> {
             }
             if restart_at.is_some() {
                 self.record(EventKind::Dropped {
-                    what: scheduled_json(event),
+                    what: event.to_json(),
                 });
                 continue;
             }
@@ -167,11 +166,11 @@ impl<'s> Driver<'s> {
         self.finish(limit, open)
     }
 
-    fn finish(
+    fn finish<V>(
         self,
         limit: Option<Limit>,
         open: BTreeMap<String, &'static str>,
-    ) -> (RunOutput, std::io::Result<()>) {
+    ) -> (Output<V>, std::io::Result<()>) {
         let header = crate::log::LogHeader::new(&self.scenario.name, self.seed);
         let recorder = std::mem::replace(
             &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
@@ -180,7 +179,7 @@ impl<'s> Driver<'s> {
         let virtual_s = recorder.last_t();
         let (recording, written) = recorder.finish();
         let limit = limit.or(recording.overflowed.then_some(Limit::EventsMax));
-        let output = RunOutput {
+        let output = Output {
             seed: self.seed,
             clock: Clock::Real,
             strategy: Strategy::Fifo,
@@ -348,9 +347,4 @@ impl<'s> Driver<'s> {
         }
         runtime
     }
-}
-
-/// A scheduled event as the log's `dropped` records it.
-fn scheduled_json(event: &EventSpec) -> Value {
-    crate::sim::world::scheduled_json(event)
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::event::Event;
 use crate::log::LogHeader;
 use crate::projection::Projection;
-use crate::sim::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, Violation, check};
+use crate::sim::judge::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, Violation, check};
 
 /// One question as `replay` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -79,7 +79,7 @@ pub fn render_table(report: &ReplayReport) -> String {
 }
 
 /// [`render_table`] with, under each of the first violations, the timeline of
-/// the call it names, from the log's `events` (see [`crate::sim::timeline`]).
+/// the call it names, from the log's `events` (see [`crate::sim::show::timeline`]).
 pub fn render_table_with_timelines(report: &ReplayReport, events: &[Event]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -113,7 +113,7 @@ pub fn render_table_with_timelines(report: &ReplayReport, events: &[Event]) -> S
     );
     for (i, v) in report.violations.iter().enumerate() {
         let _ = writeln!(out, "  VIOLATION {v}");
-        crate::sim::timeline::write_violation_timeline(&mut out, events, i, v);
+        crate::sim::show::timeline::write_violation_timeline(&mut out, events, i, v);
     }
     out
 }

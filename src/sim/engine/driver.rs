@@ -1,24 +1,27 @@
-//! One run of a scenario: on the virtual clock, the simulated [`World`] under a
-//! scheduling strategy; on the real clock, the actor runtime
+//! One run of a scenario, on either clock: on the virtual clock, the simulated
+//! [`World`] under a scheduling strategy; on the real clock, the actor runtime
 //! (`crate::actors::scenario`). Either way the same logic runs, the same log is
 //! recorded, and a panic anywhere in the run ends it as `crashed` instead of
 //! taking the tool down (SPEC §6 "Crashes").
+//!
+//! The engine only runs: whoever wants to judge a run as it happens hands in a
+//! [`Watch`], which sees every event and concludes at the end. The engine never
+//! knows what a verdict is, nor how a run is shown.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use serde_json::Value;
-
 use crate::log::LogHeader;
 use crate::projection::Projection;
-use crate::record::{Recorder, Recording};
+use crate::record::{Observer, Recorder};
 use crate::scenario::{Clock, Scenario};
-use crate::sim::analysis::{Analysis, Checked};
-use crate::sim::invariants::VIRTUAL_TOLERANCE_S;
-use crate::sim::queue::Chooser;
-use crate::sim::strategy::{self, Counting, Strategy};
-use crate::sim::world::{Limit, World};
+use crate::sim::engine::output::Output;
+use crate::sim::engine::queue::Chooser;
+use crate::sim::engine::strategy::{self, Counting, Strategy};
+use crate::sim::engine::world::World;
+
+pub use crate::sim::engine::world::PANIC_AFTER_ENV;
 
 /// How to run.
 pub struct RunOptions {
@@ -48,72 +51,36 @@ impl RunOptions {
     }
 }
 
-/// What a run produced, before any analysis.
-#[derive(Clone, Debug)]
-pub struct RunOutput {
-    /// The seed the run used.
-    pub seed: u64,
-    /// The clock it ran on.
-    pub clock: Clock,
-    /// The scheduling strategy it ran under.
-    pub strategy: Strategy,
-    /// The recording: hashes, the projection and (when kept) every event.
-    pub recording: Recording,
-    /// Final results of the scripts that ended, by agent.
-    pub finals: BTreeMap<String, Value>,
-    /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
-    pub open: BTreeMap<String, &'static str>,
-    /// The limit that stopped the run, if one did.
-    pub limit: Option<Limit>,
-    /// The panic that ended the run, if one did.
-    pub crashed: Option<String>,
-    /// Seconds on the run's clock until nothing changed any more.
-    pub virtual_s: f64,
-    /// Seconds of wall time the run took.
-    pub wall_s: f64,
-    /// Scheduling choices the run made (deliveries picked among ties).
-    pub choices: u64,
-    /// The streaming analysis's verdict (virtual clock; a real-clock run is
-    /// checked from its kept events afterwards).
-    pub checked: Option<Checked>,
+/// What watches a virtual-clock run as it is recorded, and concludes at its end
+/// from the broker's open calls and the projection the recorder folded.
+pub trait Watch: Observer + Sized + 'static {
+    /// What it concludes.
+    type Verdict;
+    /// The conclusion, at the end of the run.
+    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection)
+    -> Self::Verdict;
 }
 
-impl RunOutput {
-    /// Every event, when they were kept.
-    pub fn events(&self) -> &[crate::event::Event] {
-        &self.recording.events
-    }
-
-    /// The projection folded from the run's log.
-    pub fn projection(&self) -> &Projection {
-        &self.recording.projection
-    }
-}
-
-/// Runs `scenario` under `seed` on `clock`, with its own strategy, keeping every
-/// event. Never panics: a panic inside the run comes back as
-/// [`RunOutput::crashed`].
-pub fn run(scenario: &Scenario, seed: u64, clock: Clock) -> std::io::Result<RunOutput> {
-    run_options(scenario, RunOptions::new(scenario, seed, clock))
-}
-
-/// Runs `scenario` as `options` say. Never panics: a panic inside the run comes
-/// back as [`RunOutput::crashed`]; an error writing the log comes back as `Err`.
-pub fn run_options(scenario: &Scenario, options: RunOptions) -> std::io::Result<RunOutput> {
+/// The chooser `options` asks for: PCT places its change points among the
+/// choices a `fifo` run of the scenario makes.
+pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
         Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
         _ => 0,
     };
-    let mut chooser = strategy::chooser(options.strategy, options.seed, steps);
-    run_with(scenario, options, chooser.as_mut())
+    strategy::chooser(options.strategy, options.seed, steps)
 }
 
-/// Runs under a given chooser (a replayed schedule, an exploration).
-pub fn run_with(
+/// Runs `scenario` as `options` say under `chooser`, with `watch` (if any)
+/// watching a virtual-clock run. Never panics: a panic inside the run, or inside
+/// the watcher, comes back as [`Output::crashed`]; an error writing the log comes
+/// back as `Err`.
+pub fn run_watched<W: Watch>(
     scenario: &Scenario,
     mut options: RunOptions,
     chooser: &mut dyn Chooser,
-) -> std::io::Result<RunOutput> {
+    watch: Option<W>,
+) -> std::io::Result<Output<W::Verdict>> {
     // The wall clock is read only to report wall_s; nothing in the run sees it.
     let wall = std::time::Instant::now();
     let header = LogHeader::new(&scenario.name, options.seed);
@@ -124,10 +91,12 @@ pub fn run_with(
     }
     let (mut output, written) = match options.clock {
         Clock::Virtual => {
-            recorder.observe(Box::new(Analysis::new(scenario, VIRTUAL_TOLERANCE_S)));
-            simulate(scenario, &options, recorder, chooser)
+            if let Some(watch) = watch {
+                recorder.observe(Box::new(watch));
+            }
+            simulate::<W>(scenario, &options, recorder, chooser)
         }
-        Clock::Real => crate::sim::real_clock::run(scenario, options.seed, recorder),
+        Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
     };
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
@@ -166,17 +135,13 @@ pub fn is_closed_stdout(message: Option<&str>) -> bool {
     message.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("Broken pipe"))
 }
 
-/// The environment variable that makes a simulated run panic after that many
-/// deliveries: asksim's own fault injection, to test how a crash is reported.
-pub const PANIC_AFTER_ENV: &str = "ASKSIM_PANIC_AFTER_DELIVERIES";
-
 /// The virtual-clock run: the world under `chooser`, a panic caught.
-fn simulate(
+fn simulate<W: Watch>(
     scenario: &Scenario,
     options: &RunOptions,
     recorder: Recorder,
     chooser: &mut dyn Chooser,
-) -> (RunOutput, std::io::Result<()>) {
+) -> (Output<W::Verdict>, std::io::Result<()>) {
     let jitter_max_s = scenario.jitter_max_s.unwrap_or(0.0);
     let mut counting = Counting {
         inner: chooser,
@@ -196,18 +161,18 @@ fn simulate(
     let open = world.open_calls();
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
-    let analysis = Analysis::from_observer(recorder.take_observer());
+    let watch = recorder
+        .take_observer()
+        .and_then(|observer| observer.into_any().downcast::<W>().ok());
     let (recording, written) = recorder.finish();
-    let (checked, crashed) = match analysis {
-        Some(analysis) if crashed.is_none() => {
-            match caught(|| analysis.finish(&open, &recording.projection)) {
-                Ok(checked) => (Some(checked), None),
-                Err(message) => (None, Some(format!("the analysis panicked: {message}"))),
-            }
-        }
+    let (checked, crashed) = match watch {
+        Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
+            Ok(checked) => (Some(checked), None),
+            Err(message) => (None, Some(format!("the analysis panicked: {message}"))),
+        },
         _ => (None, crashed),
     };
-    let output = RunOutput {
+    let output = Output {
         seed: options.seed,
         clock: options.clock,
         strategy: options.strategy,
@@ -237,5 +202,24 @@ fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);
     let mut fifo = strategy::Fifo;
-    simulate(scenario, &options, recorder, &mut fifo).0.choices
+    simulate::<Unwatched>(scenario, &options, recorder, &mut fifo)
+        .0
+        .choices
+}
+
+/// No watcher: a run nobody judges as it happens (PCT's step estimate).
+pub struct Unwatched;
+
+impl Observer for Unwatched {
+    fn event(&mut self, _event: &crate::event::Event) {}
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Watch for Unwatched {
+    type Verdict = ();
+
+    fn conclude(self, _: &BTreeMap<String, &'static str>, _: &Projection) {}
 }

@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::event::{Event, EventKind, RawQuestions};
 use crate::projection::Projection;
 use crate::tool::{ErrorCode, ResultKind, Schema};
+
+pub use crate::sim::judge::violation::Violation;
 
 /// Tolerance for "at that instant" and "within its window" on the virtual clock,
 /// where both are exact: float rounding only.
@@ -33,34 +34,8 @@ pub const INVARIANTS: [&str; 11] = [
     "late_answer_reaches_caller",
     "timed_survive_loss_legacy_do_not",
     "projection_matches_broker",
-    crate::sim::protocol_check::PROTOCOL_CONFORMANCE,
+    crate::sim::judge::protocol_check::PROTOCOL_CONFORMANCE,
 ];
-
-/// One broken invariant.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Violation {
-    /// Which invariant.
-    pub invariant: &'static str,
-    /// The call it is about, if any.
-    #[serde(rename = "callId")]
-    pub call_id: Option<String>,
-    /// The `seq` of the offending event.
-    pub seq: u64,
-    /// What was seen.
-    pub detail: String,
-}
-
-impl std::fmt::Display for Violation {
-    /// `invariant (callId X, seq N): detail`, as every report prints it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let call = self.call_id.as_deref().unwrap_or("-");
-        write!(
-            f,
-            "{} (callId {call}, seq {}): {}",
-            self.invariant, self.seq, self.detail
-        )
-    }
-}
 
 #[derive(Default)]
 struct CallInfo {
@@ -117,7 +92,7 @@ pub struct Checker {
     /// Whether a restart followed the last process loss.
     restarted: bool,
     last_seq: u64,
-    protocol: crate::sim::protocol_check::ProtocolChecker,
+    protocol: crate::sim::judge::protocol_check::ProtocolChecker,
     violations: Vec<Violation>,
 }
 
@@ -564,7 +539,7 @@ impl Checker {
     }
 
     fn descendants(&self, agent: &str) -> BTreeSet<String> {
-        crate::sim::protocol_check::family(&self.owners, agent)
+        crate::sim::judge::protocol_check::family(&self.owners, agent)
     }
 
     /// Settles what is still owed and compares the folded projection with the

@@ -1,0 +1,23 @@
+//! The running room: one run of a scenario, from its first delivery to the point
+//! where nothing can change any more.
+//!
+//! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
+//! - `world`: the simulated actors, executing the sans-IO handlers' effects.
+//! - `driver`: one run on either clock, a panic caught as the run's crash, and
+//!   the [`driver::Watch`] through which a judge sees it as it happens.
+//! - `real_clock`: a scenario on the actor runtime and the wall clock.
+//! - `output`: what a run produced, and why it stopped ([`output::Limit`]).
+//! - `reproduce`: the command that runs it again.
+//!
+//! This room never judges and never shows: it imports nothing of `judge`, `show`
+//! or `hunt`. What watches a run is handed in; what it concludes rides out in
+//! [`output::Output`] as an opaque `V`.
+
+pub mod driver;
+pub mod output;
+pub mod queue;
+pub mod real_clock;
+pub mod reproduce;
+pub mod strategy;
+pub mod world;

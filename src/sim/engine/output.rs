@@ -1,0 +1,73 @@
+//! What one run produced, before anyone judged or showed it: the recording, the
+//! final results, the calls still open, and why it stopped. The engine fills it in;
+//! what a watcher of the run concluded rides along as `V` (the judging room's
+//! verdict), so this room never needs to know what a verdict is.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::projection::Projection;
+use crate::record::Recording;
+use crate::scenario::{Clock, Strategy};
+
+/// Why a run stopped short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// Work was still due at `limits.virtual_s_max`.
+    VirtualSMax,
+    /// The log reached `limits.events_max`.
+    EventsMax,
+}
+
+impl Limit {
+    /// The limit's name in the scenario format and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::VirtualSMax => "virtual_s_max",
+            Limit::EventsMax => "events_max",
+        }
+    }
+}
+
+/// What a run produced; `V` is what the run's watcher concluded at its end.
+#[derive(Clone, Debug)]
+pub struct Output<V> {
+    /// The seed the run used.
+    pub seed: u64,
+    /// The clock it ran on.
+    pub clock: Clock,
+    /// The scheduling strategy it ran under.
+    pub strategy: Strategy,
+    /// The recording: hashes, the projection and (when kept) every event.
+    pub recording: Recording,
+    /// Final results of the scripts that ended, by agent.
+    pub finals: BTreeMap<String, Value>,
+    /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
+    pub open: BTreeMap<String, &'static str>,
+    /// The limit that stopped the run, if one did.
+    pub limit: Option<Limit>,
+    /// The panic that ended the run, if one did.
+    pub crashed: Option<String>,
+    /// Seconds on the run's clock until nothing changed any more.
+    pub virtual_s: f64,
+    /// Seconds of wall time the run took.
+    pub wall_s: f64,
+    /// Scheduling choices the run made (deliveries picked among ties).
+    pub choices: u64,
+    /// What the run's watcher concluded (virtual clock; a real-clock run is
+    /// judged from its kept events afterwards).
+    pub checked: Option<V>,
+}
+
+impl<V> Output<V> {
+    /// Every event, when they were kept.
+    pub fn events(&self) -> &[crate::event::Event] {
+        &self.recording.events
+    }
+
+    /// The projection folded from the run's log.
+    pub fn projection(&self) -> &Projection {
+        &self.recording.projection
+    }
+}

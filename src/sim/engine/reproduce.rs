@@ -1,0 +1,22 @@
+//! The command that reproduces a run: every flag that changes it, each word
+//! quoted for a POSIX shell so a printed command pastes back exactly.
+
+use crate::sim::engine::output::Output;
+
+/// The command that reproduces a run of `file`: every flag that changes it.
+pub fn reproduce_command<V>(file: &str, output: &Output<V>) -> String {
+    let clock = output.clock.as_str();
+    format!(
+        "asksim run {} --seed {} --clock {clock} --explore {}",
+        shell_word(file),
+        output.seed,
+        output.strategy
+    )
+}
+
+/// `word` as one word of a POSIX shell command line: as it is when it needs no
+/// quoting, else quoted (shlex), so a printed command pastes back exactly. A
+/// path cannot hold the one thing shlex refuses (a NUL byte).
+pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
+    shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word))
+}

@@ -1,0 +1,117 @@
+//! The human report of one run: the summary as a table, the violations (each with
+//! the timeline of the call it names), the failures and the verdict. `--json`
+//! prints the [`Summary`] itself.
+
+use std::fmt::Write as _;
+
+use crate::sim::judge::summary::Summary;
+
+/// Most violations the human report lists; `--json` has them all.
+const REPORT_LINES_MAX: usize = 20;
+
+/// The rows of the human table.
+fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
+    let o = &summary.outcomes;
+    let errors = if o.errors.is_empty() {
+        "-".to_owned()
+    } else {
+        let each: Vec<String> = o.errors.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        each.join(", ")
+    };
+    let (inv, exp) = (&summary.invariants, &summary.expectations);
+    let (lateness, latency) = (&summary.lateness_s, &summary.latency_s);
+    vec![
+        ("calls", summary.calls.to_string()),
+        ("answered", o.answered.to_string()),
+        (
+            "pending",
+            format!(
+                "{} (late_answered {}, withdrawn {}, pending_open {})",
+                o.pending, o.late_answered, o.withdrawn, o.pending_open
+            ),
+        ),
+        ("errors", errors),
+        ("lost_on_restart", o.lost_on_restart.to_string()),
+        ("open", o.open.to_string()),
+        (
+            "invariants",
+            format!("{} checked, {} violated", inv.checked.len(), inv.violations.len()),
+        ),
+        (
+            "expectations",
+            format!("{} passed, {} failed", exp.passed, exp.failed),
+        ),
+        (
+            "virtual time",
+            format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s),
+        ),
+        (
+            "lateness",
+            format!(
+                "p50 {:.6} s, p99 {:.6} s, max {:.6} s (pending past its window)",
+                lateness.p50, lateness.p99, lateness.max
+            ),
+        ),
+        (
+            "latency",
+            format!(
+                "p50 {:.3} s, p99 {:.3} s, max {:.3} s",
+                latency.p50, latency.p99, latency.max
+            ),
+        ),
+        ("events", summary.events.to_string()),
+        ("limit", summary.limit.unwrap_or("-").to_owned()),
+        ("races", {
+            let lines = summary.coverage.lines();
+            if lines.is_empty() {
+                "-".to_owned()
+            } else {
+                lines.join("; ")
+            }
+        }),
+        ("trace_hash", summary.trace_hash.clone()),
+    ]
+}
+
+/// The human report: a table, the violations and failures, and the verdict.
+pub fn render_table(summary: &Summary) -> String {
+    render_table_with_timelines(summary, &[])
+}
+
+/// [`render_table`] with, under each of the first violations, the timeline of
+/// the call it names, from the run's `events` (see [`crate::sim::show::timeline`]).
+pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Event]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "asksim run: {} (seed {}, {} clock, explore {})",
+        summary.scenario, summary.seed, summary.clock, summary.explore
+    );
+    for (name, value) in rows(summary) {
+        let _ = writeln!(out, "  {name:<16}{value}");
+    }
+    let shown = REPORT_LINES_MAX;
+    for (i, v) in summary.invariants.violations.iter().take(shown).enumerate() {
+        let _ = writeln!(out, "  VIOLATION {v}");
+        crate::sim::show::timeline::write_violation_timeline(&mut out, events, i, v);
+    }
+    if summary.invariants.violations.len() > shown {
+        let more = summary.invariants.violations.len() - shown;
+        let _ = writeln!(out, "  … and {more} more violations (--json lists them all)");
+    }
+    for failure in &summary.expectations.failures {
+        let _ = writeln!(out, "  EXPECTATION FAILED {failure}");
+    }
+    if let Some(limit) = summary.limit {
+        let _ = writeln!(out, "  LIMIT HIT {limit}: the run was stopped");
+    }
+    if let Some(panic) = &summary.crashed {
+        let _ = writeln!(out, "  CRASHED the run panicked: {panic}");
+    }
+    let verdict = if summary.passed() { "PASS" } else { "FAIL" };
+    let _ = writeln!(out, "  {:<16}{verdict}", "result");
+    if let Some(command) = &summary.reproduce {
+        let _ = writeln!(out, "  reproduce with: {command}");
+    }
+    out
+}
