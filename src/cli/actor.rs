@@ -53,6 +53,22 @@ pub(super) fn actor(args: &ActorArgs) -> ExitCode {
     }
 }
 
+/// Implementations outside asksim run on the virtual clock only (their replies
+/// are stamped with virtual time): a real-clock run with one is bad input.
+pub(super) fn virtual_only(
+    clock: crate::scenario::Clock,
+    outside_broker: bool,
+    scenario: &crate::scenario::Scenario,
+) -> Result<(), ExitCode> {
+    if clock == crate::scenario::Clock::Real && (outside_broker || scenario.has_process_answerers()) {
+        eprintln!(
+            "asksim: --broker-cmd and process answerers run on the virtual clock only (PROTOCOL.md); drop --clock real"
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    Ok(())
+}
+
 /// A policy from an answerer row without its name, checked as the scenario
 /// format checks an answerer row (the same rules, the same messages).
 fn policy_of(text: &str) -> Result<crate::policy::Policy, String> {

@@ -3,13 +3,13 @@
 //! protocol. The run ends there, as failed (exit 1), and the report shows why,
 //! what asksim had written, the offending line and the tail of its stderr.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The longest piece of a line a report shows.
 const SHOWN_CHARS_MAX: usize = 2_000;
 
 /// Why an outside process failed the run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessFailure {
     /// Which process: `broker`, or `answerer NAME`.
     pub who: String,

@@ -20,6 +20,7 @@ use crate::sim::engine::output::Output;
 use crate::sim::engine::queue::Chooser;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
+use crate::wire::{Endpoint, ProcessFailure};
 
 pub use crate::sim::engine::world::PANIC_AFTER_ENV;
 
@@ -36,6 +37,9 @@ pub struct RunOptions {
     pub keep_events: bool,
     /// Also write the log here, as it happens.
     pub log: Option<Box<dyn Write + Send>>,
+    /// The broker is this outside process instead of asksim's (PROTOCOL.md;
+    /// virtual clock only).
+    pub broker: Option<Endpoint>,
 }
 
 impl RunOptions {
@@ -47,6 +51,7 @@ impl RunOptions {
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: true,
             log: None,
+            broker: None,
         }
     }
 }
@@ -65,7 +70,7 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
+        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, options.broker.as_ref()),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -96,8 +101,25 @@ pub fn run_watched<W: Watch>(
             }
             simulate::<W>(scenario, &options, recorder, chooser)
         }
+        Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
+            let mut output = crate::sim::engine::real_clock::empty_output(options.seed, recorder);
+            output.process_failed = Some(Box::new(ProcessFailure {
+                who: "broker or answerer".into(),
+                command: options
+                    .broker
+                    .as_ref()
+                    .map(Endpoint::shell_text)
+                    .unwrap_or_default(),
+                reason: "implementations outside asksim run on the virtual clock only (PROTOCOL.md)".into(),
+                sent: None,
+                line: None,
+                stderr: String::new(),
+            }));
+            (output, Ok(()))
+        }
         Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
     };
+    output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
 }
@@ -147,7 +169,8 @@ fn simulate<W: Watch>(
         inner: chooser,
         choices: 0,
     };
-    let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
+    let mut world =
+        World::new(scenario, options.seed, jitter_max_s, recorder).with_broker(options.broker.clone());
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         world.start();
@@ -159,6 +182,7 @@ fn simulate<W: Watch>(
     };
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
+    let process_failed = world.take_failure();
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
@@ -181,6 +205,8 @@ fn simulate<W: Watch>(
         open,
         limit,
         crashed,
+        process_failed,
+        broker: options.broker.clone(),
         virtual_s,
         wall_s: 0.0,
         choices: counting.choices,
@@ -191,13 +217,14 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
         strategy: Strategy::Fifo,
         keep_events: false,
         log: None,
+        broker: broker.cloned(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::projection::Projection;
 use crate::record::Recording;
 use crate::scenario::{Clock, Strategy};
+use crate::wire::{Endpoint, ProcessFailure};
 
 /// Why a run stopped short.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,11 @@ pub struct Output<V> {
     pub limit: Option<Limit>,
     /// The panic that ended the run, if one did.
     pub crashed: Option<String>,
+    /// The outside process that failed the run, if one did (PROTOCOL.md
+    /// "Failures"): the run ended there.
+    pub process_failed: Option<Box<ProcessFailure>>,
+    /// The outside broker the run spoke to, if its broker was not asksim's.
+    pub broker: Option<Endpoint>,
     /// Seconds on the run's clock until nothing changed any more.
     pub virtual_s: f64,
     /// Seconds of wall time the run took.
