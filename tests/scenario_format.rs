@@ -104,6 +104,7 @@ fn spec_example_parses_into_the_expected_structure() {
         answerers: vec![
             AnswererSpec {
                 name: "web".into(),
+                process: None,
                 policy: Policy {
                     accepts: Accepts::Keyed,
                     offer_latency: Latency::Fixed(0.0),
@@ -116,6 +117,7 @@ fn spec_example_parses_into_the_expected_structure() {
             },
             AnswererSpec {
                 name: "terminal".into(),
+                process: None,
                 policy: Policy {
                     accepts: Accepts::All,
                     offer_latency: Latency::Fixed(0.0),
