@@ -24,6 +24,7 @@ fn options(strategy: Strategy) -> SweepOptions {
         strategy,
         invariants_only: true,
         shard: Shard::WHOLE,
+        broker: None,
     }
 }
 
@@ -70,7 +71,7 @@ fn explore_all(c: &mut Criterion) {
         let schedules = explore(&scenario, name, options, |_| {}).schedules;
         group.throughput(Throughput::Elements(schedules));
         group.bench_function(name.trim_end_matches(".json"), |b| {
-            b.iter(|| black_box(explore(&scenario, name, options, |_| {})))
+            b.iter(|| black_box(explore(&scenario, name, options.clone(), |_| {})))
         });
     }
     group.finish();
