@@ -68,7 +68,7 @@ fn explore_all(c: &mut Criterion) {
     for name in ["race-request-vs-cancel-tie.json", "cancel-tree.json"] {
         let scenario = load(name);
         let options = ExploreOptions::new(scenario.seed, 100_000);
-        let schedules = explore(&scenario, name, options, |_| {}).schedules;
+        let schedules = explore(&scenario, name, options.clone(), |_| {}).schedules;
         group.throughput(Throughput::Elements(schedules));
         group.bench_function(name.trim_end_matches(".json"), |b| {
             b.iter(|| black_box(explore(&scenario, name, options.clone(), |_| {})))
