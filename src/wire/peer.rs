@@ -58,12 +58,12 @@ impl Peer {
             msg,
         };
         self.sent = serde_json::to_string(&line).expect("asksim's lines serialise");
-        tracing::trace!(target: "asksim::wire", who = %self.who, "> {}", self.sent);
+        tracing::trace!(target: "asksim::wire", "{} > {}", self.who, self.sent);
         let reply = match self.transport.exchange(&self.sent) {
             Ok(reply) => reply,
             Err(broken) => return Err(self.failure(broken.reason, broken.line)),
         };
-        tracing::trace!(target: "asksim::wire", who = %self.who, "< {reply}");
+        tracing::trace!(target: "asksim::wire", "{} < {reply}", self.who);
         match serde_json::from_str(&reply) {
             Ok(parsed) => Ok(Answered {
                 reply: parsed,
