@@ -236,3 +236,24 @@ fn outside_implementations_on_the_real_clock_are_bad_input() {
     assert_eq!(out.status.code(), Some(2), "an unclosed quote");
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not split into words"));
 }
+
+#[test]
+fn a_line_that_is_not_utf8_or_too_long_fails_the_run() {
+    let not_utf8 = "import sys\nsys.stdin.readline()\nsys.stdout.buffer.write(b'{\"do\":\"\\xff\"}\\n')\nsys.stdout.flush()\nsys.stdin.readline()";
+    let broker = format!("python3 -c {}", shlex::try_quote(not_utf8).unwrap());
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("the outside broker failed: a line that is not UTF-8"),
+        "{stdout}"
+    );
+    let long = "import sys\nsys.stdin.readline()\nsys.stdout.write('x' * (17 << 20) + '\\n')\nsys.stdout.flush()\nsys.stdin.readline()";
+    let broker = format!("python3 -c {}", shlex::try_quote(long).unwrap());
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("a line longer than 16777216 bytes"), "{stdout}");
+    assert!(
+        stdout.len() < 20_000,
+        "the report shows the start of the line, not all of it"
+    );
+}

@@ -33,6 +33,8 @@ mod outside_broker;
 mod peer;
 mod process;
 mod serve;
+#[cfg(test)]
+mod tests;
 
 pub use actor_answerer::ActorAnswerer;
 pub use actor_broker::ActorBroker;
