@@ -279,35 +279,35 @@ class Broker:
         else:
             call.window_timer = self.start_timer("window", call.ticket, call.window_end - self.now)
 
+    def refusal(self, call, ticket, answerer):
+        """Why a hold or a batch from `answerer` is refused, before its own rules."""
+        if answerer in self.dead:
+            return "owner_dead"
+        if call is None:
+            return self.closed_reason(ticket)
+        if call.owner != answerer:
+            return "not_owner"
+        return None
+
     def on_hold(self, m):
         ticket, answerer = m["ticket"], m["answerer"]
         call = self.calls.get(ticket)
-        if answerer in self.dead:
-            reason = "owner_dead"
-        elif call is None:
-            reason = self.closed_reason(ticket)
-        elif call.owner != answerer:
-            reason = "not_owner"
-        elif call.pending and self.bug != "hold-after-expiry":
+        reason = self.refusal(call, ticket, answerer)
+        if reason is None and call.pending and self.bug != "hold-after-expiry":
             reason = "settled"
-        else:
-            call.held = True
-            self.cancel_timer(call.window_timer)
-            call.window_timer = None
-            self.do("held", answerer=answerer, ticket=ticket)
+        if reason is not None:
+            self.do("refused", answerer=answerer, ticket=ticket, what="hold", reason=reason)
             return
-        self.do("refused", answerer=answerer, ticket=ticket, what="hold", reason=reason)
+        call.held = True
+        self.cancel_timer(call.window_timer)
+        call.window_timer = None
+        self.do("held", answerer=answerer, ticket=ticket)
 
     def on_submit(self, m):
         ticket, answerer = m["ticket"], m["answerer"]
         call = self.calls.get(ticket)
-        if answerer in self.dead:
-            reason = "owner_dead"
-        elif call is None:
-            reason = self.closed_reason(ticket)
-        elif call.owner != answerer:
-            reason = "not_owner"
-        else:
+        reason = self.refusal(call, ticket, answerer)
+        if reason is None:
             items, reason = check_batch(call.questions, m["batch"])
             if items is not None:
                 self.close(call, "answers", items=items)

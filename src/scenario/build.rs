@@ -405,15 +405,7 @@ fn process_answerer(path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
     }
     Ok(AnswererSpec {
         name: row.name,
-        policy: Policy {
-            accepts: Accepts::None,
-            offer_latency: Latency::Fixed(0.0),
-            latency: Latency::Never,
-            answer: AnswerPolicy::Recommended,
-            hold_after_s: None,
-            crash_at_s: None,
-            crash_after_accepts: None,
-        },
+        policy: Policy::accepts_nothing(),
         process: Some(command),
     })
 }
