@@ -2,6 +2,7 @@
 //! where nothing can change any more.
 //!
 //! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 //! - `world`: the simulated actors, executing the sans-IO handlers' effects.
 //! - `slots`: what holds the broker and each answerer: asksim's own state
@@ -19,6 +20,7 @@
 pub mod driver;
 pub mod output;
 pub mod queue;
+pub mod ready;
 pub mod real_clock;
 pub mod reproduce;
 pub mod slots;

@@ -22,6 +22,7 @@ use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::engine::queue::{Candidate, Chooser};
+use crate::sim::engine::ready::Ready;
 use crate::sim::judge::judged;
 use crate::sim::judge::summary::{Summary, Verdict, summarise};
 
@@ -58,7 +59,10 @@ struct Dfs<'a> {
 }
 
 impl Chooser for Dfs<'_> {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
+        // The whole ready list each step: explore is for small scopes.
+        let candidates: Vec<Candidate> = ready.iter().copied().collect();
+        let candidates = candidates.as_slice();
         let index = if self.depth < self.stack.len() {
             let chosen = self.stack[self.depth].chosen;
             candidates
@@ -198,10 +202,10 @@ impl Replay {
 }
 
 impl Chooser for Replay {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
         let index = self.choices.get(self.at).copied().unwrap_or(0);
         self.at += 1;
-        index.min(candidates.len() - 1)
+        index.min(ready.len() - 1)
     }
 }
 
