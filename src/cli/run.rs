@@ -43,6 +43,10 @@ pub(super) struct RunArgs {
     /// `--json`, as the array of strings `timeline`).
     #[arg(long)]
     timeline: bool,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of the run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
     /// Replay one delivery order, as `asksim explore` prints it (`0*12.1.0*3`:
     /// the candidate taken at each choice point); it replaces the strategy.
     #[arg(long, value_name = "SCHEDULE", value_parser = crate::sim::hunt::explore::parse_schedule)]
@@ -76,6 +80,8 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
     options.strategy = args.explore.unwrap_or(options.strategy);
+    options.broker = args.broker_cmd.clone();
+    super::actor::virtual_only(options.clock, options.broker.is_some(), scenario)?;
     if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
         eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
         return Err(ExitCode::from(EXIT_BAD_INPUT));
@@ -107,6 +113,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
     };
     options.taps = taps.observers;
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
+    let broker = options.broker.clone();
     let kept = || RunOptions {
         seed,
         clock,
@@ -114,6 +121,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         keep_events: true,
         log: None,
         taps: Vec::new(),
+        broker: broker.clone(),
     };
     let file = args.file.display().to_string();
     let output = match execute(&scenario, options, args.schedule.as_ref()) {

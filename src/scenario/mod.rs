@@ -126,6 +126,8 @@ pub const STEPS_MAX: u64 = 1_000_000;
 pub const REPEAT_TIMES_MAX: u64 = 1_000_000;
 /// Most scheduled events in one file.
 pub const EVENTS_MAX: u64 = 1_000_000;
+/// Most words in a `process` answerer's command.
+pub const PROCESS_WORDS_MAX: u64 = 256;
 /// Deepest nesting of `spawn` and `repeat` inside one another.
 pub const NESTING_MAX: usize = 32;
 /// Largest scenario file, in bytes (64 MiB).
@@ -282,8 +284,19 @@ impl Default for Limits {
 pub struct AnswererSpec {
     /// Its unique name.
     pub name: String,
-    /// How it behaves: the same data the built-in answerer acts on.
+    /// How it behaves: the same data the built-in answerer acts on. For a
+    /// `process` answerer it is not used (and says so: it accepts nothing).
     pub policy: Policy,
+    /// An answerer outside asksim: the command of a process speaking
+    /// PROTOCOL.md (program and arguments), started in every life of a run.
+    pub process: Option<Vec<String>>,
+}
+
+impl Scenario {
+    /// Whether an answerer of the run is an outside process.
+    pub fn has_process_answerers(&self) -> bool {
+        self.answerers.iter().any(|a| a.process.is_some())
+    }
 }
 
 pub use crate::policy::{Accepts, AnswerPolicy, Latency, Policy};

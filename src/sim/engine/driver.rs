@@ -20,6 +20,7 @@ use crate::sim::engine::output::Output;
 use crate::sim::engine::queue::Chooser;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
+use crate::wire::{Endpoint, ProcessFailure};
 
 pub use crate::sim::engine::world::PANIC_AFTER_ENV;
 
@@ -40,6 +41,9 @@ pub struct RunOptions {
     /// (`--chrome-trace` and `--timeline` stream through them; see
     /// [`crate::sim::engine::tap::Tap`] to take one back after the run).
     pub taps: Vec<Box<dyn Observer>>,
+    /// The broker is this outside process instead of asksim's (PROTOCOL.md;
+    /// virtual clock only).
+    pub broker: Option<Endpoint>,
 }
 
 impl RunOptions {
@@ -52,6 +56,7 @@ impl RunOptions {
             keep_events: true,
             log: None,
             taps: Vec::new(),
+            broker: None,
         }
     }
 }
@@ -91,7 +96,7 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
+        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, options.broker.as_ref()),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -122,8 +127,25 @@ pub fn run_watched<W: Watch>(
     }
     let (mut output, written) = match options.clock {
         Clock::Virtual => simulate::<W>(scenario, &options, recorder, chooser),
+        Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
+            let mut output = crate::sim::engine::real_clock::empty_output(options.seed, recorder);
+            output.process_failed = Some(Box::new(ProcessFailure {
+                who: "broker or answerer".into(),
+                command: options
+                    .broker
+                    .as_ref()
+                    .map(Endpoint::shell_text)
+                    .unwrap_or_default(),
+                reason: "implementations outside asksim run on the virtual clock only (PROTOCOL.md)".into(),
+                sent: None,
+                line: None,
+                stderr: String::new(),
+            }));
+            (output, Ok(()))
+        }
         Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
     };
+    output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
 }
@@ -173,7 +195,8 @@ fn simulate<W: Watch>(
         inner: chooser,
         choices: 0,
     };
-    let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
+    let mut world =
+        World::new(scenario, options.seed, jitter_max_s, recorder).with_broker(options.broker.clone());
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         world.start();
@@ -185,6 +208,7 @@ fn simulate<W: Watch>(
     };
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
+    let process_failed = world.take_failure();
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
@@ -208,6 +232,8 @@ fn simulate<W: Watch>(
         open,
         limit,
         crashed,
+        process_failed,
+        broker: options.broker.clone(),
         virtual_s,
         wall_s: 0.0,
         choices: counting.choices,
@@ -218,7 +244,7 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
@@ -226,6 +252,7 @@ fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
         keep_events: false,
         log: None,
         taps: Vec::new(),
+        broker: broker.cloned(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

@@ -5,6 +5,8 @@
 //! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 //! - `world`: the simulated actors, executing the sans-IO handlers' effects.
+//! - `slots`: what holds the broker and each answerer: asksim's own state
+//!   machines, or outside processes (`crate::wire`).
 //! - `driver`: one run on either clock, a panic caught as the run's crash, and
 //!   the [`driver::Watch`] through which a judge sees it as it happens.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
@@ -22,6 +24,7 @@ pub mod queue;
 pub mod ready;
 pub mod real_clock;
 pub mod reproduce;
+pub mod slots;
 pub mod strategy;
 pub mod tap;
 pub mod world;

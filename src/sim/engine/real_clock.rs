@@ -38,7 +38,7 @@ pub fn run<V>(scenario: &Scenario, seed: u64, recorder: Recorder) -> (Output<V>,
     output
 }
 
-fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
+pub(crate) fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
     Output {
         seed,
         clock: Clock::Real,
@@ -48,6 +48,8 @@ fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         open: BTreeMap::new(),
         limit: None,
         crashed: None,
+        process_failed: None,
+        broker: None,
         virtual_s: 0.0,
         wall_s: 0.0,
         choices: 0,
@@ -193,6 +195,8 @@ impl<'s> Driver<'s> {
                 .lock()
                 .expect("crash slot poisoned")
                 .clone(),
+            process_failed: None,
+            broker: None,
             virtual_s,
             wall_s: 0.0,
             choices: 0,

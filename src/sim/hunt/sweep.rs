@@ -78,6 +78,8 @@ pub struct SweepOptions {
     pub invariants_only: bool,
     /// The share of `seeds` this process runs ([`Shard::WHOLE`]: all of them).
     pub shard: Shard,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 /// One seed's result, as a sweep keeps it.
@@ -100,6 +102,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         keep_events: false,
         log: None,
         taps: Vec::new(),
+        broker: options.broker.clone(),
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {
