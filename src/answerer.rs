@@ -78,6 +78,7 @@ impl AnswererState {
                 tracing::debug!(answerer = %self.name, ticket, what = what.as_str(), reason = reason.as_str(), "refused");
             }
             AnswererMsg::Crash => self.crash(out),
+            AnswererMsg::OutsideTimer { .. } => {}
         }
     }
 

@@ -59,6 +59,9 @@
 //!   trace); [`sim::hunt`] hunts over many runs (sweeps, shards and merge,
 //!   `explore --all`, shrink, replay). The items a user needs are re-exported
 //!   flat from [`sim`].
+//! - [`wire`]: implementations asksim did not write: an outside broker or
+//!   answerer speaking PROTOCOL.md over JSON Lines, behind the same interface
+//!   as asksim's own, and asksim's own behind the protocol.
 //! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
 
 #![warn(missing_docs)]
@@ -82,6 +85,7 @@ pub mod scenario;
 mod seed;
 pub mod sim;
 pub mod tool;
+pub mod wire;
 
 pub use actors::{
     AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, StartError,

@@ -299,4 +299,14 @@ impl Policy {
             crash_after_accepts: None,
         }
     }
+
+    /// Accepts nothing, so never answers: what a row whose answerer is an
+    /// outside process holds in place of a policy it does not use.
+    pub fn accepts_nothing() -> Policy {
+        Policy {
+            accepts: Accepts::None,
+            latency: Latency::Never,
+            ..Policy::recommended_after(0.0)
+        }
+    }
 }

@@ -30,6 +30,7 @@ fn explored(scenario: &Scenario, max: u64, reduce: bool) -> ExploreReport {
         seed: scenario.seed,
         max,
         reduce,
+        broker: None,
     };
     explore(scenario, "test.json", options, |_| {})
 }

@@ -82,6 +82,8 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         strategy: Strategy::Random,
         keep_events: true,
         log: None,
+        taps: Vec::new(),
+        broker: None,
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))

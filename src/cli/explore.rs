@@ -25,6 +25,10 @@ pub(super) struct ExploreArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of every run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
 }
 
 pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
@@ -38,9 +42,11 @@ pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
         args.max,
         "{spinner} {pos} schedules ({per_sec}) {elapsed_precise}",
     );
-    let report = explore::explore(&scenario, &file, ExploreOptions::new(seed, args.max), |n| {
-        bar.set_position(n)
-    });
+    let options = ExploreOptions {
+        broker: args.broker_cmd.clone(),
+        ..ExploreOptions::new(seed, args.max)
+    };
+    let report = explore::explore(&scenario, &file, options, |n| bar.set_position(n));
     bar.finish_and_clear();
     if args.json {
         println!(

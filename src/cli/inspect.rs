@@ -79,7 +79,7 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
             }
         }
     };
-    let report = crate::sim::hunt::replay::replay(header, events, &projection, compacted_at);
+    let report = crate::sim::hunt::replay::replay_from(header, events, &projection, compacted_at);
     if json {
         println!(
             "{}",

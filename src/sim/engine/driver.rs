@@ -20,6 +20,7 @@ use crate::sim::engine::output::Output;
 use crate::sim::engine::queue::Chooser;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
+use crate::wire::{Endpoint, ProcessFailure};
 
 pub use crate::sim::engine::world::PANIC_AFTER_ENV;
 
@@ -35,8 +36,16 @@ pub struct RunOptions {
     /// a virtual-clock run does not need them, a real-clock run keeps them anyway).
     pub keep_events: bool,
     /// Also write the log to this durable file, as it happens (SPEC §4.1); it
-    /// holds [`log_header`] already.
+    /// holds the run's header ([`crate::sim::engine::log_file::log_header`])
+    /// already.
     pub log: Option<LogFile>,
+    /// Observers that see every event as it is recorded, on either clock
+    /// (`--chrome-trace` and `--timeline` stream through them; see
+    /// [`crate::sim::engine::tap::Tap`] to take one back after the run).
+    pub taps: Vec<Box<dyn Observer>>,
+    /// The broker is this outside process instead of asksim's (PROTOCOL.md;
+    /// virtual clock only).
+    pub broker: Option<Endpoint>,
 }
 
 impl RunOptions {
@@ -48,7 +57,30 @@ impl RunOptions {
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: true,
             log: None,
+            taps: Vec::new(),
+            broker: None,
         }
+    }
+}
+
+/// The recorder's one observer: the watcher (virtual clock) and the taps.
+struct Observers<W> {
+    watch: Option<W>,
+    taps: Vec<Box<dyn Observer>>,
+}
+
+impl<W: Watch> Observer for Observers<W> {
+    fn event(&mut self, event: &crate::event::Event) {
+        if let Some(watch) = &mut self.watch {
+            watch.event(event);
+        }
+        for tap in &mut self.taps {
+            tap.event(event);
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -66,7 +98,7 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
+        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, options.broker.as_ref()),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -91,15 +123,15 @@ pub fn run_watched<W: Watch>(
     if let Some(log) = &log {
         recorder.sink_to(log.appender());
     }
+    observe(&mut recorder, &mut options, watch);
     let (mut output, written) = match options.clock {
-        Clock::Virtual => {
-            if let Some(watch) = watch {
-                recorder.observe(Box::new(watch));
-            }
-            simulate::<W>(scenario, &options, recorder, chooser, None)
+        Clock::Virtual => simulate::<W>(scenario, &options, recorder, chooser, None),
+        Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
+            (outside_on_the_real_clock(&options, recorder), Ok(()))
         }
         Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder, log),
     };
+    output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
 }
@@ -108,33 +140,68 @@ pub fn run_watched<W: Watch>(
 /// --log PATH --resume`), on `options.clock`: the crash is a process loss at the
 /// log's last instant, the restart of SPEC §3.9 follows at once (recorded as
 /// recovered), scheduled events after that instant fire at their times, and the
-/// log goes on in the same file. `watch` sees the log's earlier events first.
-/// Final results of scripts that ended before the crash are not in the log, so
-/// they are not in the output.
+/// log goes on in the same file. `watch` and the taps see the log's earlier
+/// events first. Final results of scripts that ended before the crash are not in
+/// the log, so they are not in the output.
 pub fn resume_watched<W: Watch>(
     scenario: &Scenario,
-    options: RunOptions,
+    mut options: RunOptions,
     recovery: Recovery,
     chooser: &mut dyn Chooser,
     watch: Option<W>,
 ) -> std::io::Result<Output<W::Verdict>> {
     let wall = std::time::Instant::now();
+    let Recovery {
+        mut recorder,
+        log,
+        last_t,
+        torn,
+        ..
+    } = recovery;
+    observe(&mut recorder, &mut options, watch);
     let (mut output, written) = match options.clock {
         Clock::Virtual => {
-            let mut recorder = recovery.recorder;
-            if let Some(watch) = watch {
-                recorder.observe(Box::new(watch));
-            }
-            let from = Some((
-                crate::protocol::nanos(recovery.last_t),
-                recovery.torn.map(|t| t.line as u64),
-            ));
+            let from = Some((crate::protocol::nanos(last_t), torn.map(|t| t.line as u64)));
             simulate::<W>(scenario, &options, recorder, chooser, from)
         }
-        Clock::Real => crate::sim::engine::real_clock::resume(scenario, options.seed, recovery),
+        Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
+            (outside_on_the_real_clock(&options, recorder), Ok(()))
+        }
+        Clock::Real => {
+            let torn_line = torn.map(|t| t.line as u64);
+            crate::sim::engine::real_clock::resume(scenario, options.seed, recorder, log, (last_t, torn_line))
+        }
     };
+    output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
+}
+
+/// Hands the recorder's events to the watcher (virtual clock) and the taps.
+fn observe<W: Watch>(recorder: &mut Recorder, options: &mut RunOptions, watch: Option<W>) {
+    let watch = watch.filter(|_| options.clock == Clock::Virtual);
+    if watch.is_some() || !options.taps.is_empty() {
+        let taps = std::mem::take(&mut options.taps);
+        recorder.observe(Box::new(Observers { watch, taps }));
+    }
+}
+
+/// The output of a real-clock run asked of an outside implementation: none runs.
+fn outside_on_the_real_clock<V>(options: &RunOptions, recorder: Recorder) -> Output<V> {
+    let mut output = crate::sim::engine::real_clock::empty_output(options.seed, recorder);
+    output.process_failed = Some(Box::new(ProcessFailure {
+        who: "broker or answerer".into(),
+        command: options
+            .broker
+            .as_ref()
+            .map(Endpoint::shell_text)
+            .unwrap_or_default(),
+        reason: "implementations outside asksim run on the virtual clock only (PROTOCOL.md)".into(),
+        sent: None,
+        line: None,
+        stderr: String::new(),
+    }));
+    output
 }
 
 thread_local! {
@@ -185,7 +252,8 @@ fn simulate<W: Watch>(
         inner: chooser,
         choices: 0,
     };
-    let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
+    let mut world =
+        World::new(scenario, options.seed, jitter_max_s, recorder).with_broker(options.broker.clone());
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         match resumed {
@@ -200,11 +268,13 @@ fn simulate<W: Watch>(
     };
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
+    let process_failed = world.take_failure();
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
         .take_observer()
-        .and_then(|observer| observer.into_any().downcast::<W>().ok());
+        .and_then(|observer| observer.into_any().downcast::<Observers<W>>().ok())
+        .and_then(|observers| observers.watch);
     let (recording, written) = recorder.finish();
     let (checked, crashed) = match watch {
         Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
@@ -222,6 +292,8 @@ fn simulate<W: Watch>(
         open,
         limit,
         crashed,
+        process_failed,
+        broker: options.broker.clone(),
         virtual_s,
         wall_s: 0.0,
         choices: counting.choices,
@@ -232,13 +304,15 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
         strategy: Strategy::Fifo,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
+        broker: broker.cloned(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

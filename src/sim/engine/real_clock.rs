@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
-use crate::durable::{LogFile, Recovery, SyncPolicy};
+use crate::durable::{LogFile, SyncPolicy};
 use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
@@ -66,13 +66,20 @@ pub fn run<V>(
     block_on(seed, Driver::new(scenario, seed, continuity, scratch, None))
 }
 
-/// Continues on the real clock the run of `scenario` under `seed` that
-/// `recovery` read back from its log after a real crash.
-pub fn resume<V>(scenario: &Scenario, seed: u64, recovery: Recovery) -> (Output<V>, std::io::Result<()>) {
-    let resumed = (recovery.last_t, recovery.torn.map(|t| t.line as u64));
-    let mut continuity = Continuity::new(recovery.recorder);
-    continuity.log = Some(recovery.log);
-    continuity.start = crate::actors::resumed_clock(recovery.last_t);
+/// Continues on the real clock the run of `scenario` under `seed` whose log
+/// recovery read back after a real crash: `recorder` holds it and writes on to
+/// `log`; `resumed` is where it ended (the last recorded instant) and the torn
+/// line recovery dropped.
+pub fn resume<V>(
+    scenario: &Scenario,
+    seed: u64,
+    recorder: Recorder,
+    log: LogFile,
+    resumed: (f64, Option<u64>),
+) -> (Output<V>, std::io::Result<()>) {
+    let mut continuity = Continuity::new(recorder);
+    continuity.log = Some(log);
+    continuity.start = crate::actors::resumed_clock(resumed.0);
     block_on(seed, Driver::new(scenario, seed, continuity, None, Some(resumed)))
 }
 
@@ -107,7 +114,7 @@ fn scratch_log(scenario: &Scenario, seed: u64) -> std::io::Result<(LogFile, Path
     Ok((LogFile::create(&path, &header, SyncPolicy::None)?, path))
 }
 
-fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
+pub(crate) fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
     Output {
         seed,
         clock: Clock::Real,
@@ -117,6 +124,8 @@ fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         open: BTreeMap::new(),
         limit: None,
         crashed: None,
+        process_failed: None,
+        broker: None,
         virtual_s: 0.0,
         wall_s: 0.0,
         choices: 0,
@@ -294,6 +303,8 @@ impl<'s> Driver<'s> {
                 .lock()
                 .expect("crash slot poisoned")
                 .clone(),
+            process_failed: None,
+            broker: None,
             virtual_s,
             wall_s: 0.0,
             choices: 0,

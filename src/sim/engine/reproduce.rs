@@ -2,16 +2,29 @@
 //! quoted for a POSIX shell so a printed command pastes back exactly.
 
 use crate::sim::engine::output::Output;
+use crate::wire::Endpoint;
 
 /// The command that reproduces a run of `file`: every flag that changes it.
 pub fn reproduce_command<V>(file: &str, output: &Output<V>) -> String {
     let clock = output.clock.as_str();
     format!(
-        "asksim run {} --seed {} --clock {clock} --explore {}",
+        "asksim run {} --seed {} --clock {clock} --explore {}{}",
         shell_word(file),
         output.seed,
-        output.strategy
+        output.strategy,
+        broker_flag(output.broker.as_ref())
     )
+}
+
+/// ` --broker-cmd CMD` for a run whose broker was an outside process, else
+/// nothing.
+pub fn broker_flag(broker: Option<&Endpoint>) -> String {
+    match broker {
+        Some(endpoint @ Endpoint::Process(_)) => {
+            format!(" --broker-cmd {}", shell_word(&endpoint.shell_text()))
+        }
+        _ => String::new(),
+    }
 }
 
 /// `word` as one word of a POSIX shell command line: as it is when it needs no

@@ -22,8 +22,9 @@ use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::engine::queue::{Candidate, Chooser};
+use crate::sim::engine::ready::Ready;
 use crate::sim::judge::judged;
-use crate::sim::judge::summary::{Verdict, summarise};
+use crate::sim::judge::summary::{Summary, Verdict, summarise};
 
 /// Schedules explored at most, unless `--max` says otherwise.
 pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
@@ -58,7 +59,10 @@ struct Dfs<'a> {
 }
 
 impl Chooser for Dfs<'_> {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
+        // The whole ready list each step: explore is for small scopes.
+        let candidates: Vec<Candidate> = ready.iter().copied().collect();
+        let candidates = candidates.as_slice();
         let index = if self.depth < self.stack.len() {
             let chosen = self.stack[self.depth].chosen;
             candidates
@@ -198,10 +202,10 @@ impl Replay {
 }
 
 impl Chooser for Replay {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
         let index = self.choices.get(self.at).copied().unwrap_or(0);
         self.at += 1;
-        index.min(candidates.len() - 1)
+        index.min(ready.len() - 1)
     }
 }
 
@@ -250,7 +254,7 @@ pub struct ExploreReport {
 }
 
 /// How to explore.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ExploreOptions {
     /// The seed latencies and jitter draw from.
     pub seed: u64,
@@ -259,6 +263,8 @@ pub struct ExploreOptions {
     /// Prune with sleep sets (on for every user; off only to check, in tests,
     /// that pruning loses no outcome).
     pub reduce: bool,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 impl ExploreOptions {
@@ -268,6 +274,7 @@ impl ExploreOptions {
             seed,
             max,
             reduce: true,
+            broker: None,
         }
     }
 }
@@ -280,7 +287,7 @@ pub fn explore(
     options: ExploreOptions,
     progress: impl Fn(u64),
 ) -> ExploreReport {
-    let ExploreOptions { seed, max, reduce } = options;
+    let (seed, max) = (options.seed, options.max);
     let wall = std::time::Instant::now();
     let mut stack: Vec<Node> = Vec::new();
     let (mut schedules, mut pruned, mut complete) = (0u64, 0u64, false);
@@ -292,16 +299,18 @@ pub fn explore(
             depth: 0,
             halted: false,
             picked: None,
-            reduce,
+            reduce: options.reduce,
         };
-        let options = RunOptions {
+        let run = RunOptions {
             seed,
             clock: Clock::Virtual,
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: false,
             log: None,
+            taps: Vec::new(),
+            broker: options.broker.clone(),
         };
-        let output = judged::run_with(scenario, options, &mut dfs).expect("a run writes no log");
+        let output = judged::run_with(scenario, run, &mut dfs).expect("a run writes no log");
         if dfs.halted {
             pruned += 1;
         } else {
@@ -310,15 +319,7 @@ pub fn explore(
             let summary = summarise(scenario, file, &output);
             *outcomes.entry(outcome_of(&output, summary.passed())).or_insert(0) += 1;
             if !summary.passed() && first_failure.is_none() {
-                let schedule = schedule_string(&choices);
-                first_failure = Some(FailedSchedule {
-                    reproduce: format!(
-                        "asksim run {} --seed {seed} --schedule {schedule}",
-                        crate::sim::engine::reproduce::shell_word(file)
-                    ),
-                    schedule,
-                    verdict: Verdict::of(&summary),
-                });
+                first_failure = Some(failed_schedule(file, &options, &choices, &summary));
             }
             progress(schedules);
         }
@@ -339,6 +340,26 @@ pub fn explore(
             .collect(),
         first_failure,
         wall_s: wall.elapsed().as_secs_f64(),
+    }
+}
+
+/// The first failing schedule, with the command that replays it.
+fn failed_schedule(
+    file: &str,
+    options: &ExploreOptions,
+    choices: &[usize],
+    summary: &Summary,
+) -> FailedSchedule {
+    let schedule = schedule_string(choices);
+    FailedSchedule {
+        reproduce: format!(
+            "asksim run {} --seed {} --schedule {schedule}{}",
+            crate::sim::engine::reproduce::shell_word(file),
+            options.seed,
+            crate::sim::engine::reproduce::broker_flag(options.broker.as_ref())
+        ),
+        schedule,
+        verdict: Verdict::of(summary),
     }
 }
 

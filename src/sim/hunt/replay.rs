@@ -97,9 +97,14 @@ pub fn read(path: &std::path::Path) -> Result<ReplayLog, crate::log::LogError> {
 /// Folds `events` (from a log with `header`) and re-checks the invariants. The
 /// broker's final state is not in a log, so the projection-equality invariant is
 /// checked by `run`, not here. Times are held to the clock's tolerance the header
-/// names (the virtual clock's exactness when it names none). A compacted log's
-/// `compacted_at` (its snapshot's `seq`) lists the states without re-checking.
-pub fn replay(
+/// names (the virtual clock's exactness when it names none).
+pub fn replay(header: &LogHeader, events: &[Event], projection: &Projection) -> ReplayReport {
+    replay_from(header, events, projection, None)
+}
+
+/// [`replay`] of a compacted log, whose snapshot stands for the events up to
+/// `compacted_at` and whose `events` are its tail.
+pub fn replay_from(
     header: &LogHeader,
     events: &[Event],
     projection: &Projection,

@@ -78,6 +78,8 @@ pub struct SweepOptions {
     pub invariants_only: bool,
     /// The share of `seeds` this process runs ([`Shard::WHOLE`]: all of them).
     pub shard: Shard,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 /// One seed's result, as a sweep keeps it.
@@ -99,6 +101,8 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         strategy: options.strategy,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
+        broker: options.broker.clone(),
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {

@@ -47,7 +47,7 @@ pub const MAX_S_MAX: f64 = 2_592_000.0;
 const KEPT_SHOWN_MAX: usize = 8;
 
 /// How to shrink.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ShrinkOptions {
     /// The seed of the failing run (default: the file's `seed`).
     pub seed: Option<u64>,
@@ -55,6 +55,8 @@ pub struct ShrinkOptions {
     pub explore: Option<Strategy>,
     /// The time bound, in seconds: 0 to [`MAX_S_MAX`].
     pub max_s: f64,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 impl Default for ShrinkOptions {
@@ -63,6 +65,7 @@ impl Default for ShrinkOptions {
             seed: None,
             explore: None,
             max_s: MAX_S_DEFAULT,
+            broker: None,
         }
     }
 }
@@ -87,6 +90,8 @@ pub struct ShrinkReport {
     pub seed: u64,
     /// The strategy every run used.
     pub strategy: Strategy,
+    /// The outside broker every run spoke to, if the broker was not asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
     /// The failure kept: the primary item of the input's signature.
     pub failure: Failure,
     /// The `count` rows written out (`agents[0] (count 20): worker0 … worker19`).
@@ -160,6 +165,7 @@ pub fn shrink(
         label: file,
         seed: options.seed.unwrap_or(scenario.seed),
         strategy: options.explore.or(scenario.explore).unwrap_or_default(),
+        broker: options.broker.as_ref(),
     };
     let original = runner.run(&scenario).unwrap_or_default();
     let Some(primary) = original.primary().cloned() else {
@@ -182,6 +188,7 @@ pub fn shrink(
         label: file,
         seed,
         strategy,
+        broker: options.broker.as_ref(),
     };
     if !runner.signature(&text).is_some_and(|s| s.contains(&primary)) {
         return Err(not_reproduced(file, "the shrunk scenario", primary));
@@ -191,6 +198,7 @@ pub fn shrink(
         file: file.to_owned(),
         seed,
         strategy,
+        broker: options.broker.clone(),
         failure: primary,
         expanded,
         before: Tally::of(&start),
@@ -283,10 +291,16 @@ pub fn default_out(file: &Path) -> PathBuf {
 }
 
 /// The command that reproduces the shrunk failure from `out`.
-pub fn reproduce_command(out: &str, seed: u64, strategy: Strategy) -> String {
+pub fn reproduce_command(
+    out: &str,
+    seed: u64,
+    strategy: Strategy,
+    broker: Option<&crate::wire::Endpoint>,
+) -> String {
     format!(
-        "asksim run {} --seed {seed} --clock virtual --explore {strategy}",
-        crate::sim::engine::reproduce::shell_word(out)
+        "asksim run {} --seed {seed} --clock virtual --explore {strategy}{}",
+        crate::sim::engine::reproduce::shell_word(out),
+        crate::sim::engine::reproduce::broker_flag(broker)
     )
 }
 
@@ -320,7 +334,7 @@ pub fn render(report: &ShrinkReport, out: &str) -> String {
     row("wrote", out);
     text.push_str(&format!(
         "  reproduce with: {}\n",
-        reproduce_command(out, seed, strategy)
+        reproduce_command(out, seed, strategy, report.broker.as_ref())
     ));
     text
 }

@@ -53,6 +53,7 @@ pub(super) struct Runner<'a> {
     pub label: &'a str,
     pub seed: u64,
     pub strategy: Strategy,
+    pub broker: Option<&'a crate::wire::Endpoint>,
 }
 
 impl Runner<'_> {
@@ -71,6 +72,8 @@ impl Runner<'_> {
             strategy: self.strategy,
             keep_events: false,
             log: None,
+            taps: Vec::new(),
+            broker: self.broker.cloned(),
         };
         let output = judged::run_options(scenario, options).ok()?;
         Some(signature(&summarise(scenario, self.label, &output)))

@@ -9,8 +9,9 @@
 //! 2. else its failed expectations (each the whole line the report prints,
 //!    `results[root/1]: expected …, got …`), if any;
 //! 3. else its crash (the panic message), if it crashed;
-//! 4. else the limit that stopped it (`virtual_s_max`, `events_max`), if one did;
-//! 5. else nothing: the run passed.
+//! 4. else its outside process's failure (who, and why), if one failed it;
+//! 5. else the limit that stopped it (`virtual_s_max`, `events_max`), if one did;
+//! 6. else nothing: the run passed.
 //!
 //! The original's **primary item** is the first item of its signature. A candidate
 //! **fails the same way** when its own signature holds that item. So a candidate
@@ -34,6 +35,8 @@ pub enum Failure {
     Expectation(String),
     /// The panic that ended the run.
     Crash(String),
+    /// The outside process that failed the run: who, and why.
+    Process(String),
     /// The limit that stopped the run.
     Limit(String),
 }
@@ -46,6 +49,7 @@ impl Failure {
             Failure::Invariant(name) | Failure::Limit(name) => name,
             Failure::Expectation(line) => line.split_once(": ").map_or(line.as_str(), |(key, _)| key),
             Failure::Crash(_) => "crash",
+            Failure::Process(_) => "process",
         }
     }
 }
@@ -56,6 +60,7 @@ impl fmt::Display for Failure {
             Failure::Invariant(name) => write!(f, "invariant {name} violated"),
             Failure::Expectation(line) => write!(f, "expectation {line}"),
             Failure::Crash(message) => write!(f, "crash: {message}"),
+            Failure::Process(summary) => write!(f, "{summary}"),
             Failure::Limit(name) => write!(f, "limit {name} hit"),
         }
     }
@@ -95,6 +100,11 @@ pub fn signature(summary: &Summary) -> Signature {
         && let Some(message) = &summary.crashed
     {
         items.push(Failure::Crash(message.clone()));
+    }
+    if items.is_empty()
+        && let Some(failure) = &summary.process_failed
+    {
+        items.push(Failure::Process(failure.summary()));
     }
     if items.is_empty()
         && let Some(limit) = summary.limit
