@@ -12,9 +12,11 @@
 //!
 //! Shrinking never changes semantics: every candidate is a plain scenario file,
 //! parsed by [`crate::scenario::parse`] and run by the driver like any other, under
-//! the seed and strategy of the failing run, on the virtual clock. The file's `seed`,
-//! `explore`, `clock`, `tool`, `broker` and `name` are kept as written; `--seed` and
-//! `--explore`, when given, are in the printed reproduce command. The result is
+//! the seed and strategy of the failing run, on the virtual clock. The file's
+//! `clock`, `tool`, `broker` and `name` are kept as written; its `seed` and
+//! `explore` become the failing run's (when `--seed` or `--explore` named another),
+//! so `asksim run` of the result fails the same way with no flags, and the printed
+//! reproduce command names them too. The result is
 //! 1-minimal: removing any one remaining list element (agent, answerer, event,
 //! `expect` entry, script step, question, option beyond the second) or optional key
 //! (`about`, `jitter`, `limits` and its keys), with what depended on it, gives a
@@ -176,14 +178,10 @@ pub fn shrink(
     let (seed, strategy) = (runner.seed, runner.strategy);
     let mut search = Search::new(runner, primary.clone(), start.clone(), deadline, progress);
     let end = search.minimise();
-    let (result, runs) = (search.current, search.runs);
+    let (mut result, runs) = (search.current, search.runs);
+    carry_run(&mut result, &scenario, seed, strategy);
     let text = pretty(&result);
-    let runner = Runner {
-        label: file,
-        seed,
-        strategy,
-    };
-    if !runner.signature(&text).is_some_and(|s| s.contains(&primary)) {
+    if !reproduces(file, &text, &primary) {
         return Err(not_reproduced(file, "the shrunk scenario", primary));
     }
     let (removed_keys, changed) = key_changes(&start, &result);
@@ -202,6 +200,57 @@ pub fn shrink(
         scenario: result,
         text,
     })
+}
+
+/// Writes the failing run's seed and strategy into the result where they differ
+/// from what the input's own `seed` and `explore` say, so that `asksim run` of the
+/// shrunk file, with no flags, fails the same way.
+fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy: Strategy) {
+    let Some(map) = result.as_object_mut() else {
+        return;
+    };
+    let mut carried = Vec::new();
+    if seed != input.seed {
+        carried.push(("seed", Value::from(seed)));
+    }
+    if strategy != input.explore.unwrap_or_default() {
+        carried.push(("explore", Value::from(strategy.to_string())));
+    }
+    for (key, value) in carried {
+        if let Some(slot) = map.get_mut(key) {
+            *slot = value;
+            continue;
+        }
+        // A new key goes after `name` (and `about`), where a person looks for it.
+        let after = if map.contains_key("about") {
+            "about"
+        } else {
+            "name"
+        };
+        let old = std::mem::take(map);
+        for (k, v) in old {
+            let here = k == after;
+            map.insert(k, v);
+            if here {
+                map.insert(key.to_owned(), value.clone());
+            }
+        }
+        map.entry(key.to_owned()).or_insert(value);
+    }
+}
+
+/// Whether the scenario `text`, run under its own `seed` and `explore` as
+/// `asksim run` runs it, fails with `primary`.
+fn reproduces(file: &str, text: &str, primary: &Failure) -> bool {
+    let Ok(parsed) = scenario::parse(file, text) else {
+        return false;
+    };
+    let runner = Runner {
+        label: file,
+        seed: parsed.seed,
+        strategy: parsed.explore.unwrap_or_default(),
+    };
+    runner.run(&parsed).is_some_and(|s| s.contains(primary))
 }
 
 fn not_reproduced(file: &str, what: &'static str, failure: Failure) -> ShrinkError {

@@ -73,7 +73,8 @@ impl Runner<'_> {
             log: None,
         };
         let output = judged::run_options(scenario, options).ok()?;
-        Some(signature(&summarise(scenario, self.label, &output)))
+        let summary = summarise(scenario, self.label, &output);
+        Some(signature(&summary, output.projection()))
     }
 }
 
