@@ -160,8 +160,14 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
             "missing header: expected {\"format\":\"asksim-log\",…}",
         ));
     }
-    let header: LogHeader =
-        serde_json::from_str(first).map_err(|e| line_error(1, format!("bad header: {e}")))?;
+    let header: LogHeader = serde_json::from_str(first).map_err(|e| {
+        if is_scenario(text) {
+            let message = "this is a scenario file, not a log: `asksim run FILE` runs it \
+                           (`--log PATH` writes its log, which `asksim replay` reads)";
+            return line_error(1, message);
+        }
+        line_error(1, format!("bad header: {e}"))
+    })?;
     if header.format != LOG_FORMAT || header.version != LOG_VERSION {
         return Err(line_error(
             1,
@@ -188,6 +194,18 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
         events.push(event);
     }
     Ok((header, events))
+}
+
+/// Whether `text` is a scenario file: one JSON object with a scenario's keys
+/// and no log header's `format`.
+fn is_scenario(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return false;
+    };
+    !map.contains_key("format")
+        && ["agents", "answerers", "events"]
+            .iter()
+            .any(|k| map.contains_key(*k))
 }
 
 /// Gives a request event the exact text its line holds for `questions`.

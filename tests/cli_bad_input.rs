@@ -199,3 +199,107 @@ fn validate_reports_the_bad_file_among_good_ones() {
     assert_eq!(ok.status.code(), Some(0));
     assert!(ok.stdout.is_empty() && ok.stderr.is_empty());
 }
+
+/// Regression (issue #22): serde's Rust type names reached the user
+/// (`expected unit`, `expected u64`, `expected f64`, `expected usize`, `unit
+/// variant, expected newtype variant`). Each message says what the field takes.
+#[test]
+fn messages_say_what_a_field_takes_not_rust_type_names() {
+    let dir = TempDir::new("plain");
+    let answerer = |fields: &str| {
+        format!(
+            "{{\"name\": \"x\", \"answerers\": [ {{ \"name\": \"w\", {fields} }} ],\n \"agents\": [ {{ \"name\": \"root\", \"script\": [] }} ] }}"
+        )
+    };
+    let forms = r#""answer" is "recommended", "skip", {"option": i}, {"options": [i, j]}, {"custom": "text"} or {"batch": [items]}"#;
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": {"recommended": 1}"#),
+            vec![
+                r#""recommended" takes no value: write "answer": "recommended""#,
+                forms,
+            ],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": "option""#),
+            vec!["answer: this form takes a value", forms],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": 3"#),
+            vec!["answerers[0].answer: not one of its forms", forms],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": {"option": -1}"#),
+            vec!["expected an option index, a whole number from 0"],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": {"fixed": "x"}, "answer": "skip""#),
+            vec!["latency.fixed: invalid type: string \"x\", expected a number of seconds"],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": "skip", "count": 1.5"#),
+            vec!["count: invalid type: floating point `1.5`, expected a whole number, 0 or more"],
+        ),
+        (
+            answerer(r#""accepts": {"agents": "r*"}, "latency": 1, "answer": "skip""#),
+            vec![
+                "expected a list",
+                r#""accepts" is "all", "keyed", "legacy", "none" or {"agents": ["glob*"]}"#,
+            ],
+        ),
+        (
+            r#"{"name": "x", "agents": [ { "name": "root", "script": [ "work" ] } ] }"#.to_owned(),
+            vec!["agents[0].script[0]: this form takes a value", r#"{"work": s}"#],
+        ),
+    ];
+    for (k, (text, needles)) in cases.iter().enumerate() {
+        let file = dir.write(&format!("plain-{k}.json"), text.as_bytes());
+        assert_bad_input(&file, None, needles);
+        let stderr = String::from_utf8_lossy(&asksim(&["validate"], &file).stderr).into_owned();
+        for jargon in [
+            "expected unit",
+            "expected u64",
+            "expected f64",
+            "expected usize",
+            "newtype",
+            "sequence",
+        ] {
+            assert!(!stderr.contains(jargon), "{jargon:?} in {stderr}");
+        }
+    }
+}
+
+/// Regression (issue #22): `asksim run log.jsonl` and `asksim replay
+/// scenario.json` said `unknown field `format`` and `bad header: EOF while
+/// parsing`. Each names the mix-up and the command that reads the file.
+#[test]
+fn a_log_given_to_run_and_a_scenario_given_to_replay_are_named() {
+    let dir = TempDir::new("mixup");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let log = dir.0.join("quickstart.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args([
+            "run",
+            &scenario.display().to_string(),
+            "--log",
+            &log.display().to_string(),
+        ])
+        .output()
+        .expect("asksim runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert_bad_input(
+        &log,
+        None,
+        &[
+            "this is an asksim log (JSON Lines), not a scenario file",
+            "asksim replay FILE",
+        ],
+    );
+    let replayed = asksim(&["replay"], &scenario);
+    let stderr = String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(replayed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("quickstart.json:1: this is a scenario file, not a log: `asksim run FILE` runs it"),
+        "{stderr}"
+    );
+}

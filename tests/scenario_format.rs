@@ -466,11 +466,11 @@ fn a_wrong_type_is_refused_with_its_path() {
     );
     refused(
         json!({ "name": "x", "broker": [1.0] }),
-        "broker: invalid type: sequence, expected an object",
+        "broker: invalid type: a list, expected an object",
     );
     refused(
         json!([{ "name": "x" }]),
-        "invalid type: sequence, expected an object",
+        "invalid type: a list, expected an object",
     );
     refused(
         json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "some", "latency": "never", "answer": "skip" }] }),
@@ -1097,7 +1097,7 @@ fn a_bad_latency_is_refused_with_its_path_and_position() {
             json!(true),
             "answerers[0].latency: invalid type: boolean `true`, expected seconds",
         ),
-        (json!([1, 2]), "answerers[0].latency: invalid type: sequence"),
+        (json!([1, 2]), "answerers[0].latency: invalid type: a list"),
         (json!({ "uniform": [1] }), "answerers[0].latency.uniform"),
         (
             json!({ "fixed": "1" }),

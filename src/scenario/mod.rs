@@ -97,6 +97,7 @@
 
 mod build;
 mod explore;
+mod plain;
 mod position;
 mod raw;
 mod suggest;
@@ -464,9 +465,22 @@ pub fn load_text(path: &Path) -> Result<(Scenario, String), ScenarioError> {
 
 /// Parses and checks the text of a scenario file; `file_label` names it in errors.
 pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
-        .map_err(|err| position::serde_error(file_label, text, &err))?;
+    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text).map_err(|err| {
+        if is_log(text) {
+            let message = "this is an asksim log (JSON Lines), not a scenario file: \
+                           `asksim replay FILE` reads a log; `asksim run` takes a scenario";
+            return ScenarioError::new(file_label, message);
+        }
+        position::serde_error(file_label, text, &err)
+    })?;
     build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+}
+
+/// Whether `text` starts like an event log: its first line a log header.
+fn is_log(text: &str) -> bool {
+    let first = text.lines().next().unwrap_or_default();
+    serde_json::from_str::<Value>(first)
+        .is_ok_and(|header| header.get("format").and_then(Value::as_str) == Some(crate::log::LOG_FORMAT))
 }
 
 /// The JSON Schema (draft-07) of the scenario format, derived from the same serde
