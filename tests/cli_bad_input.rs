@@ -303,3 +303,47 @@ fn a_log_given_to_run_and_a_scenario_given_to_replay_are_named() {
         "{stderr}"
     );
 }
+
+/// Regression (issue #22): `cancel_call` of `root/7` when root makes one call
+/// validated and passed silently. Where the scenario shows the call can never
+/// exist it is a bad reference; where it could, the run goes on and its timeline
+/// says the cancel matched nothing.
+#[test]
+fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
+    let dir = TempDir::new("cancel-call");
+    let scenario = |call: &str, loss: bool| {
+        let loss = if loss {
+            r#", { "at": 3.0, "process_loss": { "restart_after": 1 } }"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{ "name": "x", "tool": {{ "mode": "timed", "timeout": 30 }},
+  "answerers": [ {{ "name": "web", "accepts": "all", "latency": 2.0, "answer": "recommended" }} ],
+  "agents": [ {{ "name": "root", "script": [ {{ "ask": {{ "questions": [ {{ "id": "go", "question": "Go?", "header": "Go",
+      "options": [ {{ "label": "Yes" }}, {{ "label": "No" }} ] }} ] }} }} ],
+    "on_resume": [ {{ "ask_unresolved": {{}} }} ] }} ],
+  "events": [ {{ "at": 1.0, "cancel_call": "{call}" }}{loss} ] }}"#
+        )
+    };
+    let never = dir.write("never.json", scenario("root/7", false).as_bytes());
+    assert_bad_input(
+        &never,
+        None,
+        &[r#"events[0].cancel_call: "root/7" can never exist: root makes at most 1 tool calls in this run"#],
+    );
+    let twice = dir.write("twice.json", scenario("root/2", false).as_bytes());
+    assert_bad_input(&twice, None, &["no process_loss reruns its on_resume"]);
+    // With a process loss, on_resume may make a second call: root/2 can exist.
+    let maybe = dir.write("maybe.json", scenario("root/2", true).as_bytes());
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(["run", &maybe.display().to_string(), "--timeline"])
+        .output()
+        .expect("asksim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("cancel_call root/2: matched nothing (no such call was asked yet)"),
+        "{stdout}"
+    );
+}

@@ -336,7 +336,7 @@ fn nested_repeats_bind_r_to_the_innermost_repetition() {
 fn events_are_stable_sorted_by_time() {
     let scenario = parsed(json!({
         "name": "order", "answerers": [answerer("a"), answerer("b")],
-        "agents": [{ "name": "root" }],
+        "agents": [{ "name": "root", "script": [{ "ask_raw": {} }, { "ask_raw": {} }] }],
         "events": [
             { "at": 5.0, "crash_answerer": "a" },
             { "at": 1.0, "cancel_call": "root/2" },
@@ -641,11 +641,16 @@ fn await_answer_must_name_a_call_of_this_agent() {
 fn events_must_name_what_exists() {
     let base = |events: Value| {
         json!({ "name": "x", "answerers": [answerer("web")],
-            "agents": [{ "name": "root", "script": [{ "spawn": { "name": "kid" } }] }], "events": events })
+            "agents": [{ "name": "root", "script": [{ "spawn": { "name": "kid",
+                "script": [{ "ask_raw": {} }, { "ask_raw": {} }, { "ask_unresolved": {} }] } }] }], "events": events })
     };
     parsed(base(
         json!([{ "at": 1, "cancel_turn": "kid" }, { "at": 1, "stop_agent": "kid" }, { "at": 1, "cancel_call": "kid/3" }]),
     ));
+    refused(
+        base(json!([{ "at": 1, "cancel_call": "kid/4" }])),
+        "events[0].cancel_call: \"kid/4\" can never exist: kid makes at most 3 tool calls in this run",
+    );
     refused(
         base(json!([{ "at": 1, "cancel_turn": "nobody" }])),
         "events[0].cancel_turn: no agent \"nobody\"",

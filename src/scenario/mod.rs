@@ -65,7 +65,10 @@
 //! - `await_answer` must be `"<this agent>/<n>"`, `n` a decimal integer ≥ 1 without
 //!   leading zeros; whether call `n` exists is a run-time matter (it returns at once
 //!   if the call never went pending). `cancel_call` and the keys of
-//!   `expect.results` follow the same rule, with any agent of the run.
+//!   `expect.results` follow the same rule, with any agent of the run; a
+//!   `cancel_call` of a call its agent can never make (past what its `script`
+//!   and, once per `process_loss`, its `on_resume` make) is an error too
+//!   (`calls`).
 //! - `ask_unresolved.timeout` is checked like a tool timeout (positive up to
 //!   86,400, or `-1`); `ask`/`ask_raw` arguments are never checked here: invalid
 //!   arguments are a legitimate thing to simulate.
@@ -96,6 +99,7 @@
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
+mod calls;
 mod explore;
 mod plain;
 mod position;
@@ -473,7 +477,11 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
         }
         position::serde_error(file_label, text, &err)
     })?;
-    build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+    let cancels = calls::cancel_calls(&raw.events);
+    let scenario = build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))?;
+    calls::check(&scenario, &cancels)
+        .map_err(|(path, message)| position::issue_error(file_label, text, build::Issue { path, message }))?;
+    Ok(scenario)
 }
 
 /// Whether `text` starts like an event log: its first line a log header.

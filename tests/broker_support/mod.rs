@@ -309,6 +309,7 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
         EventKind::ProcessLoss { .. } => "ProcessLoss",
         EventKind::Restart => "Restart",
         EventKind::Dropped { .. } => "Dropped",
+        EventKind::End { .. } => "End",
     }
 }
 

@@ -157,6 +157,7 @@ fn simulate<W: Watch>(
         Ok(limit) => (limit, None),
         Err(message) => (None, Some(message)),
     };
+    world.end(crate::sim::engine::output::end_reason(limit, crashed.is_some()));
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
     let finals = world.take_finals();

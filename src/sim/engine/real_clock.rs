@@ -172,13 +172,24 @@ impl<'s> Driver<'s> {
         open: BTreeMap<String, &'static str>,
     ) -> (Output<V>, std::io::Result<()>) {
         let header = crate::log::LogHeader::new(&self.scenario.name, self.seed);
-        let recorder = std::mem::replace(
+        let mut recorder = std::mem::replace(
             &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
             Recorder::new(&header, 0, false),
         );
         let virtual_s = recorder.last_t();
+        let limit = limit.or(recorder.overflowed().then_some(Limit::EventsMax));
+        let crashed = self
+            .continuity
+            .crashed
+            .lock()
+            .expect("crash slot poisoned")
+            .clone();
+        // At its last event: the quiet polls after it are the driver's, not the run's.
+        recorder.end(
+            virtual_s,
+            crate::sim::engine::output::end_reason(limit, crashed.is_some()),
+        );
         let (recording, written) = recorder.finish();
-        let limit = limit.or(recording.overflowed.then_some(Limit::EventsMax));
         let output = Output {
             seed: self.seed,
             clock: Clock::Real,
@@ -187,12 +198,7 @@ impl<'s> Driver<'s> {
             finals: self.continuity.finals.lock().expect("finals poisoned").clone(),
             open,
             limit,
-            crashed: self
-                .continuity
-                .crashed
-                .lock()
-                .expect("crash slot poisoned")
-                .clone(),
+            crashed,
             virtual_s,
             wall_s: 0.0,
             choices: 0,

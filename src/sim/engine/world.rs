@@ -224,6 +224,11 @@ impl<'s> World<'s> {
         std::mem::take(&mut self.finals)
     }
 
+    /// Records the run's end, for `reason` (`done`, a limit, `crashed`).
+    pub fn end(&mut self, reason: &str) {
+        self.recorder.end(seconds(self.now()), reason);
+    }
+
     /// Ends the run: its recorder.
     pub fn into_recorder(self) -> Recorder {
         self.recorder

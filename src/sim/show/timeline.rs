@@ -43,9 +43,13 @@ const RULE_CHARS: usize = 72;
 /// Marks the event a violation names, in the gutter of its call's timeline.
 const MARK: &str = "▶ ";
 
-/// One line per event of `events`, in order.
+/// One line per event of `events`, in order (the log's closing `end` event is
+/// no actor's doing, and is not shown).
 pub fn timeline(events: &[Event]) -> Vec<String> {
-    let shown: Vec<&Event> = events.iter().collect();
+    let shown: Vec<&Event> = events
+        .iter()
+        .filter(|e| !matches!(e.kind, EventKind::End { .. }))
+        .collect();
     render(&shown)
 }
 
@@ -115,12 +119,19 @@ fn render(events: &[&Event]) -> Vec<String> {
     let mut lines: Vec<String> = Vec::with_capacity(events.len());
     // The answer line of each call that waits for what became of its batch.
     let mut awaiting: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut calls = Calls::default();
     for ((event, name), time) in events.iter().zip(&names).zip(&times) {
         let stamp = format!("{time:>time_w$} s  ");
-        let line = match rule_text(&event.kind) {
+        let mut line = match rule_text(&event.kind) {
             Some(text) => rule(&stamp, &text),
             None => format!("{stamp}{name:<name_w$} {}", clean(&text(&event.kind))),
         };
+        if let EventKind::CancelCall { call_id } = &event.kind
+            && let Some(note) = calls.unmatched(call_id)
+        {
+            let _ = write!(line, ": matched nothing ({note})");
+        }
+        calls.see(&event.kind);
         if let Some(call_id) = event.kind.call_id() {
             if let (Some(i), Some(fate)) = (awaiting.remove(call_id), fate(&event.kind)) {
                 let _ = write!(lines[i], " -> {}", clean(&fate));
@@ -132,6 +143,46 @@ fn render(events: &[&Event]) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// The calls asked so far and the ones still open, to say when a `cancel_call`
+/// matched nothing (the broker logs it either way).
+#[derive(Default)]
+struct Calls<'e> {
+    asked: std::collections::BTreeSet<&'e str>,
+    /// Open calls, and whether each is legacy (gone at a process loss).
+    open: BTreeMap<&'e str, bool>,
+}
+
+impl<'e> Calls<'e> {
+    fn see(&mut self, kind: &'e EventKind) {
+        match kind {
+            EventKind::Request { call_id, schema, .. } => {
+                self.asked.insert(call_id);
+                self.open.insert(call_id, *schema == crate::tool::Schema::Legacy);
+            }
+            EventKind::Result { call_id, .. } if kind.result_kind() != Some(ResultKind::Pending) => {
+                self.asked.insert(call_id);
+                self.open.remove(call_id.as_str());
+            }
+            EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
+                self.open.remove(call_id.as_str());
+            }
+            EventKind::ProcessLoss { .. } => self.open.retain(|_, legacy| !*legacy),
+            _ => {}
+        }
+    }
+
+    /// Why a `cancel_call` of `call_id` now matches no open call, if it does not.
+    fn unmatched(&self, call_id: &str) -> Option<&'static str> {
+        if self.open.contains_key(call_id) {
+            None
+        } else if self.asked.contains(call_id) {
+            Some("the call had closed already")
+        } else {
+            Some("no such call was asked yet")
+        }
+    }
 }
 
 /// `stamp` and `text` in a rule of `─` as wide as the page.
@@ -175,7 +226,7 @@ fn actor(kind: &EventKind) -> &str {
         | Refused { answerer, .. }
         | Crash { answerer, .. } => answerer,
         CancelCall { call_id } => call_id.rsplit_once('/').map_or("", |(agent, _)| agent),
-        ProcessLoss { .. } | Restart | Dropped { .. } => "",
+        ProcessLoss { .. } | Restart | Dropped { .. } | End { .. } => "",
     }
 }
 
