@@ -11,7 +11,8 @@ use crate::scenario::{self, Strategy};
 pub(super) struct SweepArgs {
     /// The scenario file.
     file: PathBuf,
-    /// The seeds: `A..B` (B excluded) or `A..=B`.
+    /// The seeds: `A..B` (B excluded) or `A..=B`, at most 10,000,000 of them
+    /// (split a longer hunt into ranges, or shards).
     #[arg(long)]
     seeds: crate::sim::hunt::seeds::SeedRange,
     /// Worker threads (default: the number of cores).

@@ -59,6 +59,13 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
                 latency.p50, latency.p99, latency.max
             ),
         ),
+        (
+            "throughput",
+            format!(
+                "{:.0} calls/s, {:.0} pending/s (per wall second)",
+                summary.throughput.calls_per_s, summary.throughput.pending_per_s
+            ),
+        ),
         ("events", summary.events.to_string()),
         ("limit", summary.limit.unwrap_or("-").to_owned()),
         ("races", {
