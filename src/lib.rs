@@ -57,7 +57,10 @@
 //!   trace); [`sim::hunt`] hunts over many runs (sweeps, shards and merge,
 //!   `explore --all`, shrink, replay). The items a user needs are re-exported
 //!   flat from [`sim`].
-//! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
+//! - `cli` (feature `cli`, on by default): the `asksim` command line; `main.rs`
+//!   only calls `cli::main`. Without it (`default-features = false`) the crate
+//!   is the library alone: no clap, indicatif, mimalloc, tracing-subscriber or
+//!   shlex, and no C compiler needed.
 
 #![warn(missing_docs)]
 
@@ -65,6 +68,7 @@ mod actors;
 mod agent;
 mod answerer;
 mod broker;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod effect;
 pub mod event;
@@ -83,3 +87,15 @@ pub mod tool;
 pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError, panic_message};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
 pub use tool::{Timeout, ToolConfig};
+
+/// The actor framework the runtime is built on, as asksim uses it: an
+/// answerer actor of the waterfall implements [`ractor::Actor`] and is handed
+/// in as a [`ractor::ActorRef`]. Re-exported so a program adds only asksim.
+pub use ractor;
+/// The async runtime the actors run on: `#[asksim::tokio::main(crate =
+/// "asksim::tokio")]` starts one, and tokio's paused time drives the library in
+/// tests. Re-exported so a program adds only asksim.
+pub use tokio;
+/// JSON values, as answer batches and final results carry them. Re-exported so
+/// a program adds only asksim.
+pub use serde_json;
