@@ -24,6 +24,7 @@ fn options(strategy: Strategy) -> SweepOptions {
         strategy,
         invariants_only: true,
         shard: Shard::WHOLE,
+        answerers: Default::default(),
     }
 }
 
@@ -67,10 +68,10 @@ fn explore_all(c: &mut Criterion) {
     for name in ["race-request-vs-cancel-tie.json", "cancel-tree.json"] {
         let scenario = load(name);
         let options = ExploreOptions::new(scenario.seed, 100_000);
-        let schedules = explore(&scenario, name, options, |_| {}).schedules;
+        let schedules = explore(&scenario, name, options.clone(), |_| {}).schedules;
         group.throughput(Throughput::Elements(schedules));
         group.bench_function(name.trim_end_matches(".json"), |b| {
-            b.iter(|| black_box(explore(&scenario, name, options, |_| {})))
+            b.iter(|| black_box(explore(&scenario, name, options.clone(), |_| {})))
         });
     }
     group.finish();

@@ -13,10 +13,9 @@ use serde_json::Value;
 
 use crate::event::EventKind;
 use crate::protocol::{AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Name, Nanos, Turn};
-use crate::scenario::AgentSpec;
 
-/// A timer's id, unique within the actor that started it.
-pub type TimerId = u64;
+pub use crate::protocol::TimerId;
+use crate::scenario::AgentSpec;
 
 /// A child an agent's script starts (SPEC §5 `spawn`).
 #[derive(Clone, Debug)]
@@ -112,7 +111,8 @@ impl Out {
 
     /// Sends to an answerer.
     pub fn tell_answerer(&mut self, answerer: AnswererIx, msg: AnswererMsg) {
-        self.effects.push(Effect::Send(Envelope::Answerer(answerer, msg)));
+        self.effects
+            .push(Effect::Send(Envelope::Answerer(answerer, msg.into())));
     }
 
     /// Starts a timer that delivers `msg` to the handling actor after `after`.

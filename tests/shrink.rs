@@ -82,6 +82,7 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         strategy: Strategy::Random,
         keep_events: true,
         log: None,
+        answerers: Default::default(),
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))
@@ -96,6 +97,7 @@ fn summary_with(text: &str, seed: u64, strategy: Strategy) -> Option<Summary> {
         strategy,
         keep_events: false,
         log: None,
+        answerers: Default::default(),
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))

@@ -150,6 +150,7 @@ fn a_sweep_up_to_the_last_seed_ends() {
         strategy: Strategy::Random,
         invariants_only: true,
         shard: asksim::sim::hunt::seeds::Shard::WHOLE,
+        answerers: Default::default(),
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 2);

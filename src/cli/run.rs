@@ -118,6 +118,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         strategy,
         keep_events: true,
         log: None,
+        answerers: Default::default(),
     };
     let file = args.file.display().to_string();
     let output = match first_run(args, &scenario, options) {

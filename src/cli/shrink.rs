@@ -42,6 +42,7 @@ pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
         seed: args.seed,
         explore: args.explore,
         max_s: args.max_s,
+        answerers: Default::default(),
     };
     let (_, text) = match scenario::load_text(file) {
         Ok(loaded) => loaded,

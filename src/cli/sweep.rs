@@ -84,6 +84,7 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         strategy: args.explore.or(scenario.explore).unwrap_or_default(),
         invariants_only: args.invariants_only,
         shard,
+        answerers: Default::default(),
     };
     let json = args.json;
     let bar = progress_bar(

@@ -484,6 +484,39 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
     Ok(scenario)
 }
 
+/// An answerer row of the scenario format (SPEC §5: `accepts`, `offer_latency`,
+/// `latency`, `answer`, `hold`, `faults`; no `name` or `count`) as a [`Policy`],
+/// checked as a file's row is, with the same messages (`latency: expected a
+/// non-negative number of seconds, got -2`).
+///
+/// ```
+/// let policy = asksim::scenario::policy(&asksim::serde_json::json!({
+///     "accepts": {"agents": ["worker*"]}, "latency": {"uniform": [1, 5]},
+///     "answer": {"option": 1}, "hold": {"after": 0.5}, "faults": {"crash_at": 60}
+/// }))
+/// .unwrap();
+/// assert_eq!(policy.hold_after_s, Some(0.5));
+/// assert!(asksim::scenario::policy(&asksim::serde_json::json!({"accepts": "all"})).is_err());
+/// ```
+pub fn policy(row: &Value) -> Result<crate::policy::Policy, String> {
+    let mut row = row.clone();
+    if let Some(fields) = row.as_object_mut() {
+        fields.insert("name".into(), Value::from("policy"));
+    }
+    let file = serde_json::json!({ "name": "policy", "answerers": [row] });
+    let scenario = parse("policy", &file.to_string()).map_err(|error| {
+        let message = error.message;
+        match message.strip_prefix("answerers[0].") {
+            Some(rest) => rest.to_owned(),
+            None => message.replacen("answerers[0]", "the row", 1),
+        }
+    })?;
+    let answerer = scenario.answerers.into_iter().next();
+    answerer
+        .map(|a| a.policy)
+        .ok_or_else(|| "expected an answerer row".to_owned())
+}
+
 /// Whether `text` starts like an event log: its first line a log header.
 fn is_log(text: &str) -> bool {
     let first = text.lines().next().unwrap_or_default();

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::answerer::Answerers;
 use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::record::{Observer, Recorder};
@@ -36,6 +37,9 @@ pub struct RunOptions {
     pub keep_events: bool,
     /// Also write the log here, as it happens.
     pub log: Option<Box<dyn Write + Send>>,
+    /// The scenario answerers that are the program's own (default: none; every
+    /// answerer acts on its policy).
+    pub answerers: Answerers,
 }
 
 impl RunOptions {
@@ -47,6 +51,7 @@ impl RunOptions {
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: true,
             log: None,
+            answerers: Answerers::default(),
         }
     }
 }
@@ -65,7 +70,7 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed),
+        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, &options.answerers),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -96,7 +101,9 @@ pub fn run_watched<W: Watch>(
             }
             simulate::<W>(scenario, &options, recorder, chooser)
         }
-        Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder),
+        Clock::Real => {
+            crate::sim::engine::real_clock::run(scenario, options.seed, recorder, &options.answerers)
+        }
     };
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
@@ -147,7 +154,13 @@ fn simulate<W: Watch>(
         inner: chooser,
         choices: 0,
     };
-    let mut world = World::new(scenario, options.seed, jitter_max_s, recorder);
+    let mut world = World::new(
+        scenario,
+        options.seed,
+        jitter_max_s,
+        recorder,
+        options.answerers.clone(),
+    );
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         world.start();
@@ -192,13 +205,14 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, answerers: &Answerers) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
         strategy: Strategy::Fifo,
         keep_events: false,
         log: None,
+        answerers: answerers.clone(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
+use crate::answerer::{AnswererSetup, Answerers};
 use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
@@ -27,13 +28,19 @@ const POLL: Duration = Duration::from_millis(5);
 /// Consecutive quiet polls after which the run is over.
 const QUIET_POLLS: u32 = 4;
 
-/// Runs `scenario` under `seed` on the real clock, recording into `recorder`.
-pub fn run<V>(scenario: &Scenario, seed: u64, recorder: Recorder) -> (Output<V>, std::io::Result<()>) {
+/// Runs `scenario` under `seed` on the real clock, recording into `recorder`,
+/// with the program's own answerers `own` as actors of the runtime.
+pub fn run<V>(
+    scenario: &Scenario,
+    seed: u64,
+    recorder: Recorder,
+    own: &Answerers,
+) -> (Output<V>, std::io::Result<()>) {
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(tokio) => tokio,
         Err(error) => return (empty_output(seed, recorder), Err(error)),
     };
-    let output = tokio.block_on(Driver::new(scenario, seed, recorder).drive());
+    let output = tokio.block_on(Driver::new(scenario, seed, recorder, own.clone()).drive());
     tokio.shutdown_background();
     output
 }
@@ -60,10 +67,12 @@ struct Driver<'s> {
     seed: u64,
     continuity: Continuity,
     specs: BTreeMap<String, Arc<AgentSpec>>,
+    /// The program's own answerers: made afresh at the start and each restart.
+    own: Answerers,
 }
 
 impl<'s> Driver<'s> {
-    fn new(scenario: &'s Scenario, seed: u64, recorder: Recorder) -> Driver<'s> {
+    fn new(scenario: &'s Scenario, seed: u64, recorder: Recorder, own: Answerers) -> Driver<'s> {
         let specs = scenario
             .all_agents()
             .into_iter()
@@ -74,19 +83,28 @@ impl<'s> Driver<'s> {
             seed,
             continuity: Continuity::new(recorder),
             specs,
+            own,
         }
     }
 
     fn config(&self) -> RuntimeConfig {
         RuntimeConfig {
             tool: self.scenario.tool,
-            answerers: self
-                .scenario
-                .answerers
-                .iter()
-                .map(|a| AnswererSlot::Policy {
-                    name: a.name.clone(),
-                    policy: a.policy.clone(),
+            answerers: (self.scenario.answerers.iter().enumerate())
+                .map(|(index, a)| match self.own.contains(&a.name) {
+                    true => AnswererSlot::Machine {
+                        name: a.name.clone(),
+                        machine: self.own.make(&AnswererSetup {
+                            index,
+                            name: &a.name,
+                            seed: crate::seed::answerer_stream(self.seed, index),
+                            policy: &a.policy,
+                        }),
+                    },
+                    false => AnswererSlot::Policy {
+                        name: a.name.clone(),
+                        policy: a.policy.clone(),
+                    },
                 })
                 .collect(),
             offer_timeout_s: self.scenario.broker.offer_timeout_s,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Script};
-use crate::answerer::AnswererState;
+use crate::answerer::{Answerer, AnswererSetup, Answerers, Replies};
 use crate::broker::{BrokerConfig, BrokerState};
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
@@ -119,7 +119,9 @@ pub struct World<'s> {
     agents: Agents,
     /// The current life's agents by name, for scheduled events.
     names: BTreeMap<Name, AgentId>,
-    answerers: Vec<Option<AnswererState>>,
+    answerers: Vec<Option<Box<dyn Answerer>>>,
+    /// The program's own answerers, by scenario name; the rest act on policies.
+    own: Answerers,
     specs: BTreeMap<String, Arc<AgentSpec>>,
     recorder: Recorder,
     jitter: Option<Jitter>,
@@ -132,8 +134,15 @@ pub struct World<'s> {
 
 impl<'s> World<'s> {
     /// The world of `scenario` under `seed`, recording into `recorder`. `jitter`
-    /// adds a seeded delay of up to that many seconds to every message.
-    pub fn new(scenario: &'s Scenario, seed: u64, jitter_max_s: f64, recorder: Recorder) -> World<'s> {
+    /// adds a seeded delay of up to that many seconds to every message; `own`
+    /// names the answerers that are the program's own.
+    pub fn new(
+        scenario: &'s Scenario,
+        seed: u64,
+        jitter_max_s: f64,
+        recorder: Recorder,
+        own: Answerers,
+    ) -> World<'s> {
         let specs = scenario
             .all_agents()
             .into_iter()
@@ -152,6 +161,7 @@ impl<'s> World<'s> {
             agents: Agents::default(),
             names: BTreeMap::new(),
             answerers: Vec::new(),
+            own,
             specs,
             recorder,
             jitter,
@@ -247,14 +257,17 @@ impl<'s> World<'s> {
             limits: self.scenario.broker.limits(),
         };
         self.broker = Some(BrokerState::new(config).expect("a scenario has at most ANSWERERS_MAX answerers"));
-        let now_s = seconds(self.now());
         self.answerers.clear();
         for (index, spec) in self.scenario.answerers.iter().enumerate() {
-            let name = Name::from(spec.name.as_str());
-            let stream = answerer_stream(self.seed, index);
-            let mut answerer = AnswererState::new(index, name, spec.policy.clone(), stream);
+            let setup = AnswererSetup {
+                index,
+                name: &spec.name,
+                seed: answerer_stream(self.seed, index),
+                policy: &spec.policy,
+            };
+            let mut answerer = self.own.make(&setup);
             self.out.reset(self.now(), None);
-            answerer.start(now_s, &mut self.out);
+            answerer.start(&mut Replies::new(&mut self.out, index));
             self.answerers.push(Some(answerer));
             self.apply(Addr::Answerer(index));
         }
@@ -318,9 +331,9 @@ impl<'s> World<'s> {
                     agent.handle(msg, &mut self.out);
                 }
             }
-            Envelope::Answerer(index, msg) => {
+            Envelope::Answerer(index, input) => {
                 if let Some(Some(answerer)) = self.answerers.get_mut(index) {
-                    answerer.handle(msg, &mut self.out);
+                    answerer.handle(input, &mut Replies::new(&mut self.out, index));
                 }
             }
             Envelope::Driver(DriverMsg::Scheduled(index)) => self.scheduled(index),

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::answerer::Answerers;
 use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
@@ -315,7 +316,7 @@ pub struct ExploreReport {
 }
 
 /// How to explore.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ExploreOptions {
     /// The seed latencies and jitter draw from.
     pub seed: u64,
@@ -328,6 +329,9 @@ pub struct ExploreOptions {
     /// Prune with sleep sets (on for every user; off only to check, in tests,
     /// that pruning loses no outcome).
     pub reduce: bool,
+    /// The scenario answerers that are the program's own, explored like any
+    /// other: their replies and timers are deliveries the search orders.
+    pub answerers: Answerers,
 }
 
 impl ExploreOptions {
@@ -339,6 +343,7 @@ impl ExploreOptions {
             max,
             max_s: None,
             reduce: true,
+            answerers: Answerers::default(),
         }
     }
 }
@@ -361,7 +366,11 @@ pub fn explore(
     mut progress: impl FnMut(Progress),
 ) -> ExploreReport {
     let ExploreOptions {
-        seed, max, reduce, ..
+        seed,
+        max,
+        reduce,
+        ref answerers,
+        ..
     } = options;
     let wall = std::time::Instant::now();
     let deadline = (options.max_s)
@@ -383,14 +392,8 @@ pub fn explore(
             picked: None,
             reduce,
         };
-        let options = RunOptions {
-            seed,
-            clock: Clock::Virtual,
-            strategy: scenario.explore.unwrap_or_default(),
-            keep_events: false,
-            log: None,
-        };
-        let output = judged::run_with(scenario, options, &mut dfs).expect("a run writes no log");
+        let output = judged::run_with(scenario, run_options(scenario, seed, answerers), &mut dfs)
+            .expect("a run writes no log");
         if dfs.halted {
             pruned += 1;
         } else {
@@ -421,6 +424,19 @@ pub fn explore(
             .collect(),
         first_failure,
         wall_s: wall.elapsed().as_secs_f64(),
+    }
+}
+
+/// One schedule's run: the virtual clock, the scenario's strategy (the search
+/// chooses every tie), no events kept.
+fn run_options(scenario: &Scenario, seed: u64, answerers: &Answerers) -> RunOptions {
+    RunOptions {
+        seed,
+        clock: Clock::Virtual,
+        strategy: scenario.explore.unwrap_or_default(),
+        keep_events: false,
+        log: None,
+        answerers: answerers.clone(),
     }
 }
 

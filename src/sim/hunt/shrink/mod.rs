@@ -49,7 +49,7 @@ pub const MAX_S_MAX: f64 = 2_592_000.0;
 const KEPT_SHOWN_MAX: usize = 8;
 
 /// How to shrink.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ShrinkOptions {
     /// The seed of the failing run (default: the file's `seed`).
     pub seed: Option<u64>,
@@ -57,6 +57,9 @@ pub struct ShrinkOptions {
     pub explore: Option<Strategy>,
     /// The time bound, in seconds: 0 to [`MAX_S_MAX`].
     pub max_s: f64,
+    /// The scenario answerers that are the program's own: every candidate runs
+    /// with them (a candidate without one's row simply has no such answerer).
+    pub answerers: crate::answerer::Answerers,
 }
 
 impl Default for ShrinkOptions {
@@ -65,6 +68,7 @@ impl Default for ShrinkOptions {
             seed: None,
             explore: None,
             max_s: MAX_S_DEFAULT,
+            answerers: Default::default(),
         }
     }
 }
@@ -158,10 +162,15 @@ pub fn shrink(
         return Err(ShrinkError::MaxS(options.max_s));
     }
     let scenario = scenario::parse(file, text)?;
+    options
+        .answerers
+        .check(&scenario)
+        .map_err(|message| ScenarioError::new(file, message))?;
     let runner = Runner {
         label: file,
         seed: options.seed.unwrap_or(scenario.seed),
         strategy: options.explore.or(scenario.explore).unwrap_or_default(),
+        answerers: &options.answerers,
     };
     let original = runner.run(&scenario).unwrap_or_default();
     let Some(primary) = original.primary().cloned() else {
@@ -181,7 +190,7 @@ pub fn shrink(
     let (mut result, runs) = (search.current, search.runs);
     carry_run(&mut result, &scenario, seed, strategy);
     let text = pretty(&result);
-    if !reproduces(file, &text, &primary) {
+    if !reproduces(file, &text, &primary, &options.answerers) {
         return Err(not_reproduced(file, "the shrunk scenario", primary));
     }
     let (removed_keys, changed) = key_changes(&start, &result);
@@ -241,7 +250,7 @@ fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy
 
 /// Whether the scenario `text`, run under its own `seed` and `explore` as
 /// `asksim run` runs it, fails with `primary`.
-fn reproduces(file: &str, text: &str, primary: &Failure) -> bool {
+fn reproduces(file: &str, text: &str, primary: &Failure, answerers: &crate::answerer::Answerers) -> bool {
     let Ok(parsed) = scenario::parse(file, text) else {
         return false;
     };
@@ -249,6 +258,7 @@ fn reproduces(file: &str, text: &str, primary: &Failure) -> bool {
         label: file,
         seed: parsed.seed,
         strategy: parsed.explore.unwrap_or_default(),
+        answerers,
     };
     runner.run(&parsed).is_some_and(|s| s.contains(primary))
 }

@@ -48,11 +48,13 @@ pub(super) enum End {
     PassesMax,
 }
 
-/// What runs a candidate: the file label, the seed, the strategy.
+/// What runs a candidate: the file label, the seed, the strategy, the program's
+/// own answerers.
 pub(super) struct Runner<'a> {
     pub label: &'a str,
     pub seed: u64,
     pub strategy: Strategy,
+    pub answerers: &'a crate::answerer::Answerers,
 }
 
 impl Runner<'_> {
@@ -71,6 +73,7 @@ impl Runner<'_> {
             strategy: self.strategy,
             keep_events: false,
             log: None,
+            answerers: self.answerers.clone(),
         };
         let output = judged::run_options(scenario, options).ok()?;
         let summary = summarise(scenario, self.label, &output);
