@@ -10,7 +10,12 @@ use std::time::Duration;
 use asksim::scenario::{self, Clock, Strategy};
 use asksim::sim::hunt::seeds::Shard;
 use asksim::sim::hunt::sweep::{SweepOptions, sweep};
+use asksim::sim::{self, RunOptions};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+mod families;
+
+use families::Family;
 
 /// Seeds per measured sweep.
 const SEEDS: u64 = 500;
@@ -25,6 +30,7 @@ fn options(strategy: Strategy) -> SweepOptions {
         invariants_only: true,
         shard: Shard::WHOLE,
         answerers: Default::default(),
+        broker: None,
     }
 }
 
@@ -77,9 +83,63 @@ fn explore_all(c: &mut Criterion) {
     group.finish();
 }
 
+/// The sizes the scaling group runs at: 10^3, 10^4, 10^5 (`ASKSIM_SCALING_MAX`
+/// lowers or raises the largest, e.g. 1000000 where it fits in memory).
+fn scaling_sizes() -> Vec<usize> {
+    let max: usize = std::env::var("ASKSIM_SCALING_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    [1_000, 10_000, 100_000, 1_000_000]
+        .into_iter()
+        .filter(|n| *n <= max)
+        .collect()
+}
+
+/// Issue #19: the cost of one unit of N (a root's calls, or an agent of a tree)
+/// for every scaling family at each size. Linear is a flat line: the same time
+/// per element at 10^5 as at 10^3 (target within 1.5x). A run keeps no events
+/// (as `asksim run` does without `--timeline` or `--chrome-trace`); `replay`
+/// folds and re-checks the log of the tie family at N.
+fn scaling(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scaling");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.warm_up_time(Duration::from_millis(100));
+    for n in scaling_sizes() {
+        group.throughput(Throughput::Elements(n as u64));
+        for family in Family::ALL {
+            let text = family.scenario(n);
+            let scenario = scenario::parse("family.json", &text).expect("a family scenario parses");
+            group.bench_with_input(BenchmarkId::new(family.name(), n), &scenario, |b, scenario| {
+                b.iter(|| {
+                    let mut options = RunOptions::new(scenario, scenario.seed, Clock::Virtual);
+                    options.keep_events = false;
+                    black_box(sim::run_options(scenario, options).expect("a run"))
+                })
+            });
+        }
+        let scenario = scenario::parse("tie.json", &Family::Tie.scenario(n)).expect("parses");
+        let output = sim::run(&scenario, scenario.seed, Clock::Virtual).expect("a run");
+        let header = asksim::log::LogHeader::new(&scenario.name, scenario.seed);
+        let mut log = Vec::new();
+        asksim::log::write_lines(&mut log, &header, output.events()).expect("in memory");
+        let text = String::from_utf8(log).expect("UTF-8");
+        group.throughput(Throughput::Elements(output.events().len() as u64));
+        group.bench_with_input(BenchmarkId::new("replay_events", n), &text, |b, text| {
+            b.iter(|| {
+                let (header, events) = asksim::log::parse(text).expect("a log");
+                let projection = asksim::projection::Projection::fold(&events);
+                black_box(asksim::sim::hunt::replay::replay(&header, &events, &projection))
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
-    targets = sweep_by_strategy, sweep_quickstart, explore_all
+    targets = sweep_by_strategy, sweep_quickstart, explore_all, scaling
 }
 criterion_main!(benches);

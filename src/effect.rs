@@ -9,13 +9,15 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::event::EventKind;
 use crate::protocol::{AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Name, Nanos, Turn};
 
 pub use crate::protocol::TimerId;
 use crate::scenario::AgentSpec;
+
+/// An agent's final result (SPEC §5) as compact JSON text: kept for every agent
+/// until the run ends, so kept as text, never as a parsed tree.
+pub type FinalResult = Box<serde_json::value::RawValue>;
 
 /// A child an agent's script starts (SPEC §5 `spawn`).
 #[derive(Clone, Debug)]
@@ -58,7 +60,7 @@ pub enum Effect {
         /// The agent.
         agent: Name,
         /// Its final result (SPEC §5).
-        final_result: Value,
+        final_result: FinalResult,
     },
 }
 
@@ -156,7 +158,7 @@ impl Out {
     }
 
     /// The handling agent's script ended.
-    pub fn finished(&mut self, agent: Name, final_result: Value) {
+    pub fn finished(&mut self, agent: Name, final_result: FinalResult) {
         self.effects.push(Effect::Finished { agent, final_result });
     }
 

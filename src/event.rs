@@ -15,7 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::protocol::{CallId, DeclineReason, Name, Refusal, Sent, WithdrawReason};
-use crate::tool::{AnswerItem, ResultKind, Schema, ToolResult};
+use crate::tool::{AnswerItem, Ask, ResultKind, Schema, ToolResult, Wait};
 
 /// One recorded event: its place in the stream, its time, and what happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -368,6 +368,32 @@ impl EventKind {
                 ..
             } => Some(outcome.unwrap_or_else(|| ResultKind::of_legacy_text(result, *is_error))),
             _ => None,
+        }
+    }
+
+    /// The `request` event: the call as the broker received it, with the
+    /// questions exactly as the model sent them.
+    pub fn request(call_id: &CallId, agent: &Name, ask: &Ask, mbox: Option<u64>) -> EventKind {
+        let questions =
+            RawQuestions::new(&ask.questions_raw).expect("validated arguments hold JSON questions");
+        let questions_text = ask
+            .questions_raw
+            .contains(['\n', '\r'])
+            .then(|| ask.questions_raw.to_string());
+        EventKind::Request {
+            call_id: call_id.clone(),
+            agent: agent.clone(),
+            schema: ask.schema,
+            keyed: ask.keyed(),
+            questions,
+            questions_text,
+            timeout: ask.timeout_arg,
+            window_s: match (ask.schema, ask.wait) {
+                (Schema::Legacy, _) => None,
+                (Schema::Timed, Wait::Window(s)) => Some(s),
+                (Schema::Timed, Wait::Blocking) => Some(-1.0),
+            },
+            mbox,
         }
     }
 

@@ -60,10 +60,13 @@
 //!   trace); [`sim::hunt`] hunts over many runs (sweeps, shards and merge,
 //!   `explore --all`, shrink, replay). The items a user needs are re-exported
 //!   flat from [`sim`].
+//! - [`wire`]: implementations asksim did not write: an outside broker or
+//!   answerer speaking PROTOCOL.md over JSON Lines, behind the same interface
+//!   as asksim's own, and asksim's own behind the protocol.
 //! - `cli` (feature `cli`, on by default): the `asksim` command line; `main.rs`
 //!   only calls `cli::main`. Without it (`default-features = false`) the crate
-//!   is the library alone: no clap, indicatif, mimalloc, tracing-subscriber or
-//!   shlex, and no C compiler needed.
+//!   is the library alone: no clap, indicatif, mimalloc or tracing-subscriber,
+//!   and no C compiler needed.
 
 #![warn(missing_docs)]
 
@@ -86,6 +89,7 @@ pub mod scenario;
 mod seed;
 pub mod sim;
 pub mod tool;
+pub mod wire;
 
 pub use actors::{AgentHandle, AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError, panic_message};
 pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};

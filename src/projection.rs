@@ -6,7 +6,7 @@
 //! removing that tool cannot change how old logs replay. Legacy calls only ever
 //! reach final states across a process loss: they are never continued.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -127,7 +127,14 @@ pub struct AgentRecord {
 }
 
 /// The folded state of a log.
+///
+/// Besides the records it keeps two indexes, derived from them and never
+/// written: the calls not settled yet and the messages decided and not
+/// received, so a process loss and a restart cost what is open, not every
+/// question the log ever held (SPEC §6 "Cost"). A deserialised projection
+/// rebuilds them ([`Stored`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Stored")]
 pub struct Projection {
     /// Every question, by callId.
     pub questions: BTreeMap<String, QuestionRecord>,
@@ -138,6 +145,48 @@ pub struct Projection {
     pub agents: BTreeMap<String, AgentRecord>,
     /// `seq` of the last event folded.
     pub seq: u64,
+    /// Questions open or pending, by callId.
+    #[serde(skip)]
+    unsettled: BTreeSet<String>,
+    /// Questions whose user message was decided and not received, by callId.
+    #[serde(skip)]
+    unreceived: BTreeSet<String>,
+}
+
+/// A projection as it is written: its records without the indexes, which
+/// [`Projection`] rebuilds on the way in.
+#[derive(Deserialize)]
+struct Stored {
+    questions: BTreeMap<String, QuestionRecord>,
+    #[serde(default)]
+    rejected: BTreeMap<String, RejectedCall>,
+    agents: BTreeMap<String, AgentRecord>,
+    seq: u64,
+}
+
+impl From<Stored> for Projection {
+    fn from(stored: Stored) -> Projection {
+        let unsettled = stored
+            .questions
+            .iter()
+            .filter(|(_, q)| matches!(q.state, QuestionState::Open | QuestionState::Pending))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let unreceived = stored
+            .questions
+            .iter()
+            .filter(|(_, q)| q.message.is_some() && !q.delivered)
+            .map(|(id, _)| id.clone())
+            .collect();
+        Projection {
+            questions: stored.questions,
+            rejected: stored.rejected,
+            agents: stored.agents,
+            seq: stored.seq,
+            unsettled,
+            unreceived,
+        }
+    }
 }
 
 impl Projection {
@@ -250,6 +299,7 @@ impl Projection {
             message: None,
             delivered: false,
         };
+        self.unsettled.insert(call_id.to_string());
         self.questions.insert(call_id.to_string(), record);
     }
 
@@ -283,17 +333,22 @@ impl Projection {
         question.seq = seq;
         if question.state != QuestionState::Pending {
             question.questions = None;
+            self.unsettled.remove(call_id);
         }
     }
 
     /// Every question open at a process loss: a timed one is pending from the
     /// restart on, a legacy one is lost.
     fn process_loss(&mut self, seq: u64) {
-        for question in self
-            .questions
-            .values_mut()
-            .filter(|q| q.state == QuestionState::Open)
-        {
+        let mut lost = Vec::new();
+        for call_id in &self.unsettled {
+            let question = self
+                .questions
+                .get_mut(call_id)
+                .expect("an unsettled question is recorded");
+            if question.state != QuestionState::Open {
+                continue;
+            }
             question.seq = seq;
             match question.schema {
                 Schema::Timed => {
@@ -303,8 +358,12 @@ impl Projection {
                 Schema::Legacy => {
                     question.settled = Some("process_loss".to_owned());
                     question.state = QuestionState::LostOnRestart;
+                    lost.push(call_id.clone());
                 }
             }
+        }
+        for call_id in lost {
+            self.unsettled.remove(&call_id);
         }
     }
 
@@ -318,7 +377,11 @@ impl Projection {
         seq: u64,
     ) {
         if let Some(q) = self.transition(call_id, from, to, how, seq) {
+            let undelivered = message.is_some() && !q.delivered;
             q.message = message;
+            if undelivered {
+                self.unreceived.insert(call_id.to_owned());
+            }
         }
     }
 
@@ -326,6 +389,7 @@ impl Projection {
     fn received(&mut self, call_id: &str, agent: &str, message: &Arc<str>) {
         if let Some(q) = self.questions.get_mut(call_id) {
             q.delivered = true;
+            self.unreceived.remove(call_id);
         }
         if let Some(a) = self.agents.get_mut(agent) {
             a.messages.push(message.clone());
@@ -351,6 +415,7 @@ impl Projection {
         seq: u64,
     ) -> Option<&mut QuestionRecord> {
         let question = self.questions.get_mut(call_id).filter(|q| q.state == from)?;
+        self.unsettled.remove(call_id);
         question.state = to;
         question.settled = Some(how);
         question.seq = seq;
@@ -360,24 +425,27 @@ impl Projection {
 
     /// Timed questions still answerable (open or pending): what a restart re-offers.
     pub fn answerable(&self) -> impl Iterator<Item = (&String, &QuestionRecord)> {
-        self.questions.iter().filter(|(_, q)| {
-            q.schema == Schema::Timed && matches!(q.state, QuestionState::Open | QuestionState::Pending)
-        })
+        self.unsettled().filter(|(_, q)| q.schema == Schema::Timed)
+    }
+
+    /// Every question open or pending, by callId (from the index: what is open,
+    /// not every question of the log).
+    fn unsettled(&self) -> impl Iterator<Item = (&String, &QuestionRecord)> {
+        self.unsettled.iter().map(|id| (id, &self.questions[id]))
     }
 
     /// User messages decided and not yet received, by callId (SPEC §3.9).
     pub fn undelivered(&self) -> impl Iterator<Item = (&String, &QuestionRecord, &Arc<str>)> {
-        self.questions
-            .iter()
-            .filter(|(_, q)| !q.delivered)
-            .filter_map(|(id, q)| q.message.as_ref().map(|m| (id, q, m)))
+        self.unreceived.iter().filter_map(|id| {
+            let q = &self.questions[id];
+            q.message.as_ref().map(|m| (id, q, m))
+        })
     }
 
     /// The calls a broker would hold open in this state: callId → `"waiting"`
     /// (open) or `"pending"`, as [`crate::protocol::BrokerStatus`] reports them.
     pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
-        self.questions
-            .iter()
+        self.unsettled()
             .filter_map(|(id, q)| match q.state {
                 QuestionState::Open => Some((id.clone(), "waiting")),
                 QuestionState::Pending => Some((id.clone(), "pending")),

@@ -317,6 +317,13 @@ pub enum BrokerMsg {
     /// The actor runtime's timer wake-up: the broker takes the timers now due
     /// (they live in its own wheel); the message itself changes nothing.
     Wake,
+    /// A timer that a broker outside this process started under its own id
+    /// (PROTOCOL.md `start_timer`) fired. asksim's own broker never starts one
+    /// and ignores it.
+    OutsideTimer {
+        /// The id the outside broker chose.
+        id: u64,
+    },
     /// What is open now (library queries; the simulator reads the state itself).
     Status(oneshot::Sender<BrokerStatus>),
 }
@@ -341,6 +348,7 @@ impl BrokerMsg {
             BrokerMsg::Restore(_) => "Restore",
             BrokerMsg::AnswererDied { .. } => "AnswererDied",
             BrokerMsg::Status(_) => "Status",
+            BrokerMsg::OutsideTimer { .. } => "OutsideTimer",
         }
     }
 }

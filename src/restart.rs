@@ -8,7 +8,7 @@
 //! Every open timed question is re-offered from the exact text the model sent; one
 //! whose record lacks the shape is withdrawn by the broker (`not_restorable`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -65,8 +65,24 @@ pub struct Plan {
     pub reopened: Vec<Reopened>,
 }
 
-/// The plan for a restart from `projection`.
+/// The plan for a restart from `projection`: one pass over the open questions
+/// and the undelivered messages, grouped by agent, then one over the agents, so
+/// a restart costs O(questions + agents), never their product.
 pub fn plan(projection: &Projection) -> Plan {
+    let mut pending: BTreeMap<&str, BTreeSet<CallId>> = BTreeMap::new();
+    for (call_id, question) in projection.answerable() {
+        pending
+            .entry(question.agent.as_str())
+            .or_default()
+            .insert(call_id.as_str().into());
+    }
+    let mut redeliver: BTreeMap<&str, Vec<(CallId, Arc<str>)>> = BTreeMap::new();
+    for (call_id, question, message) in projection.undelivered() {
+        redeliver
+            .entry(question.agent.as_str())
+            .or_default()
+            .push((call_id.as_str().into(), message.clone()));
+    }
     let agents = projection
         .agents
         .iter()
@@ -75,16 +91,8 @@ pub fn plan(projection: &Projection) -> Plan {
             name: name.clone(),
             lineage: record.lineage.clone().or_else(|| record.owner.clone()),
             calls_made: record.calls_made,
-            pending: projection
-                .answerable()
-                .filter(|(_, q)| &q.agent == name)
-                .map(|(id, _)| id.as_str().into())
-                .collect(),
-            redeliver: projection
-                .undelivered()
-                .filter(|(_, q, _)| &q.agent == name)
-                .map(|(id, _, message)| (id.as_str().into(), message.clone()))
-                .collect(),
+            pending: pending.remove(name.as_str()).unwrap_or_default(),
+            redeliver: redeliver.remove(name.as_str()).unwrap_or_default(),
         })
         .collect();
     let reopened = projection

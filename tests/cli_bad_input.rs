@@ -343,7 +343,7 @@ fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
-        stdout.contains("cancel_call root/2: matched nothing (no such call was asked yet)"),
+        stdout.contains("cancel_call root/2: matched nothing (no open call has that callId)"),
         "{stdout}"
     );
 }

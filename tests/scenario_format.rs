@@ -104,6 +104,7 @@ fn spec_example_parses_into_the_expected_structure() {
         answerers: vec![
             AnswererSpec {
                 name: "web".into(),
+                process: None,
                 policy: Policy {
                     accepts: Accepts::Keyed,
                     offer_latency: Latency::Fixed(0.0),
@@ -116,6 +117,7 @@ fn spec_example_parses_into_the_expected_structure() {
             },
             AnswererSpec {
                 name: "terminal".into(),
+                process: None,
                 policy: Policy {
                     accepts: Accepts::All,
                     offer_latency: Latency::Fixed(0.0),
@@ -1599,4 +1601,38 @@ proptest! {
             prop_assert!(scenario::parse("p.json", prefix).is_err());
         }
     }
+}
+
+/// SPEC §10: a `process` answerer is its name, its command and nothing else; the
+/// errors name the key at fault.
+#[test]
+fn a_process_answerer_takes_a_command_and_no_policy_key() {
+    let with = |row: Value| json!({ "name": "t", "answerers": [row], "agents": [] });
+    let scenario = parsed(with(json!({ "name": "tg", "process": ["python3", "bot.py"] })));
+    assert_eq!(
+        scenario.answerers[0].process,
+        Some(vec!["python3".to_owned(), "bot.py".to_owned()])
+    );
+    assert_eq!(
+        scenario.answerers[0].policy.accepts,
+        Accepts::None,
+        "its policy says it is not used"
+    );
+    let err = refused(
+        with(json!({ "name": "tg", "process": ["python3"], "hold": { "after": 1 } })),
+        "a `process` answerer takes no policy keys",
+    );
+    assert!(err.message.starts_with("answerers[0].hold:"), "{err}");
+    refused(
+        with(json!({ "name": "tg", "process": [] })),
+        "answerers[0].process: expected a program",
+    );
+    refused(
+        with(json!({ "name": "tg", "process": [""] })),
+        "answerers[0].process[0]: the program is empty",
+    );
+    refused(
+        with(json!({ "name": "tg", "latency": 1, "answer": "skip" })),
+        "missing field `accepts` (or `process`",
+    );
 }

@@ -183,3 +183,34 @@ fn the_schema_lists_exactly_the_explore_forms_the_parser_takes() {
         );
     }
 }
+
+/// SPEC §10: an answerer may be an outside process; the schema and the parser
+/// agree that it takes no policy key beside its command, and that any other
+/// answerer needs `accepts`.
+#[test]
+fn the_schema_and_the_parser_agree_on_process_answerers() {
+    let validator = validator();
+    let with = |row: Value| json!({ "name": "x", "answerers": [row], "agents": [] });
+    let good = with(json!({ "name": "tg{i}", "count": 2, "process": ["python3", "bot.py", "--fast"] }));
+    assert_eq!(errors(&validator, &good), Vec::<String>::new());
+    let parsed = scenario::parse("t.json", &good.to_string()).unwrap();
+    assert_eq!(parsed.answerers.len(), 2);
+    assert_eq!(
+        parsed.answerers[1].process.as_deref(),
+        Some(&["python3".to_owned(), "bot.py".to_owned(), "--fast".to_owned()][..])
+    );
+    assert!(parsed.has_process_answerers());
+    for bad in [
+        with(json!({ "name": "tg", "process": ["python3"], "accepts": "all" })),
+        with(json!({ "name": "tg", "process": ["python3"], "latency": 1 })),
+        with(json!({ "name": "tg", "process": [] })),
+        with(json!({ "name": "tg", "process": "python3 bot.py" })),
+        with(json!({ "name": "tg", "latency": 1, "answer": "skip" })),
+    ] {
+        assert!(!validator.is_valid(&bad), "{bad}");
+        assert!(scenario::parse("t.json", &bad.to_string()).is_err(), "{bad}");
+    }
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/external/bot.json");
+    let example: Value = serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+    assert_eq!(errors(&validator, &example), Vec::<String>::new());
+}

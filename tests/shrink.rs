@@ -82,6 +82,8 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         strategy: Strategy::Random,
         keep_events: true,
         log: None,
+        taps: Vec::new(),
+        broker: None,
         answerers: Default::default(),
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
@@ -97,6 +99,8 @@ fn summary_with(text: &str, seed: u64, strategy: Strategy) -> Option<Summary> {
         strategy,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
+        broker: None,
         answerers: Default::default(),
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");

@@ -31,6 +31,7 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
         invariants_only: true,
         shard: asksim::sim::hunt::seeds::Shard::WHOLE,
         answerers: Default::default(),
+        broker: None,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 40);

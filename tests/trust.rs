@@ -151,6 +151,7 @@ fn a_sweep_up_to_the_last_seed_ends() {
         invariants_only: true,
         shard: asksim::sim::hunt::seeds::Shard::WHOLE,
         answerers: Default::default(),
+        broker: None,
     };
     let report = sweep(&scenario, &options, |_| {});
     assert_eq!(report.runs, 2);

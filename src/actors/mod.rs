@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ractor::ActorRef;
-use serde_json::Value;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -55,7 +54,7 @@ pub(crate) struct Shared {
     epoch: CancellationToken,
     next_agent: Arc<AtomicU64>,
     tool: ToolConfig,
-    finals: Arc<Mutex<BTreeMap<String, Value>>>,
+    finals: Arc<Mutex<BTreeMap<String, crate::effect::FinalResult>>>,
     /// The first panic in an actor of this runtime.
     crashed: Arc<Mutex<Option<String>>>,
     shutting_down: std::sync::atomic::AtomicBool,

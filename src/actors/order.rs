@@ -43,7 +43,8 @@ pub(crate) fn kind(msg: &BrokerMsg) -> Kind {
         | BrokerMsg::Restore(_)
         | BrokerMsg::AnswererDied { .. }
         | BrokerMsg::Status(_)
-        | BrokerMsg::Wake => Kind::Global,
+        | BrokerMsg::Wake
+        | BrokerMsg::OutsideTimer { .. } => Kind::Global,
         BrokerMsg::Register(_)
         | BrokerMsg::Request(_)
         | BrokerMsg::NewTurn { .. }

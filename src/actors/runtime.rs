@@ -163,7 +163,7 @@ pub(crate) struct Continuity {
     pub recorder: Arc<Mutex<Recorder>>,
     pub start: tokio::time::Instant,
     pub next_agent: Arc<AtomicU64>,
-    pub finals: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    pub finals: Arc<Mutex<BTreeMap<String, crate::effect::FinalResult>>>,
     pub crashed: Arc<Mutex<Option<String>>>,
 }
 

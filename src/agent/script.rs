@@ -10,10 +10,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{AgentState, Waiter};
-use crate::effect::{Out, Spawn};
+use crate::effect::{FinalResult, Out, Spawn};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
 use crate::tool::{ErrorCode, Mode, ToolResult};
@@ -55,7 +56,8 @@ pub struct Script {
     /// no parent runs a step because a child ended of the same signal).
     fired: Option<TurnId>,
     ended: bool,
-    results: Map<String, Value>,
+    /// Each call's result as the model got it, in the order they settled.
+    results: Vec<(CallId, Box<RawValue>)>,
     unresolved: Vec<Value>,
     errors: Vec<Value>,
     children: BTreeMap<Name, Child>,
@@ -74,7 +76,7 @@ impl Script {
             ending: false,
             fired: None,
             ended: false,
-            results: Map::new(),
+            results: Vec::new(),
             unresolved: Vec::new(),
             errors: Vec::new(),
             children: BTreeMap::new(),
@@ -92,24 +94,43 @@ impl Script {
 
     /// The agent's final result (SPEC §5); `errors` only when a spawn failed.
     /// Taken once, when the script ends: what it gathered moves into it.
-    fn final_result(&mut self, agent: &str) -> Value {
-        let mut value = Map::new();
-        value.insert("agent".to_owned(), agent.into());
-        value.insert(
-            "results".to_owned(),
-            Value::Object(std::mem::take(&mut self.results)),
-        );
-        value.insert(
-            "unresolved".to_owned(),
-            Value::Array(std::mem::take(&mut self.unresolved)),
-        );
-        if !self.errors.is_empty() {
-            value.insert(
-                "errors".to_owned(),
-                Value::Array(std::mem::take(&mut self.errors)),
-            );
+    fn final_result(&mut self, agent: &str) -> FinalResult {
+        let results = std::mem::take(&mut self.results);
+        let shape = FinalShape {
+            agent,
+            results: Results(&results),
+            unresolved: &self.unresolved,
+            errors: (!self.errors.is_empty()).then_some(&self.errors),
+        };
+        let text = serde_json::value::to_raw_value(&shape).expect("a final result serialises");
+        self.unresolved.clear();
+        self.errors.clear();
+        text
+    }
+}
+
+/// A final result's shape (SPEC §5), in its key order: `errors` only when a
+/// spawn failed.
+#[derive(serde::Serialize)]
+struct FinalShape<'a> {
+    agent: &'a str,
+    results: Results<'a>,
+    unresolved: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a Vec<Value>>,
+}
+
+/// The results as one JSON object, callId → result, in the order they settled.
+struct Results<'a>(&'a [(CallId, Box<RawValue>)]);
+
+impl serde::Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (call_id, result) in self.0 {
+            map.serialize_entry(call_id.as_ref(), result)?;
         }
-        Value::Object(value)
+        map.end()
     }
 }
 
@@ -152,7 +173,6 @@ impl AgentState {
             }
             Step::Spawn(spec) => {
                 let name: Name = spec.name.as_str().into();
-                let spec = Arc::new(spec);
                 out.spawn(Spawn {
                     spec,
                     owner: self.id,
@@ -215,7 +235,8 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        let value: Value = serde_json::from_str(&result.text).unwrap_or(Value::Null);
+        let value = RawValue::from_string(result.text.clone())
+            .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"));
         let arguments = script.asking.take().unwrap_or_default();
         if result.error_code() == Some(ErrorCode::DelegatedCaller) {
             let questions = serde_json::from_str::<Value>(&arguments)
@@ -226,7 +247,7 @@ impl AgentState {
                 .unresolved
                 .push(json!({"callId": call_id.as_ref(), "questions": questions}));
         }
-        script.results.insert(call_id.to_string(), value);
+        script.results.push((call_id.clone(), value));
         self.resume(&Wait::Call(call_id), out);
     }
 
@@ -308,13 +329,15 @@ impl AgentState {
             out.finished(self.name.clone(), final_result);
             return;
         };
-        out.finished(self.name.clone(), final_result.clone());
+        let fired = script.fired;
+        let parsed = serde_json::from_str(final_result.get()).expect("a final result is JSON");
+        out.finished(self.name.clone(), final_result);
         out.tell_agent(
             owner,
             AgentMsg::ChildEnded {
                 child: self.name.clone(),
-                final_result,
-                fired: script.fired,
+                final_result: parsed,
+                fired,
             },
         );
     }

@@ -19,12 +19,12 @@ mod waterfall;
 use std::collections::BTreeSet;
 
 use crate::effect::{Out, TimerId};
-use crate::event::{EventKind, RawQuestions};
+use crate::event::EventKind;
 use crate::protocol::{
     AgentMsg, AnswererIx, BrokerMsg, BrokerStatus, CallId, Name, Nanos, Registration, Request, Restored,
     Turn, TurnId, WithdrawReason, nanos,
 };
-use crate::tool::{ErrorCode, Schema, ToolResult, Wait};
+use crate::tool::{ErrorCode, ToolResult, Wait};
 use agents::{AgentTree, Identity};
 use calls::{Call, CallTable, End, Phase};
 
@@ -120,7 +120,7 @@ impl BrokerState {
             BrokerMsg::Status(reply) => {
                 let _ = reply.send(self.status());
             }
-            BrokerMsg::Wake => {}
+            BrokerMsg::Wake | BrokerMsg::OutsideTimer { .. } => {}
         }
     }
 
@@ -214,7 +214,7 @@ impl BrokerState {
             Identity::Unknown => Name::from("?"),
             Identity::Stopped(n) | Identity::Delegated(n) | Identity::Root(n) => n.clone(),
         };
-        record_request(&call_id, &agent_name, &ask, out);
+        out.record(EventKind::request(&call_id, &agent_name, &ask, out.mbox()));
         let refusal = match identity {
             Identity::Unknown => Some((
                 ErrorCode::NotRuntimeRoot,
@@ -313,29 +313,4 @@ impl BrokerState {
             self.end_call(ticket, end, out);
         }
     }
-}
-
-/// The `request` event: the call as the broker received it, with the questions
-/// exactly as the model sent them.
-fn record_request(call_id: &CallId, agent: &Name, ask: &crate::tool::Ask, out: &mut Out) {
-    let questions = RawQuestions::new(&ask.questions_raw).expect("validated arguments hold JSON questions");
-    let questions_text = ask
-        .questions_raw
-        .contains(['\n', '\r'])
-        .then(|| ask.questions_raw.to_string());
-    out.record(EventKind::Request {
-        call_id: call_id.clone(),
-        agent: agent.clone(),
-        schema: ask.schema,
-        keyed: ask.keyed(),
-        questions,
-        questions_text,
-        timeout: ask.timeout_arg,
-        window_s: match (ask.schema, ask.wait) {
-            (Schema::Legacy, _) => None,
-            (Schema::Timed, Wait::Window(s)) => Some(s),
-            (Schema::Timed, Wait::Blocking) => Some(-1.0),
-        },
-        mbox: out.mbox(),
-    });
 }

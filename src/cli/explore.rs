@@ -29,6 +29,10 @@ pub(super) struct ExploreArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of every run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
 }
 
 pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
@@ -56,6 +60,7 @@ pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let options = ExploreOptions {
         max_s: Some(args.max_s),
+        broker: args.broker_cmd.clone(),
         ..ExploreOptions::new(seed, args.max)
     };
     let report = explore::explore(&scenario, &file, options, |p| {

@@ -2,8 +2,10 @@
 //! follow SPEC §6: 0 success, 1 a failed run, 2 bad input.
 //!
 //! One file per family of verbs: `run`, `sweep` (with `merge`), `shrink`,
-//! `explore`, and `inspect` (`replay`, `validate`, `schema`).
+//! `explore`, `inspect` (`replay`, `validate`, `schema`), and `actor` (asksim's
+//! own state machines behind PROTOCOL.md).
 
+mod actor;
 mod explore;
 mod inspect;
 mod run;
@@ -56,6 +58,9 @@ enum Command {
     /// Print the model-facing tool definition (byte-stable), or the JSON Schema of
     /// scenario files.
     Schema(inspect::SchemaArgs),
+    /// Run asksim's own broker, or its built-in answerer, as an outside process
+    /// speaking PROTOCOL.md on stdin and stdout.
+    Actor(actor::ActorArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -119,6 +124,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Replay(args) => inspect::replay(&args),
         Command::Validate(args) => inspect::validate(&args),
         Command::Schema(args) => inspect::schema(&args),
+        Command::Actor(args) => actor::actor(&args),
     }
 }
 

@@ -1,5 +1,7 @@
 //! `asksim run`: one run, its summary, and what reproduces it.
 
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,6 +9,9 @@ use super::{ClockArg, EXIT_BAD_INPUT, load};
 use crate::event::Event;
 use crate::scenario::Strategy;
 use crate::sim::hunt::explore::{ScheduleError, schedule_string};
+use crate::sim::engine::tap::Tap;
+use crate::sim::show::chrome_trace::ChromeTrace;
+use crate::sim::show::timeline::Timeline;
 use crate::sim::{self, RunOptions, RunOutput, Summary, render_table_with_timelines, summarise};
 
 /// `asksim run`'s arguments.
@@ -39,6 +44,10 @@ pub(super) struct RunArgs {
     /// `--json`, as the array of strings `timeline`).
     #[arg(long)]
     timeline: bool,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of the run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
     /// Replay one delivery order, as `asksim explore` prints it (`0*12.1.0*3`:
     /// the candidate taken at each choice point); it replaces the strategy.
     #[arg(long, value_name = "SCHEDULE", value_parser = crate::sim::hunt::explore::parse_schedule)]
@@ -83,13 +92,16 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
     options.strategy = args.explore.unwrap_or(options.strategy);
+    options.broker = args.broker_cmd.clone();
+    super::actor::virtual_only(options.clock, options.broker.is_some(), scenario)?;
     if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
         eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
         return Err(ExitCode::from(EXIT_BAD_INPUT));
     }
-    // Events are kept only where something prints or compares them; the verdict
-    // comes from the streaming analysis (a failing run is re-run for its timelines).
-    options.keep_events = args.check_determinism || args.timeline || args.chrome_trace.is_some();
+    // Events are kept only where something compares them; the verdict comes from
+    // the streaming analysis, the trace and the timeline stream through taps (a
+    // failing run is re-run for the timelines under its violations).
+    options.keep_events = args.check_determinism;
     if let Some(path) = &args.log {
         match std::fs::File::create(path) {
             Ok(file) => options.log = Some(Box::new(std::io::BufWriter::new(file))),
@@ -107,17 +119,21 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         Ok(scenario) => scenario,
         Err(code) => return code,
     };
-    let options = match run_options(args, &scenario) {
-        Ok(options) => options,
+    let (mut options, taps) = match run_options(args, &scenario).and_then(|o| Ok((o, Taps::open(args)?))) {
+        Ok(both) => both,
         Err(code) => return code,
     };
+    options.taps = taps.observers;
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
+    let broker = options.broker.clone();
     let kept = || RunOptions {
         seed,
         clock,
         strategy,
         keep_events: true,
         log: None,
+        taps: Vec::new(),
+        broker: broker.clone(),
         answerers: Default::default(),
     };
     let file = args.file.display().to_string();
@@ -144,12 +160,8 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
             reproduce.push_str(&format!(" --schedule {schedule}"));
         }
     }
-    if let Some(path) = &args.chrome_trace {
-        let trace = crate::sim::show::chrome_trace::chrome_trace(output.events());
-        if let Err(error) = std::fs::write(path, trace.to_string()) {
-            eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+    if let Err(code) = write_trace(taps.trace) {
+        return code;
     }
     let rerun;
     let events = if output.events().is_empty() && !summary.invariants.violations.is_empty() && !args.json {
@@ -161,7 +173,11 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
     } else {
         output.events()
     };
-    print_summary(&summary, determinism.as_deref(), args, events);
+    let timeline = taps.timeline.map(Tap::take);
+    if let Err(error) = print_summary(&summary, determinism.as_deref(), args.json, events, timeline) {
+        eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     if summary.passed() && determinism.is_none() {
         ExitCode::SUCCESS
     } else {
@@ -194,30 +210,95 @@ fn first_run(
     }
 }
 
+/// What streams out of the run as it goes: the Chrome trace to its file, the
+/// timeline to its spool.
+struct Taps {
+    observers: Vec<Box<dyn crate::record::Observer>>,
+    trace: Option<(Tap<ChromeTrace<BufWriter<File>>>, PathBuf)>,
+    timeline: Option<Tap<Timeline>>,
+}
+
+impl Taps {
+    /// The taps `args` ask for, their files created; or the exit code of a path
+    /// that cannot be written.
+    fn open(args: &RunArgs) -> Result<Taps, ExitCode> {
+        let mut taps = Taps {
+            observers: Vec::new(),
+            trace: None,
+            timeline: None,
+        };
+        if let Some(path) = &args.chrome_trace {
+            let file = File::create(path).map_err(|error| {
+                eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
+                ExitCode::from(EXIT_BAD_INPUT)
+            })?;
+            let (tap, observer) = Tap::new(ChromeTrace::new(BufWriter::new(file)));
+            taps.observers.push(observer);
+            taps.trace = Some((tap, path.clone()));
+        }
+        if args.timeline {
+            let timeline = Timeline::spooled().map_err(|error| {
+                eprintln!("asksim: cannot spool the timeline to a temporary file: {error}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            })?;
+            let (tap, observer) = Tap::new(timeline);
+            taps.observers.push(observer);
+            taps.timeline = Some(tap);
+        }
+        Ok(taps)
+    }
+}
+
+/// Closes the streamed Chrome trace, if one was asked for.
+fn write_trace(trace: Option<(Tap<ChromeTrace<BufWriter<File>>>, PathBuf)>) -> Result<(), ExitCode> {
+    let Some((tap, path)) = trace else {
+        return Ok(());
+    };
+    tap.take()
+        .finish()
+        .and_then(|mut file| file.flush())
+        .map_err(|error| {
+            eprintln!("asksim: cannot write the trace to {}: {error}", path.display());
+            ExitCode::from(EXIT_BAD_INPUT)
+        })
+}
+
 /// The summary (with the timelines of the calls its first violations name), then
 /// with `--timeline` every event, one line each.
-fn print_summary(summary: &Summary, determinism: Option<&str>, args: &RunArgs, events: &[Event]) {
-    let timeline = args
-        .timeline
-        .then(|| crate::sim::show::timeline::timeline(events));
-    if args.json {
+fn print_summary(
+    summary: &Summary,
+    determinism: Option<&str>,
+    json: bool,
+    events: &[Event],
+    timeline: Option<Timeline>,
+) -> std::io::Result<()> {
+    if json {
         let mut value = serde_json::to_value(summary).expect("the summary serialises");
         value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());
-        if let Some(lines) = timeline {
-            value["timeline"] = lines.into();
-        }
-        println!("{value}");
+        let Some(timeline) = timeline else {
+            println!("{value}");
+            return Ok(());
+        };
+        // `timeline` is the object's last key: its lines stream into the array.
+        let text = value.to_string();
+        print!("{},\"timeline\":[", &text[..text.len() - 1]);
+        let mut first = true;
+        timeline.for_each_line(|line| {
+            let comma = if std::mem::take(&mut first) { "" } else { "," };
+            print!("{comma}{}", serde_json::Value::String(line));
+        })?;
+        println!("]}}");
+        Ok(())
     } else {
         print!("{}", render_table_with_timelines(summary, events));
         if let Some(difference) = determinism {
             println!("  NOT DETERMINISTIC {difference}");
         }
-        if let Some(lines) = timeline {
-            println!("  {:<16}{} events", "timeline", lines.len());
-            for line in lines {
-                println!("    {line}");
-            }
+        if let Some(timeline) = timeline {
+            println!("  {:<16}{} events", "timeline", timeline.len());
+            timeline.for_each_line(|line| println!("    {line}"))?;
         }
+        Ok(())
     }
 }
 

@@ -29,6 +29,10 @@ pub(super) struct ShrinkArgs {
         default_value_t = crate::sim::hunt::shrink::MAX_S_DEFAULT
     )]
     max_s: f64,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of every run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
 }
 
 pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
@@ -43,6 +47,7 @@ pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
         explore: args.explore,
         max_s: args.max_s,
         answerers: Default::default(),
+        broker: args.broker_cmd.clone(),
     };
     let (_, text) = match scenario::load_text(file) {
         Ok(loaded) => loaded,

@@ -39,6 +39,10 @@ pub(super) struct SweepArgs {
     /// or SLURM_ARRAY_TASK_ID (Slurm).
     #[arg(long, value_name = "K/N")]
     shard: Option<crate::sim::hunt::seeds::ShardArg>,
+    /// The broker is this outside process (PROTOCOL.md), started in every life
+    /// of every run: a program and its arguments, split as a shell would.
+    #[arg(long, value_name = "CMD", value_parser = crate::wire::Endpoint::parse)]
+    broker_cmd: Option<crate::wire::Endpoint>,
     /// Write every seed's result and the shard's totals here (JSON Lines), for
     /// `asksim merge`.
     #[arg(long, value_name = "PATH")]
@@ -85,7 +89,11 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         invariants_only: args.invariants_only,
         shard,
         answerers: Default::default(),
+        broker: args.broker_cmd.clone(),
     };
+    if let Err(code) = super::actor::virtual_only(options.clock, options.broker.is_some(), &scenario) {
+        return code;
+    }
     let json = args.json;
     let bar = progress_bar(
         shard.len(args.seeds),

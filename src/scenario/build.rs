@@ -10,6 +10,7 @@
 //! still name the offending value in the file.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -19,8 +20,8 @@ use super::raw::{
 use super::suggest::closest;
 use super::{
     AGENTS_MAX, ANSWERERS_MAX, Accepts, Action, AgentSpec, AnswerPolicy, AnswererSpec, BrokerSpec, Clock,
-    EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, Policy, REPEAT_TIMES_MAX,
-    STEPS_MAX, Scenario, Step, Strategy, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
+    EVENTS_MAX, EventSpec, Expect, Latency, Limits, NESTING_MAX, OUTCOME_NAMES, PROCESS_WORDS_MAX, Policy,
+    REPEAT_TIMES_MAX, STEPS_MAX, Scenario, Step, Strategy, VIRTUAL_S_MAX_DEFAULT, VIRTUAL_S_MAX_MAX,
 };
 use crate::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use crate::policy::Written;
@@ -374,6 +375,42 @@ fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
 }
 
 /// Why an answerer without `latency` or `answer` is refused.
+/// A `process` answerer: its command, and no policy key beside it.
+fn process_answerer(path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
+    let policy_keys = [
+        ("accepts", row.accepts.is_some()),
+        ("offer_latency", row.offer_latency.is_some()),
+        ("latency", row.latency.is_some()),
+        ("answer", row.answer.is_some()),
+        ("hold", row.hold.is_some()),
+        ("faults", row.faults.is_some()),
+    ];
+    if let Some((key, _)) = policy_keys.iter().find(|(_, given)| *given) {
+        return issue(
+            format!("{path}.{key}"),
+            "a `process` answerer takes no policy keys: the process decides",
+        );
+    }
+    let command = row.process.unwrap_or_default();
+    if command.is_empty() || command.len() as u64 > PROCESS_WORDS_MAX {
+        return issue(
+            format!("{path}.process"),
+            format!(
+                "expected a program and its arguments (1 to {PROCESS_WORDS_MAX} words), got {}",
+                command.len()
+            ),
+        );
+    }
+    if command[0].is_empty() {
+        return issue(format!("{path}.process[0]"), "the program is empty");
+    }
+    Ok(AnswererSpec {
+        name: row.name,
+        policy: Policy::declining(),
+        process: Some(command),
+    })
+}
+
 fn missing_unless_silent(field: &str) -> String {
     format!("missing field `{field}` (only an answerer with \"accepts\": \"none\" may leave it out)")
 }
@@ -447,6 +484,15 @@ impl Builder {
     }
 
     fn answerer(&mut self, path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
+        if row.process.is_some() {
+            return process_answerer(path, row);
+        }
+        let Some(accepts) = row.accepts.clone() else {
+            return issue(
+                path,
+                "missing field `accepts` (or `process`, for an answerer outside asksim)",
+            );
+        };
         let times = self.times;
         let offer_latency = match row.offer_latency {
             Some(l) => times.latency(&format!("{path}.offer_latency"), l)?,
@@ -454,7 +500,7 @@ impl Builder {
         };
         // An answerer that accepts nothing never submits: `latency` and `answer`
         // are never used, so it may leave them out.
-        let silent = row.accepts == Accepts::None;
+        let silent = accepts == Accepts::None;
         let latency = match row.latency {
             Some(l) => times.latency(&format!("{path}.latency"), l)?,
             None if silent => Latency::Never,
@@ -486,8 +532,9 @@ impl Builder {
         }
         Ok(AnswererSpec {
             name: row.name,
+            process: None,
             policy: Policy {
-                accepts: row.accepts,
+                accepts,
                 offer_latency,
                 latency,
                 answer,
@@ -583,14 +630,14 @@ impl Builder {
         let (kind, key) = match step {
             RawStep::Ask(value) => (
                 Step::Ask {
-                    arguments: compact(&value),
+                    arguments: compact(&value).into(),
                 }
                 .into(),
                 "ask",
             ),
             RawStep::AskRaw(value) => (
                 Step::AskRaw {
-                    arguments: compact(&value),
+                    arguments: compact(&value).into(),
                 }
                 .into(),
                 "ask_raw",
@@ -653,7 +700,7 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
             .into_iter()
             .map(|step| match step.kind {
                 XKind::Leaf(step) => step,
-                XKind::Spawn(child) => Step::Spawn(finish(child, Some(&name))),
+                XKind::Spawn(child) => Step::Spawn(Arc::new(finish(child, Some(&name)))),
                 XKind::Join(child) => Step::Join(child),
                 XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
             })

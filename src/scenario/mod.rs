@@ -109,6 +109,7 @@ mod suggest;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -130,6 +131,8 @@ pub const STEPS_MAX: u64 = 1_000_000;
 pub const REPEAT_TIMES_MAX: u64 = 1_000_000;
 /// Most scheduled events in one file.
 pub const EVENTS_MAX: u64 = 1_000_000;
+/// Most words in a `process` answerer's command.
+pub const PROCESS_WORDS_MAX: u64 = 256;
 /// Deepest nesting of `spawn` and `repeat` inside one another.
 pub const NESTING_MAX: usize = 32;
 /// Largest scenario file, in bytes (64 MiB).
@@ -286,8 +289,19 @@ impl Default for Limits {
 pub struct AnswererSpec {
     /// Its unique name.
     pub name: String,
-    /// How it behaves: the same data the built-in answerer acts on.
+    /// How it behaves: the same data the built-in answerer acts on. For a
+    /// `process` answerer it is not used (and says so: it accepts nothing).
     pub policy: Policy,
+    /// An answerer outside asksim: the command of a process speaking
+    /// PROTOCOL.md (program and arguments), started in every life of a run.
+    pub process: Option<Vec<String>>,
+}
+
+impl Scenario {
+    /// Whether an answerer of the run is an outside process.
+    pub fn has_process_answerers(&self) -> bool {
+        self.answerers.iter().any(|a| a.process.is_some())
+    }
 }
 
 pub use crate::policy::{Accepts, AnswerPolicy, Latency, Policy};
@@ -313,7 +327,7 @@ impl AgentSpec {
             .iter()
             .chain(&self.on_resume)
             .filter_map(|step| match step {
-                Step::Spawn(child) => Some(child),
+                Step::Spawn(child) => Some(&**child),
                 _ => None,
             })
     }
@@ -332,13 +346,14 @@ pub enum Step {
     /// A tool call; the arguments are the compact JSON text of the `ask` value, in
     /// the author's key order. Not validated: that happens in the call.
     Ask {
-        /// The call's arguments as JSON text.
-        arguments: String,
+        /// The call's arguments as JSON text, shared by every copy of a `count`
+        /// row or `repeat` body.
+        arguments: Arc<str>,
     },
     /// A tool call with any JSON as arguments (`ask_raw`), compact JSON text.
     AskRaw {
-        /// The call's arguments as JSON text.
-        arguments: String,
+        /// The call's arguments as JSON text, shared like [`Step::Ask`]'s.
+        arguments: Arc<str>,
     },
     /// One call asking the unresolved questions of the children joined so far;
     /// skipped when there are none.
@@ -348,8 +363,9 @@ pub enum Step {
     },
     /// Independent work for this many seconds.
     Work(f64),
-    /// Start a child owned by this agent and go on at once.
-    Spawn(AgentSpec),
+    /// Start a child owned by this agent and go on at once (the spec is shared
+    /// with every child it starts).
+    Spawn(Arc<AgentSpec>),
     /// Wait for the named child's script to end and take its final result.
     Join(String),
     /// Wait until this agent's call (a callId) is settled for good.

@@ -21,7 +21,7 @@ use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
-use super::{Accepts, AnswerPolicy, Clock, Latency, VIRTUAL_S_MAX_MAX};
+use super::{Accepts, AnswerPolicy, Clock, Latency, PROCESS_WORDS_MAX, VIRTUAL_S_MAX_MAX};
 use crate::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use crate::policy::{LatencyVisitor, Written};
 
@@ -167,15 +167,19 @@ pub(super) struct RawBroker {
 /// One answerer of the waterfall (`count` with `{i}` in the name fans it out).
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "an answerer object")]
-#[schemars(rename = "Answerer", transform = latency_and_answer_unless_silent)]
+#[schemars(rename = "Answerer", transform = answerer_rules)]
 pub(super) struct RawAnswerer {
     /// Its unique name.
     pub name: String,
     /// How many copies of this row, `{i}` in the name counting from 0.
     #[schemars(range(min = 1))]
     pub count: Option<u64>,
-    /// Which requests it accepts.
-    pub accepts: Accepts,
+    /// An answerer outside asksim: the command (program and arguments) of a
+    /// process speaking PROTOCOL.md; it takes no policy keys.
+    #[schemars(length(min = 1, max = PROCESS_WORDS_MAX))]
+    pub process: Option<Vec<String>>,
+    /// Which requests it accepts (required unless `process`).
+    pub accepts: Option<Accepts>,
     /// From an offer to its accept or decline (default 0).
     #[schemars(with = "Option<Latency>")]
     pub offer_latency: Option<RawLatency>,
@@ -190,14 +194,22 @@ pub(super) struct RawAnswerer {
     pub faults: Option<Obj<RawFaults>>,
 }
 
-/// `latency` and `answer` are required unless `accepts` is `"none"` (the answerer
-/// never accepts, so it never uses them).
-fn latency_and_answer_unless_silent(schema: &mut Schema) {
+/// A `process` answerer takes no policy keys; any other needs `accepts`, and
+/// `latency` and `answer` unless `accepts` is `"none"` (the answerer never
+/// accepts, so it never uses them).
+fn answerer_rules(schema: &mut Schema) {
+    let policy_keys = ["accepts", "offer_latency", "latency", "answer", "hold", "faults"];
+    let none_of: Vec<_> = policy_keys.iter().map(|k| json!({ "required": [k] })).collect();
+    schema.insert("if".into(), json!({ "required": ["process"] }));
+    schema.insert("then".into(), json!({ "not": { "anyOf": none_of } }));
     schema.insert(
-        "if".into(),
-        json!({ "properties": { "accepts": { "const": "none" } } }),
+        "else".into(),
+        json!({
+            "required": ["accepts"],
+            "if": { "properties": { "accepts": { "const": "none" } } },
+            "else": { "required": ["latency", "answer"] }
+        }),
     );
-    schema.insert("else".into(), json!({ "required": ["latency", "answer"] }));
 }
 
 /// Holds the caller's window.

@@ -21,6 +21,7 @@ use crate::sim::engine::output::Output;
 use crate::sim::engine::queue::Chooser;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
+use crate::wire::{Endpoint, ProcessFailure};
 
 pub use crate::sim::engine::world::PANIC_AFTER_ENV;
 
@@ -40,6 +41,13 @@ pub struct RunOptions {
     /// The scenario answerers that are the program's own (default: none; every
     /// answerer acts on its policy).
     pub answerers: Answerers,
+    /// Observers that see every event as it is recorded, on either clock
+    /// (`--chrome-trace` and `--timeline` stream through them; see
+    /// [`crate::sim::engine::tap::Tap`] to take one back after the run).
+    pub taps: Vec<Box<dyn Observer>>,
+    /// The broker is this outside process instead of asksim's (PROTOCOL.md;
+    /// virtual clock only).
+    pub broker: Option<Endpoint>,
 }
 
 impl RunOptions {
@@ -51,8 +59,31 @@ impl RunOptions {
             strategy: scenario.explore.unwrap_or_default(),
             keep_events: true,
             log: None,
+            taps: Vec::new(),
+            broker: None,
             answerers: Answerers::default(),
         }
+    }
+}
+
+/// The recorder's one observer: the watcher (virtual clock) and the taps.
+struct Observers<W> {
+    watch: Option<W>,
+    taps: Vec<Box<dyn Observer>>,
+}
+
+impl<W: Watch> Observer for Observers<W> {
+    fn event(&mut self, event: &crate::event::Event) {
+        if let Some(watch) = &mut self.watch {
+            watch.event(event);
+        }
+        for tap in &mut self.taps {
+            tap.event(event);
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -70,7 +101,7 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, &options.answerers),
+        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, options.broker.as_ref(), &options.answerers),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -94,17 +125,34 @@ pub fn run_watched<W: Watch>(
     if let Some(log) = options.log.take() {
         recorder.write_to(log, &header);
     }
+    let watch = watch.filter(|_| options.clock == Clock::Virtual);
+    if watch.is_some() || !options.taps.is_empty() {
+        let taps = std::mem::take(&mut options.taps);
+        recorder.observe(Box::new(Observers { watch, taps }));
+    }
     let (mut output, written) = match options.clock {
-        Clock::Virtual => {
-            if let Some(watch) = watch {
-                recorder.observe(Box::new(watch));
-            }
-            simulate::<W>(scenario, &options, recorder, chooser)
+        Clock::Virtual => simulate::<W>(scenario, &options, recorder, chooser),
+        Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
+            let mut output = crate::sim::engine::real_clock::empty_output(options.seed, recorder);
+            output.process_failed = Some(Box::new(ProcessFailure {
+                who: "broker or answerer".into(),
+                command: options
+                    .broker
+                    .as_ref()
+                    .map(Endpoint::shell_text)
+                    .unwrap_or_default(),
+                reason: "implementations outside asksim run on the virtual clock only (PROTOCOL.md)".into(),
+                sent: None,
+                line: None,
+                stderr: String::new(),
+            }));
+            (output, Ok(()))
         }
         Clock::Real => {
             crate::sim::engine::real_clock::run(scenario, options.seed, recorder, &options.answerers)
         }
     };
+    output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
     written.map(|()| output)
 }
@@ -160,7 +208,8 @@ fn simulate<W: Watch>(
         jitter_max_s,
         recorder,
         options.answerers.clone(),
-    );
+    )
+    .with_broker(options.broker.clone());
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         world.start();
@@ -170,14 +219,17 @@ fn simulate<W: Watch>(
         Ok(limit) => (limit, None),
         Err(message) => (None, Some(message)),
     };
-    world.end(crate::sim::engine::output::end_reason(limit, crashed.is_some()));
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
+    let process_failed = world.take_failure();
+    let failed = crashed.is_some() || process_failed.is_some();
+    world.end(crate::sim::engine::output::end_reason(limit, failed));
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
         .take_observer()
-        .and_then(|observer| observer.into_any().downcast::<W>().ok());
+        .and_then(|observer| observer.into_any().downcast::<Observers<W>>().ok())
+        .and_then(|observers| observers.watch);
     let (recording, written) = recorder.finish();
     let (checked, crashed) = match watch {
         Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
@@ -195,6 +247,8 @@ fn simulate<W: Watch>(
         open,
         limit,
         crashed,
+        process_failed,
+        broker: options.broker.clone(),
         virtual_s,
         wall_s: 0.0,
         choices: counting.choices,
@@ -205,13 +259,15 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64, answerers: &Answerers) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>, answerers: &Answerers) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
         strategy: Strategy::Fifo,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
+        broker: broker.cloned(),
         answerers: answerers.clone(),
     };
     let header = LogHeader::new(&scenario.name, seed);

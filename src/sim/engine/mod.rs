@@ -2,13 +2,17 @@
 //! where nothing can change any more.
 //!
 //! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 //! - `world`: the simulated actors, executing the sans-IO handlers' effects.
+//! - `slots`: what holds the broker and each answerer: asksim's own state
+//!   machines, or outside processes (`crate::wire`).
 //! - `driver`: one run on either clock, a panic caught as the run's crash, and
 //!   the [`driver::Watch`] through which a judge sees it as it happens.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
 //! - `output`: what a run produced, and why it stopped ([`output::Limit`]).
 //! - `reproduce`: the command that runs it again.
+//! - `tap`: an observer of the event stream the caller takes back after the run.
 //!
 //! This room never judges and never shows: it imports nothing of `judge`, `show`
 //! or `hunt`. What watches a run is handed in; what it concludes rides out in
@@ -17,7 +21,10 @@
 pub mod driver;
 pub mod output;
 pub mod queue;
+pub mod ready;
 pub mod real_clock;
 pub mod reproduce;
+pub mod slots;
 pub mod strategy;
+pub mod tap;
 pub mod world;

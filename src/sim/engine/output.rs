@@ -5,11 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::projection::Projection;
 use crate::record::Recording;
 use crate::scenario::{Clock, Strategy};
+use crate::wire::{Endpoint, ProcessFailure};
 
 /// Why a run stopped short.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +29,8 @@ impl Limit {
     }
 }
 
-/// What the log's `end` event says stopped a run: a crash, the limit that
-/// stopped it, or nothing (`done`).
+/// What the log's `end` event says stopped a run: a crash (of the run, or of an
+/// outside process it drove), the limit that stopped it, or nothing (`done`).
 pub fn end_reason(limit: Option<Limit>, crashed: bool) -> &'static str {
     match limit {
         _ if crashed => "crashed",
@@ -51,14 +50,19 @@ pub struct Output<V> {
     pub strategy: Strategy,
     /// The recording: hashes, the projection and (when kept) every event.
     pub recording: Recording,
-    /// Final results of the scripts that ended, by agent.
-    pub finals: BTreeMap<String, Value>,
+    /// Final results of the scripts that ended, by agent, as compact JSON text.
+    pub finals: BTreeMap<String, crate::effect::FinalResult>,
     /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
     pub open: BTreeMap<String, &'static str>,
     /// The limit that stopped the run, if one did.
     pub limit: Option<Limit>,
     /// The panic that ended the run, if one did.
     pub crashed: Option<String>,
+    /// The outside process that failed the run, if one did (PROTOCOL.md
+    /// "Failures"): the run ended there.
+    pub process_failed: Option<Box<ProcessFailure>>,
+    /// The outside broker the run spoke to, if its broker was not asksim's.
+    pub broker: Option<Endpoint>,
     /// Seconds on the run's clock until nothing changed any more.
     pub virtual_s: f64,
     /// Seconds of wall time the run took.

@@ -9,34 +9,25 @@
 //! picked only after the receiver has handled it. The queue also keeps the
 //! account of what is still due, so the run's end is known (SPEC §5): messages,
 //! timers and scheduled events are work; a fault timer (`crash_at`) is not.
+//!
+//! Every step costs O(log n) in what is due (SPEC §6 "Cost"): what is deliverable
+//! now is a [`Ready`] set ordered by `seq`, a cancelled timer leaves it at once,
+//! and a strategy picks by rank without seeing the whole set.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use crate::effect::TimerId;
 use crate::protocol::{Addr, Envelope, Nanos};
+pub use crate::sim::engine::ready::{Candidate, Ready};
 
-/// A hasher with no random state: lookups only, but nothing here may depend on
-/// the process's random seed.
-type Fixed = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
-
-/// One thing deliverable now, as a [`Chooser`] sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    /// The receiver.
-    pub to: Addr,
-    /// The sender, or `None` for a timer.
-    pub from: Option<Addr>,
-    /// Its place in the order things entered the queue: unique and stable for a
-    /// given schedule prefix.
-    pub seq: u64,
-}
-
-/// Picks the next delivery among the candidates (at least two, in `seq` order).
+/// Picks the next delivery among what is ready (at least two, in `seq` order).
 pub trait Chooser {
-    /// The index of the candidate to deliver.
-    fn pick(&mut self, candidates: &[Candidate]) -> usize;
+    /// The rank (index in `seq` order) of the candidate to deliver. `ready` is
+    /// mutable only so that a chooser may take [`Ready::take_entered`].
+    fn pick(&mut self, ready: &mut Ready) -> usize;
 
     /// Whether the run should stop before delivering what was just picked (an
     /// exploration that found every order from here covered).
@@ -106,22 +97,51 @@ struct Entry {
     key: Key,
 }
 
+impl Entry {
+    fn candidate(&self) -> Candidate {
+        match self.key {
+            Key::Channel(from, to) => Candidate {
+                to,
+                from: Some(from),
+                seq: self.seq,
+                timer: None,
+            },
+            Key::Timer(owner, id) => Candidate {
+                to: owner,
+                from: None,
+                seq: self.seq,
+                timer: Some(id),
+            },
+        }
+    }
+}
+
+impl Candidate {
+    fn key(&self) -> Key {
+        match (self.from, self.timer) {
+            (_, Some(id)) => Key::Timer(self.to, id),
+            (Some(from), None) => Key::Channel(from, self.to),
+            (None, None) => unreachable!("a candidate is a channel's head or a timer"),
+        }
+    }
+}
+
 /// The queue.
 #[derive(Debug, Default)]
 pub struct Queue {
     now: Nanos,
     seq: u64,
     mbox: u64,
-    channels: HashMap<(Addr, Addr), Channel, Fixed>,
-    timers: HashMap<(Addr, TimerId), Timer, Fixed>,
+    channels: FxHashMap<(Addr, Addr), Channel>,
+    timers: FxHashMap<(Addr, TimerId), Timer>,
+    /// What is due later (and stale entries, skipped when they come up).
     heap: BinaryHeap<Reverse<Entry>>,
-    /// Deliverable at `now`, in `seq` order.
-    ready: Vec<Entry>,
+    /// Deliverable at `now`: live entries only.
+    ready: Ready,
     /// Messages queued plus live timers that are not faults.
     work: usize,
     /// Live fault timers.
     faults: usize,
-    candidates: Vec<Candidate>,
 }
 
 impl Queue {
@@ -199,6 +219,7 @@ impl Queue {
     pub fn cancel(&mut self, owner: Addr, id: TimerId) {
         if let Some(timer) = self.timers.remove(&(owner, id)) {
             self.forget(&timer);
+            self.ready.remove(timer.seq);
         }
     }
 
@@ -232,28 +253,29 @@ impl Queue {
         });
         self.work -= dropped;
         self.faults -= faults;
-        // Stale entries are skipped when they come up.
-        let ready = std::mem::take(&mut self.ready);
-        self.ready = ready.into_iter().filter(|e| self.live(e)).collect();
+        // Stale entries in the heap are skipped when they come up; the ready set
+        // holds live entries only.
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.retain(|c| self.live(c.key(), c.seq));
+        self.ready = ready;
     }
 
     fn schedule(&mut self, entry: Entry) {
         if entry.due == self.now && !self.ready.is_empty() {
-            let at = self.ready.partition_point(|e| e.seq < entry.seq);
-            self.ready.insert(at, entry);
+            self.ready.insert(entry.candidate());
         } else {
             self.heap.push(Reverse(entry));
         }
     }
 
-    fn live(&self, entry: &Entry) -> bool {
-        match entry.key {
+    fn live(&self, key: Key, seq: u64) -> bool {
+        match key {
             Key::Channel(from, to) => self
                 .channels
                 .get(&(from, to))
                 .and_then(|c| c.messages.front())
-                .is_some_and(|head| head.seq == entry.seq),
-            Key::Timer(owner, id) => self.timers.get(&(owner, id)).is_some_and(|t| t.seq == entry.seq),
+                .is_some_and(|head| head.seq == seq),
+            Key::Timer(owner, id) => self.timers.get(&(owner, id)).is_some_and(|t| t.seq == seq),
         }
     }
 
@@ -275,25 +297,13 @@ impl Queue {
                 self.advance(limit)?;
                 continue;
             }
-            if self.ready.len() > 1 {
-                // Cancelled timers and channels of a lost life are no choice.
-                let ready = std::mem::take(&mut self.ready);
-                self.ready = ready.into_iter().filter(|e| self.live(e)).collect();
-                if self.ready.is_empty() {
-                    continue;
-                }
-            }
-            let index = if self.ready.len() == 1 {
+            let rank = if self.ready.len() == 1 {
                 0
             } else {
-                self.candidates.clear();
-                for entry in &self.ready {
-                    self.candidates.push(self.candidate(entry));
-                }
-                chooser.pick(&self.candidates).min(self.ready.len() - 1)
+                chooser.pick(&mut self.ready).min(self.ready.len() - 1)
             };
-            let entry = self.ready.remove(index);
-            if let Some(delivery) = self.take(entry) {
+            let candidate = self.ready.remove_nth(rank);
+            if let Some(delivery) = self.take(candidate.key(), candidate.seq) {
                 return Ok(delivery);
             }
         }
@@ -305,7 +315,7 @@ impl Queue {
             let Some(Reverse(top)) = self.heap.peek().copied() else {
                 return Err(Stop::Done);
             };
-            if self.live(&top) {
+            if self.live(top.key, top.seq) {
                 break top.due;
             }
             self.heap.pop();
@@ -315,39 +325,29 @@ impl Queue {
             return Err(Stop::Limit);
         }
         self.now = due;
+        let mut batch = Vec::new();
         while let Some(Reverse(top)) = self.heap.peek().copied() {
             if top.due != due {
                 break;
             }
             self.heap.pop();
-            if self.live(&top) {
-                self.ready.push(top);
+            if self.live(top.key, top.seq) {
+                batch.push(top.candidate());
             }
         }
-        self.ready.sort_unstable_by_key(|e| e.seq);
+        // In seq order, each insertion is an append.
+        batch.sort_unstable_by_key(|c| c.seq);
+        for candidate in batch {
+            self.ready.insert(candidate);
+        }
         Ok(())
     }
 
-    fn candidate(&self, entry: &Entry) -> Candidate {
-        match entry.key {
-            Key::Channel(from, to) => Candidate {
-                to,
-                from: Some(from),
-                seq: entry.seq,
-            },
-            Key::Timer(owner, _) => Candidate {
-                to: owner,
-                from: None,
-                seq: entry.seq,
-            },
-        }
-    }
-
     /// Takes the entry's message out (a stale entry gives nothing).
-    fn take(&mut self, entry: Entry) -> Option<Delivery> {
-        match entry.key {
+    fn take(&mut self, key: Key, seq: u64) -> Option<Delivery> {
+        match key {
             Key::Timer(owner, id) => {
-                let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == entry.seq)?;
+                let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == seq)?;
                 self.forget(&timer);
                 Some(Delivery {
                     from: owner,
@@ -358,7 +358,7 @@ impl Queue {
             }
             Key::Channel(from, to) => {
                 let channel = self.channels.get_mut(&(from, to))?;
-                if channel.messages.front().is_none_or(|head| head.seq != entry.seq) {
+                if channel.messages.front().is_none_or(|head| head.seq != seq) {
                     return None; // a channel of a life before a process loss
                 }
                 let message = channel.messages.pop_front().expect("the head was just seen");
@@ -396,14 +396,14 @@ mod tests {
 
     struct Last;
     impl Chooser for Last {
-        fn pick(&mut self, candidates: &[Candidate]) -> usize {
-            candidates.len() - 1
+        fn pick(&mut self, ready: &mut Ready) -> usize {
+            ready.len() - 1
         }
     }
 
     struct First;
     impl Chooser for First {
-        fn pick(&mut self, _: &[Candidate]) -> usize {
+        fn pick(&mut self, _: &mut Ready) -> usize {
             0
         }
     }

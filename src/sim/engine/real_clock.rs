@@ -45,7 +45,7 @@ pub fn run<V>(
     output
 }
 
-fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
+pub(crate) fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
     Output {
         seed,
         clock: Clock::Real,
@@ -55,6 +55,8 @@ fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         open: BTreeMap::new(),
         limit: None,
         crashed: None,
+        process_failed: None,
+        broker: None,
         virtual_s: 0.0,
         wall_s: 0.0,
         choices: 0,
@@ -217,6 +219,8 @@ impl<'s> Driver<'s> {
             open,
             limit,
             crashed,
+            process_failed: None,
+            broker: None,
             virtual_s,
             wall_s: 0.0,
             choices: 0,

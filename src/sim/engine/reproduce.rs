@@ -2,30 +2,36 @@
 //! quoted for a POSIX shell so a printed command pastes back exactly.
 
 use crate::sim::engine::output::Output;
+use crate::wire::Endpoint;
 
 /// The command that reproduces a run of `file`: every flag that changes it.
 pub fn reproduce_command<V>(file: &str, output: &Output<V>) -> String {
     let clock = output.clock.as_str();
     format!(
-        "asksim run {} --seed {} --clock {clock} --explore {}",
+        "asksim run {} --seed {} --clock {clock} --explore {}{}",
         shell_word(file),
         output.seed,
-        output.strategy
+        output.strategy,
+        broker_flag(output.broker.as_ref())
     )
 }
 
-/// `word` as one word of a POSIX shell command line: as it is when it needs no
-/// quoting (only letters, digits and `_-./:=@%+,`), else in single quotes, each
-/// `'` written `'\''` (close, an escaped quote, reopen), so a printed command
-/// pastes back exactly. POSIX single quotes keep every other byte as it is. This
-/// is the whole rule (the library carries no shell-words crate; tests check it
-/// against shlex's reading).
-pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b);
-    if !word.is_empty() && word.bytes().all(plain) {
-        return std::borrow::Cow::Borrowed(word);
+/// ` --broker-cmd CMD` for a run whose broker was an outside process, else
+/// nothing.
+pub fn broker_flag(broker: Option<&Endpoint>) -> String {
+    match broker {
+        Some(endpoint @ Endpoint::Process(_)) => {
+            format!(" --broker-cmd {}", shell_word(&endpoint.shell_text()))
+        }
+        _ => String::new(),
     }
-    std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+}
+
+/// `word` as one word of a POSIX shell command line: as it is when it needs no
+/// quoting, else quoted (shlex), so a printed command pastes back exactly. A
+/// path cannot hold the one thing shlex refuses (a NUL byte).
+pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
+    shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word))
 }
 
 #[cfg(test)]

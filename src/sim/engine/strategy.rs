@@ -14,13 +14,16 @@
 //! - a replayed schedule: the choice at each step given as a list, for
 //!   `explore` and its reproduce commands.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rustc_hash::FxHashMap;
 
 use crate::protocol::Addr;
 use crate::sim::engine::queue::{Candidate, Chooser};
+use crate::sim::engine::ready::Ready;
 
 pub use crate::scenario::Strategy;
 
@@ -42,7 +45,7 @@ pub fn chooser(strategy: Strategy, seed: u64, steps: u64) -> Box<dyn Chooser> {
 pub struct Fifo;
 
 impl Chooser for Fifo {
-    fn pick(&mut self, _: &[Candidate]) -> usize {
+    fn pick(&mut self, _: &mut Ready) -> usize {
         0
     }
 }
@@ -51,18 +54,35 @@ impl Chooser for Fifo {
 pub struct Random(StdRng);
 
 impl Chooser for Random {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
-        self.0.gen_range(0..candidates.len())
+    fn pick(&mut self, ready: &mut Ready) -> usize {
+        self.0.gen_range(0..ready.len())
     }
 }
 
-/// Probabilistic concurrency testing over receiving actors.
+/// Probabilistic concurrency testing over channels.
+///
+/// A channel gets its random priority the first time a choice sees it, the
+/// channels first seen at one choice drawing in `seq` order; the highest priority
+/// delivers, the earliest `seq` among equals. The ready candidates are kept in an
+/// ordered index by (priority, `seq`), fed by what entered the ready set since
+/// the last choice, so a choice costs O(log n) however many are due. An entry that
+/// left the ready set, or whose channel's priority dropped, stays in the index
+/// until it reaches the top, and the index is rebuilt when such entries are more
+/// than half of it.
 pub struct Pct {
     rng: StdRng,
-    priorities: HashMap<(Addr, Addr), u64>,
-    /// Steps at which the chosen actor's priority drops, with the value it drops to.
+    priorities: FxHashMap<(Addr, Addr), u64>,
+    /// Ready candidates by highest priority, then earliest `seq`.
+    index: BTreeSet<(Reverse<u64>, u64)>,
+    /// Steps at which the chosen channel's priority drops, with the value it drops to.
     change_points: Vec<(u64, u64)>,
     step: u64,
+}
+
+/// A candidate's channel: its sender and receiver (a timer is its owner's channel
+/// to itself).
+fn channel(candidate: &Candidate) -> (Addr, Addr) {
+    (candidate.from.unwrap_or(candidate.to), candidate.to)
 }
 
 impl Pct {
@@ -74,7 +94,8 @@ impl Pct {
         change_points.sort_unstable();
         Pct {
             rng,
-            priorities: HashMap::new(),
+            priorities: FxHashMap::default(),
+            index: BTreeSet::new(),
             change_points,
             step: 0,
         }
@@ -82,42 +103,69 @@ impl Pct {
 
     fn priority(&mut self, candidate: &Candidate) -> u64 {
         let rng = &mut self.rng;
-        let channel = (candidate.from.unwrap_or(candidate.to), candidate.to);
         // Initial priorities sit above every change-point value (< depth ≤ 64).
         *self
             .priorities
-            .entry(channel)
+            .entry(channel(candidate))
             .or_insert_with(|| rng.gen_range(1_000..u64::MAX))
+    }
+
+    /// Indexes what entered the ready set since the last choice, drawing the
+    /// priorities of channels seen for the first time in `seq` order.
+    fn admit(&mut self, ready: &mut Ready) {
+        for seq in ready.take_entered() {
+            let candidate = ready.get(seq).expect("take_entered gives ready keys");
+            let priority = self.priority(&candidate);
+            self.index.insert((Reverse(priority), seq));
+        }
+        if self.index.len() > 2 * ready.len() + 64 {
+            let live: Vec<Candidate> = ready.iter().copied().collect();
+            self.index = live
+                .iter()
+                .map(|c| (Reverse(self.priorities[&channel(c)]), c.seq))
+                .collect();
+        }
+    }
+
+    /// The ready candidate of highest priority, earliest `seq` among equals;
+    /// stale index entries met on the way are dropped.
+    fn highest(&mut self, ready: &Ready) -> Candidate {
+        loop {
+            let &(Reverse(priority), seq) = self.index.first().expect("a choice among ready candidates");
+            match ready.get(seq) {
+                Some(candidate) if self.priorities[&channel(&candidate)] == priority => return candidate,
+                _ => {
+                    self.index.pop_first();
+                }
+            }
+        }
     }
 }
 
 impl Chooser for Pct {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
+        self.admit(ready);
         self.step += 1;
-        let mut best = self.highest(candidates);
+        let mut best = self.highest(ready);
         if let Some(&(at, low)) = self.change_points.first()
             && at <= self.step
         {
             self.change_points.remove(0);
-            let chosen = &candidates[best];
-            self.priorities
-                .insert((chosen.from.unwrap_or(chosen.to), chosen.to), low);
-            best = self.highest(candidates);
-        }
-        best
-    }
-}
-
-impl Pct {
-    fn highest(&mut self, candidates: &[Candidate]) -> usize {
-        let mut best = (0, 0);
-        for (index, candidate) in candidates.iter().enumerate() {
-            let priority = self.priority(candidate);
-            if priority > best.1 {
-                best = (index, priority);
+            let dropped = channel(&best);
+            self.priorities.insert(dropped, low);
+            // At most depth - 1 times a run: the channel's ready entries, found
+            // by one pass, move to their new place.
+            let moved: Vec<u64> = ready
+                .iter()
+                .filter(|c| channel(c) == dropped)
+                .map(|c| c.seq)
+                .collect();
+            for seq in moved {
+                self.index.insert((Reverse(low), seq));
             }
+            best = self.highest(ready);
         }
-        best.0
+        ready.rank_of(best.seq).expect("the highest is ready")
     }
 }
 
@@ -130,9 +178,9 @@ pub struct Counting<'a> {
 }
 
 impl Chooser for Counting<'_> {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
         self.choices += 1;
-        self.inner.pick(candidates)
+        self.inner.pick(ready)
     }
 
     fn halted(&self) -> bool {

@@ -6,7 +6,8 @@
 //! handler runs to completion, and the world carries out what it did (sends go
 //! back into the queue, events to the recorder). Nothing here reads a clock or
 //! spawns a task, so a run is a pure function of the scenario, the seed and the
-//! scheduler's choices.
+//! scheduler's choices. The broker and any answerer may be outside processes
+//! (`slots`); one that fails ends the run there, with its failure.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -14,9 +15,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Script};
-use crate::answerer::{Answerer, AnswererSetup, Answerers, Replies};
-use crate::broker::{BrokerConfig, BrokerState};
-use crate::effect::{Effect, Out};
+use crate::answerer::Answerers;
+use crate::broker::BrokerConfig;
+use crate::effect::{Effect, FinalResult, Out};
 use crate::event::EventKind;
 use crate::protocol::{
     Addr, AgentId, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId, nanos, seconds,
@@ -26,6 +27,8 @@ use crate::scenario::{Action, AgentSpec, Scenario};
 use crate::seed::{answerer_stream, derive_seed, jitter_stream};
 use crate::sim::engine::output::Limit;
 use crate::sim::engine::queue::{Chooser, Delivery, Queue, Stop};
+use crate::sim::engine::slots::{AnswererSlot, BrokerSlot};
+use crate::wire::{Endpoint, Life, ProcessFailure};
 
 /// The timer id of the driver's restart.
 const RESTART_TIMER: u64 = 1;
@@ -115,18 +118,24 @@ pub struct World<'s> {
     scenario: &'s Scenario,
     seed: u64,
     queue: Queue,
-    broker: Option<BrokerState>,
+    broker: Option<BrokerSlot>,
+    /// The outside broker's command, when the broker is not asksim's.
+    outside_broker: Option<Endpoint>,
+    /// 1, then one more after each process loss.
+    life: u32,
+    /// The outside process that failed the run, if one did: the run ends there.
+    failed: Option<Box<ProcessFailure>>,
     agents: Agents,
     /// The current life's agents by name, for scheduled events.
     names: BTreeMap<Name, AgentId>,
-    answerers: Vec<Option<Box<dyn Answerer>>>,
-    /// The program's own answerers, by scenario name; the rest act on policies.
+    answerers: Vec<Option<AnswererSlot>>,
+    /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
     specs: BTreeMap<String, Arc<AgentSpec>>,
     recorder: Recorder,
     jitter: Option<Jitter>,
     next_agent: AgentId,
-    finals: BTreeMap<String, Value>,
+    finals: BTreeMap<String, FinalResult>,
     out: Out,
     /// Between a process loss and its restart: when the restart is due.
     lost_until: Option<Nanos>,
@@ -158,6 +167,9 @@ impl<'s> World<'s> {
             seed,
             queue: Queue::new(),
             broker: None,
+            outside_broker: None,
+            life: 0,
+            failed: None,
             agents: Agents::default(),
             names: BTreeMap::new(),
             answerers: Vec::new(),
@@ -170,6 +182,22 @@ impl<'s> World<'s> {
             out: Out::new(0),
             lost_until: None,
         }
+    }
+
+    /// The broker is the outside process `endpoint` names instead of asksim's.
+    pub fn with_broker(mut self, endpoint: Option<Endpoint>) -> World<'s> {
+        self.outside_broker = endpoint;
+        self
+    }
+
+    /// Takes the outside process that failed the run, if one did.
+    pub fn take_failure(&mut self) -> Option<Box<ProcessFailure>> {
+        self.failed.take()
+    }
+
+    /// An outside process failed: the run ends with the first failure.
+    fn fail(&mut self, failure: Box<ProcessFailure>) {
+        self.failed.get_or_insert(failure);
     }
 
     /// Starts the runtime and schedules the scenario's events.
@@ -192,8 +220,11 @@ impl<'s> World<'s> {
         let limit = nanos(self.scenario.limits.virtual_s_max);
         let mut deliveries = 0u64;
         loop {
+            if self.failed.is_some() {
+                return None;
+            }
             // A crash can change something only while a question is open.
-            let faults_matter = self.broker.as_ref().is_some_and(BrokerState::has_open_calls);
+            let faults_matter = self.broker.as_ref().is_some_and(BrokerSlot::has_open_calls);
             match self.queue.next(chooser, limit, faults_matter) {
                 Ok(delivery) => {
                     deliveries += 1;
@@ -224,13 +255,24 @@ impl<'s> World<'s> {
         self.queue.now()
     }
 
-    /// The broker's open calls now (none while the process is lost).
-    pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
-        self.broker.as_ref().map(|b| b.status().open).unwrap_or_default()
+    /// The broker's open calls now (none while the process is lost, or once an
+    /// outside process failed the run).
+    pub fn open_calls(&mut self) -> BTreeMap<String, &'static str> {
+        let now = self.now();
+        match self.broker.as_mut().filter(|_| self.failed.is_none()) {
+            None => BTreeMap::new(),
+            Some(broker) => match broker.open_calls(now) {
+                Ok(open) => open,
+                Err(failure) => {
+                    self.fail(failure);
+                    BTreeMap::new()
+                }
+            },
+        }
     }
 
     /// Takes the final results of the scripts that ended, by agent.
-    pub fn take_finals(&mut self) -> BTreeMap<String, Value> {
+    pub fn take_finals(&mut self) -> BTreeMap<String, FinalResult> {
         std::mem::take(&mut self.finals)
     }
 
@@ -256,19 +298,32 @@ impl<'s> World<'s> {
             offer_timeout_s: self.scenario.broker.offer_timeout_s,
             limits: self.scenario.broker.limits(),
         };
-        self.broker = Some(BrokerState::new(config).expect("a scenario has at most ANSWERERS_MAX answerers"));
+        self.life += 1;
+        let life = Life {
+            life: self.life,
+            scenario: &self.scenario.name,
+            seed: self.seed,
+        };
+        let now = self.now();
+        self.broker = match BrokerSlot::boot(config, self.outside_broker.as_ref(), &life, now) {
+            Ok(broker) => Some(broker),
+            Err(failure) => {
+                self.fail(failure);
+                None
+            }
+        };
         self.answerers.clear();
         for (index, spec) in self.scenario.answerers.iter().enumerate() {
-            let setup = AnswererSetup {
-                index,
-                name: &spec.name,
-                seed: answerer_stream(self.seed, index),
-                policy: &spec.policy,
+            let stream = answerer_stream(self.seed, index);
+            self.out.reset(now, None);
+            let answerer = match AnswererSlot::boot(spec, index, stream, &life, &self.own, &mut self.out) {
+                Ok(answerer) => Some(answerer),
+                Err(failure) => {
+                    self.failed.get_or_insert(failure);
+                    None
+                }
             };
-            let mut answerer = self.own.make(&setup);
-            self.out.reset(self.now(), None);
-            answerer.start(&mut Replies::new(&mut self.out, index));
-            self.answerers.push(Some(answerer));
+            self.answerers.push(answerer);
             self.apply(Addr::Answerer(index));
         }
     }
@@ -322,8 +377,10 @@ impl<'s> World<'s> {
         self.out.reset(at, mbox);
         match envelope {
             Envelope::Broker(msg) => {
-                if let Some(broker) = &mut self.broker {
-                    broker.handle(msg, &mut self.out);
+                if let Some(broker) = &mut self.broker
+                    && let Err(failure) = broker.handle(msg, &mut self.out)
+                {
+                    self.fail(failure);
                 }
             }
             Envelope::Agent(id, msg) => {
@@ -331,9 +388,11 @@ impl<'s> World<'s> {
                     agent.handle(msg, &mut self.out);
                 }
             }
-            Envelope::Answerer(index, input) => {
-                if let Some(Some(answerer)) = self.answerers.get_mut(index) {
-                    answerer.handle(input, &mut Replies::new(&mut self.out, index));
+            Envelope::Answerer(index, msg) => {
+                if let Some(Some(answerer)) = self.answerers.get_mut(index)
+                    && let Err(failure) = answerer.handle(index, msg, &mut self.out)
+                {
+                    self.fail(failure);
                 }
             }
             Envelope::Driver(DriverMsg::Scheduled(index)) => self.scheduled(index),

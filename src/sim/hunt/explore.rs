@@ -23,8 +23,9 @@ use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::engine::queue::{Candidate, Chooser};
+use crate::sim::engine::ready::Ready;
 use crate::sim::judge::judged;
-use crate::sim::judge::summary::{Verdict, summarise};
+use crate::sim::judge::summary::{Summary, Verdict, summarise};
 
 /// Schedules explored at most, unless `--max` says otherwise.
 pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
@@ -64,7 +65,10 @@ struct Dfs<'a> {
 }
 
 impl Chooser for Dfs<'_> {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
+        // The whole ready list each step: explore is for small scopes.
+        let candidates: Vec<Candidate> = ready.iter().copied().collect();
+        let candidates = candidates.as_slice();
         let index = if self.depth < self.stack.len() {
             let chosen = self.stack[self.depth].chosen;
             candidates
@@ -249,17 +253,17 @@ impl Replay {
 }
 
 impl Chooser for Replay {
-    fn pick(&mut self, candidates: &[Candidate]) -> usize {
+    fn pick(&mut self, ready: &mut Ready) -> usize {
         let index = self.choices.get(self.at).copied().unwrap_or(0);
         self.at += 1;
-        if index >= candidates.len() && self.error.is_none() {
+        if index >= ready.len() && self.error.is_none() {
             self.error = Some(ScheduleError::NotOffered {
                 step: self.at,
                 chosen: index,
-                offered: candidates.len(),
+                offered: ready.len(),
             });
         }
-        index.min(candidates.len() - 1)
+        index.min(ready.len() - 1)
     }
 
     fn halted(&self) -> bool {
@@ -332,6 +336,8 @@ pub struct ExploreOptions {
     /// The scenario answerers that are the program's own, explored like any
     /// other: their replies and timers are deliveries the search orders.
     pub answerers: Answerers,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 impl ExploreOptions {
@@ -344,6 +350,7 @@ impl ExploreOptions {
             max_s: None,
             reduce: true,
             answerers: Answerers::default(),
+            broker: None,
         }
     }
 }
@@ -365,13 +372,7 @@ pub fn explore(
     options: ExploreOptions,
     mut progress: impl FnMut(Progress),
 ) -> ExploreReport {
-    let ExploreOptions {
-        seed,
-        max,
-        reduce,
-        ref answerers,
-        ..
-    } = options;
+    let (seed, max) = (options.seed, options.max);
     let wall = std::time::Instant::now();
     let deadline = (options.max_s)
         .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
@@ -390,10 +391,19 @@ pub fn explore(
             depth: 0,
             halted: false,
             picked: None,
-            reduce,
+            reduce: options.reduce,
         };
-        let output = judged::run_with(scenario, run_options(scenario, seed, answerers), &mut dfs)
-            .expect("a run writes no log");
+        let run = RunOptions {
+            seed,
+            clock: Clock::Virtual,
+            strategy: scenario.explore.unwrap_or_default(),
+            keep_events: false,
+            log: None,
+            taps: Vec::new(),
+            broker: options.broker.clone(),
+            answerers: options.answerers.clone(),
+        };
+        let output = judged::run_with(scenario, run, &mut dfs).expect("a run writes no log");
         if dfs.halted {
             pruned += 1;
         } else {
@@ -402,7 +412,7 @@ pub fn explore(
             let summary = summarise(scenario, file, &output);
             *outcomes.entry(outcome_of(&output, summary.passed())).or_insert(0) += 1;
             if !summary.passed() && first_failure.is_none() {
-                first_failure = Some(failed(file, seed, &choices, &summary));
+                first_failure = Some(failed_schedule(file, &options, &choices, &summary));
             }
         }
         progress(Progress { schedules, pruned });
@@ -427,31 +437,20 @@ pub fn explore(
     }
 }
 
-/// One schedule's run: the virtual clock, the scenario's strategy (the search
-/// chooses every tie), no events kept.
-fn run_options(scenario: &Scenario, seed: u64, answerers: &Answerers) -> RunOptions {
-    RunOptions {
-        seed,
-        clock: Clock::Virtual,
-        strategy: scenario.explore.unwrap_or_default(),
-        keep_events: false,
-        log: None,
-        answerers: answerers.clone(),
-    }
-}
-
 /// The first failing schedule, with the command that replays it.
-fn failed(
+fn failed_schedule(
     file: &str,
-    seed: u64,
+    options: &ExploreOptions,
     choices: &[usize],
-    summary: &crate::sim::judge::summary::Summary,
+    summary: &Summary,
 ) -> FailedSchedule {
     let schedule = schedule_string(choices);
     FailedSchedule {
         reproduce: format!(
-            "asksim run {} --seed {seed} --schedule {schedule}",
-            crate::sim::engine::reproduce::shell_word(file)
+            "asksim run {} --seed {} --schedule {schedule}{}",
+            crate::sim::engine::reproduce::shell_word(file),
+            options.seed,
+            crate::sim::engine::reproduce::broker_flag(options.broker.as_ref())
         ),
         schedule,
         verdict: Verdict::of(summary),

@@ -257,6 +257,14 @@ fn same_sweep(first: &ShardFile, other: &ShardFile) -> Result<(), MergeError> {
         };
         return differs("other flags:", flag(b.invariants_only), flag(a.invariants_only));
     }
+    if a.broker_cmd != b.broker_cmd {
+        let cmd = |c: &Option<String>| c.clone().unwrap_or_else(|| "asksim's own broker".into());
+        return differs(
+            "another broker: --broker-cmd",
+            cmd(&b.broker_cmd),
+            cmd(&a.broker_cmd),
+        );
+    }
     Ok(())
 }
 
@@ -310,7 +318,15 @@ fn fold(shards: Vec<ShardFile>) -> Result<SweepReport, MergeError> {
             format!("closing line: clock: {:?} is not a clock", end.clock),
         )
     })?;
+    let broker = match &end.broker_cmd {
+        Some(cmd) => Some(
+            crate::wire::Endpoint::parse(cmd)
+                .map_err(|e| file_error(&file, format!("closing line: broker_cmd: {e}")))?,
+        ),
+        None => None,
+    };
     let options = SweepOptions {
+        broker,
         file: end.scenario_file.clone(),
         seeds: first.seeds,
         jobs: 1,

@@ -9,7 +9,8 @@
 //! last. A file without its closing line is truncated (the shard did not finish,
 //! or the copy was cut short). The closing line carries what `merge` checks before
 //! it folds anything: the version and build, the scenario (its SHA-256 and its
-//! text), the seed range, K/N, the strategy, the clock, `--invariants-only`, and
+//! text), the seed range, K/N, the strategy, the clock, `--invariants-only`,
+//! `--broker-cmd`, and
 //! the SHA-256 of every seed line above it (`lines_sha256`), so a damaged line is
 //! found even when it is still valid JSON.
 //!
@@ -101,6 +102,9 @@ pub struct SeedRecord {
     pub limit: Option<String>,
     /// The panic that ended it, if one did.
     pub crashed: Option<String>,
+    /// The outside process that failed it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_failed: Option<crate::wire::ProcessFailure>,
     /// The command that reproduces it, when it failed.
     pub reproduce: Option<String>,
     /// Tool calls made.
@@ -142,6 +146,7 @@ impl SeedRecord {
             expectations: s.expectations.clone(),
             limit: s.limit.map(str::to_owned),
             crashed: s.crashed.clone(),
+            process_failed: s.process_failed.clone(),
             reproduce: s.reproduce.clone(),
             calls: s.calls,
             events: s.events,
@@ -188,6 +193,7 @@ impl SeedRecord {
             throughput: Throughput::default(),
             limit,
             crashed: self.crashed,
+            process_failed: self.process_failed,
             events: self.events,
             coverage: self.coverage,
             reproduce: self.reproduce,
@@ -272,6 +278,9 @@ pub struct ShardEnd {
     pub clock: String,
     /// Whether `--invariants-only` was given.
     pub invariants_only: bool,
+    /// The outside broker's command (`--broker-cmd`), if the broker was not asksim's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_cmd: Option<String>,
     /// Seeds this shard ran.
     pub runs: u64,
     /// Of them, how many passed.
@@ -395,6 +404,7 @@ pub fn sweep_to_file(
         explore: report.explore.clone(),
         clock: options.clock.as_str().to_owned(),
         invariants_only: options.invariants_only,
+        broker_cmd: options.broker.as_ref().map(crate::wire::Endpoint::shell_text),
         runs: report.runs,
         passed: report.passed,
         failed: report.failed.len() as u64,

@@ -82,6 +82,8 @@ pub struct SweepOptions {
     /// The scenario answerers that are the program's own (library users; the
     /// command line has none).
     pub answerers: Answerers,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 /// One seed's result, as a sweep keeps it.
@@ -103,6 +105,8 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         strategy: options.strategy,
         keep_events: false,
         log: None,
+        taps: Vec::new(),
+        broker: options.broker.clone(),
         answerers: options.answerers.clone(),
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");

@@ -97,7 +97,11 @@ pub fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes
         );
     }
     for (agent, expected) in &expect.final_results {
-        let actual = output.finals.get(agent).cloned().unwrap_or(Value::Null);
+        let actual = output
+            .finals
+            .get(agent)
+            .and_then(|text| serde_json::from_str(text.get()).ok())
+            .unwrap_or(Value::Null);
         verdict(
             &actual == expected,
             format!("final_results[{agent}]: expected {expected}, got {actual}"),

@@ -14,6 +14,7 @@ use crate::sim::judge::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERA
 use crate::sim::judge::judged::RunOutput;
 use crate::sim::judge::latency::{LatencySummary, latency, lateness};
 use crate::sim::judge::outcomes::{Outcomes, outcomes};
+use crate::wire::ProcessFailure;
 
 /// The invariants part of the summary.
 #[derive(Clone, Debug, Serialize)]
@@ -73,6 +74,9 @@ pub struct Summary {
     pub limit: Option<&'static str>,
     /// The panic that ended the run, or null (outcome `crashed`).
     pub crashed: Option<String>,
+    /// The outside process that failed the run, or null (PROTOCOL.md
+    /// "Failures"): who, why, what asksim wrote, the offending line, its stderr.
+    pub process_failed: Option<ProcessFailure>,
     /// Events recorded.
     pub events: u64,
     /// Which named races the run reached, and which side won (SPEC §6).
@@ -89,6 +93,7 @@ impl Summary {
             && self.expectations.failed == 0
             && self.limit.is_none()
             && self.crashed.is_none()
+            && self.process_failed.is_none()
     }
 }
 
@@ -104,6 +109,8 @@ pub struct Verdict {
     pub limit: Option<&'static str>,
     /// The panic that ended the run, or null.
     pub crashed: Option<String>,
+    /// The outside process that failed the run, or null.
+    pub process_failed: Option<ProcessFailure>,
 }
 
 impl Verdict {
@@ -114,6 +121,7 @@ impl Verdict {
             failures: summary.expectations.failures.clone(),
             limit: summary.limit,
             crashed: summary.crashed.clone(),
+            process_failed: summary.process_failed.clone(),
         }
     }
 
@@ -131,6 +139,10 @@ impl Verdict {
         }
         if let Some(panic) = &self.crashed {
             let _ = writeln!(out, "    CRASHED {panic}");
+        }
+        if let Some(failure) = &self.process_failed {
+            let text = failure.to_string().replace('\n', "\n    ");
+            let _ = writeln!(out, "    PROCESS FAILED {text}");
         }
     }
 }
@@ -174,6 +186,7 @@ impl Summary {
             throughput: Throughput::default(),
             limit: output.limit.map(|l| l.as_str()),
             crashed: output.crashed.clone(),
+            process_failed: output.process_failed.as_deref().cloned(),
             events: output.recording.count,
             coverage: crate::sim::judge::coverage::Coverage::default(),
             reproduce: None,
@@ -189,22 +202,19 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         Clock::Virtual => VIRTUAL_TOLERANCE_S,
         Clock::Real => REAL_TOLERANCE_S,
     };
+    // A run that crashed, or whose outside process failed, is judged by that:
+    // what it did not get to do is no violation and no failed expectation too.
+    let cut_short = output.crashed.is_some() || output.process_failed.is_some();
     let checked = match &output.checked {
         Some(checked) => checked.clone(),
-        None if output.crashed.is_some() => Checked::default(),
+        None if cut_short => Checked::default(),
         None => Checked {
             violations: check(output.events(), Some(&output.open), tolerance_s),
             coverage: crate::sim::judge::coverage::coverage(output.events(), scenario),
         },
     };
-    let violations = if output.crashed.is_some() {
-        Vec::new()
-    } else {
-        checked.violations
-    };
-    // A run that crashed is judged by its crash: what it did not get to do is not
-    // an expectation failure too.
-    let expectations = if output.crashed.is_some() {
+    let violations = if cut_short { Vec::new() } else { checked.violations };
+    let expectations = if cut_short {
         ExpectationReport::default()
     } else {
         expectations(scenario, output, &outcomes)
@@ -233,6 +243,7 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         lateness_s: lateness(projection),
         limit: output.limit.map(|l| l.as_str()),
         crashed: output.crashed.clone(),
+        process_failed: output.process_failed.as_deref().cloned(),
         events: output.recording.count,
         coverage: checked.coverage,
         reproduce: None,

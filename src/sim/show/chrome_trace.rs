@@ -24,10 +24,12 @@
 //! chrome://tracing alike, also when calls overlap on a track.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use serde_json::{Value, json};
 
 use crate::event::{Event, EventKind};
+use crate::record::Observer;
 use crate::tool::ResultKind;
 
 const AGENTS_PID: u64 = 1;
@@ -40,13 +42,101 @@ const FLOW_NAME: &str = "question";
 
 /// The trace of `events` as a Trace Event JSON object.
 pub fn chrome_trace(events: &[Event]) -> Value {
-    let mut trace = Trace::default();
+    let mut trace = ChromeTrace::new(Vec::new());
     for event in events {
-        trace.visit(event);
+        trace.event(event);
     }
-    trace.finish(events.last().map_or(0.0, |e| e.t))
+    let bytes = trace.finish().expect("writing to memory cannot fail");
+    serde_json::from_slice(&bytes).expect("the trace is JSON")
 }
 
+/// The trace written as the run goes: each trace event goes to the sink as soon
+/// as its run event is seen, and only the calls still open are held (SPEC §8:
+/// `--chrome-trace` streams). The bytes are those of [`chrome_trace`]'s object,
+/// compact: `{"traceEvents":[…],"displayTimeUnit":"ms"}`.
+pub struct ChromeTrace<W: Write> {
+    trace: Trace,
+    sink: W,
+    last_t: f64,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> ChromeTrace<W> {
+    /// A trace written to `sink`.
+    pub fn new(sink: W) -> ChromeTrace<W> {
+        let mut trace = ChromeTrace {
+            trace: Trace::default(),
+            sink,
+            last_t: 0.0,
+            error: None,
+        };
+        let head = [
+            json!({"ph": "M", "name": "process_name", "pid": AGENTS_PID, "tid": 0, "args": {"name": "agents"}}),
+            json!({"ph": "M", "name": "process_name", "pid": ANSWERERS_PID, "tid": 0, "args": {"name": "answerers"}}),
+        ];
+        trace.put(b"{\"traceEvents\":[");
+        for (i, value) in head.iter().enumerate() {
+            if i > 0 {
+                trace.put(b",");
+            }
+            trace.put_value(value);
+        }
+        trace
+    }
+
+    /// Closes what is still open at the end of the run and the JSON object, and
+    /// gives the sink back; the first write error, if one happened.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.trace.finish(self.last_t);
+        self.flush_out();
+        self.put(b"],\"displayTimeUnit\":\"ms\"}");
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(self.sink),
+        }
+    }
+
+    fn flush_out(&mut self) {
+        let out = std::mem::take(&mut self.trace.out);
+        for value in &out {
+            self.put(b",");
+            self.put_value(value);
+        }
+        self.trace.out = out;
+        self.trace.out.clear();
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(error) = self.sink.write_all(bytes)
+        {
+            self.error = Some(error);
+        }
+    }
+
+    fn put_value(&mut self, value: &Value) {
+        if self.error.is_none()
+            && let Err(error) = serde_json::to_writer(&mut self.sink, value)
+        {
+            self.error = Some(error.into());
+        }
+    }
+}
+
+impl<W: Write + Send + 'static> Observer for ChromeTrace<W> {
+    fn event(&mut self, event: &Event) {
+        self.last_t = event.t;
+        self.trace.visit(event);
+        self.flush_out();
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// The trace's state: the calls and flows still open, and the trace events
+/// made by the run event at hand (`out`, emptied into the sink after each).
 #[derive(Default)]
 struct Trace {
     out: Vec<Value>,
@@ -291,6 +381,14 @@ impl Trace {
                 self.flow_point(Phase::Finish, id, (AGENTS_PID, &caller), name.to_owned(), t);
             }
         }
+        self.forget(call_id);
+    }
+
+    /// Drops the caller of a call that settled for good: from now on it is its
+    /// callId's agent part, the same agent (a callId is `<agent>/<n>`). An
+    /// accepted offer stays until its answer, which draws the answerer's slice.
+    fn forget(&mut self, call_id: &str) {
+        self.callers.remove(call_id);
     }
 
     /// Finishes every open flow on its answerer's track (a process loss, the
@@ -320,7 +418,7 @@ impl Trace {
         );
     }
 
-    fn finish(mut self, end_t: f64) -> Value {
+    fn finish(&mut self, end_t: f64) {
         self.finish_open_flows("still open at the end", end_t);
         // Calls still open at the end get a slice to the end of the run.
         for (call_id, (agent, from)) in std::mem::take(&mut self.started) {
@@ -343,11 +441,5 @@ impl Trace {
                 json!({}),
             );
         }
-        let mut events = vec![
-            json!({"ph": "M", "name": "process_name", "pid": AGENTS_PID, "tid": 0, "args": {"name": "agents"}}),
-            json!({"ph": "M", "name": "process_name", "pid": ANSWERERS_PID, "tid": 0, "args": {"name": "answerers"}}),
-        ];
-        events.append(&mut self.out);
-        json!({"traceEvents": events, "displayTimeUnit": "ms"})
     }
 }

@@ -122,6 +122,10 @@ pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Ev
     if let Some(panic) = &summary.crashed {
         let _ = writeln!(out, "  CRASHED the run panicked: {panic}");
     }
+    if let Some(failure) = &summary.process_failed {
+        let text = failure.to_string().replace('\n', "\n  ");
+        let _ = writeln!(out, "  PROCESS FAILED {text}");
+    }
     let verdict = if summary.passed() { "PASS" } else { "FAIL" };
     let _ = writeln!(out, "  {:<16}{verdict}", "result");
     if let Some(command) = &summary.reproduce {

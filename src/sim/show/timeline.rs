@@ -46,11 +46,181 @@ const MARK: &str = "▶ ";
 /// One line per event of `events`, in order (the log's closing `end` event is
 /// no actor's doing, and is not shown).
 pub fn timeline(events: &[Event]) -> Vec<String> {
-    let shown: Vec<&Event> = events
-        .iter()
-        .filter(|e| !matches!(e.kind, EventKind::End { .. }))
-        .collect();
+    let shown: Vec<&Event> = events.iter().collect();
     render(&shown)
+}
+
+/// A timeline built one event at a time, for a whole run (`--timeline`): each
+/// event's parts go to a spool as it is recorded, and the lines are laid out at
+/// the end, once the widest name and time are known. The spool is a temporary
+/// file, so a run holds only the answers still waiting for their fate; the lines
+/// are those [`timeline`] gives for the same events.
+pub struct Timeline {
+    spool: Spool,
+    name_w: usize,
+    time_w: usize,
+    count: usize,
+    /// The line of each call's answer that waits for what became of its batch.
+    awaiting: BTreeMap<String, usize>,
+    /// Fates read so far, by line.
+    fates: BTreeMap<usize, String>,
+    /// The calls open so far (a `cancel_call` of none matched nothing).
+    calls: OpenCalls,
+    error: Option<std::io::Error>,
+}
+
+/// Where a timeline's parts wait: `time \t name \t text` for a line, `time \t
+/// text` for a rule (cleaned text holds no tab and no line break).
+enum Spool {
+    Memory(Vec<String>),
+    File(std::io::BufWriter<std::fs::File>, std::path::PathBuf),
+}
+
+impl Timeline {
+    /// A timeline kept in memory (a call's lines under a violation).
+    pub fn in_memory() -> Timeline {
+        Timeline::with(Spool::Memory(Vec::new()))
+    }
+
+    /// A timeline spooled to a temporary file (a whole run), removed when its
+    /// lines are read.
+    pub fn spooled() -> std::io::Result<Timeline> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("asksim-timeline-{}-{n}.tsv", std::process::id()));
+        let file = std::fs::File::create(&path)?;
+        Ok(Timeline::with(Spool::File(std::io::BufWriter::new(file), path)))
+    }
+
+    fn with(spool: Spool) -> Timeline {
+        Timeline {
+            spool,
+            name_w: 0,
+            time_w: 0,
+            count: 0,
+            awaiting: BTreeMap::new(),
+            fates: BTreeMap::new(),
+            calls: OpenCalls::default(),
+            error: None,
+        }
+    }
+
+    /// Takes one more event (the log's closing `end` is no actor's doing, and
+    /// is not shown).
+    pub fn push(&mut self, event: &Event) {
+        if matches!(event.kind, EventKind::End { .. }) {
+            return;
+        }
+        let time = format!("{:.3}", event.t);
+        self.time_w = self.time_w.max(time.len());
+        let record = match rule_text(&event.kind) {
+            Some(text) => format!("{time}\t{}", clean(&text)),
+            None => {
+                let name = clean(actor(&event.kind));
+                self.name_w = self.name_w.max(name.chars().count());
+                let mut text = text(&event.kind);
+                if let EventKind::CancelCall { call_id } = &event.kind
+                    && let Some(note) = self.calls.unmatched(call_id)
+                {
+                    text.push_str(note);
+                }
+                format!("{time}\t{name}\t{}", clean(&text))
+            }
+        };
+        self.calls.see(&event.kind);
+        if let Some(call_id) = event.kind.call_id() {
+            if let (Some(i), Some(fate)) = (self.awaiting.remove(call_id), fate(&event.kind)) {
+                self.fates.insert(i, clean(&fate).into_owned());
+            }
+            if matches!(event.kind, EventKind::Answer { .. }) {
+                self.awaiting.insert(call_id.to_owned(), self.count);
+            }
+        }
+        self.count += 1;
+        match &mut self.spool {
+            Spool::Memory(records) => records.push(record),
+            Spool::File(file, _) => {
+                use std::io::Write as _;
+                if self.error.is_none()
+                    && let Err(error) = writeln!(file, "{record}")
+                {
+                    self.error = Some(error);
+                }
+            }
+        }
+    }
+
+    /// How many lines it holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The lines, laid out, handed to `line` one at a time; a spooled timeline's
+    /// file is read back and removed.
+    pub fn for_each_line(self, mut line: impl FnMut(String)) -> std::io::Result<()> {
+        let Timeline {
+            spool,
+            name_w,
+            time_w,
+            mut fates,
+            error,
+            ..
+        } = self;
+        let mut lay_out = |i: usize, record: &str| {
+            let mut parts = record.splitn(3, '\t');
+            let time = parts.next().unwrap_or("");
+            let stamp = format!("{time:>time_w$} s  ");
+            let mut text = match (parts.next(), parts.next()) {
+                (Some(name), Some(text)) => {
+                    let pad = name_w.saturating_sub(name.chars().count());
+                    format!("{stamp}{name}{:pad$} {text}", "")
+                }
+                (Some(text), None) => rule(&stamp, text),
+                _ => stamp,
+            };
+            if let Some(fate) = fates.remove(&i) {
+                let _ = write!(text, " -> {fate}");
+            }
+            line(text);
+        };
+        match spool {
+            Spool::Memory(records) => {
+                for (i, record) in records.iter().enumerate() {
+                    lay_out(i, record);
+                }
+                Ok(())
+            }
+            Spool::File(file, path) => {
+                use std::io::BufRead as _;
+                let read = error.map_or(Ok(()), Err).and_then(|()| {
+                    let file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+                    drop(file);
+                    let reader = std::io::BufReader::new(std::fs::File::open(&path)?);
+                    for (i, record) in reader.lines().enumerate() {
+                        lay_out(i, &record?);
+                    }
+                    Ok(())
+                });
+                let _ = std::fs::remove_file(&path);
+                read
+            }
+        }
+    }
+}
+
+impl crate::record::Observer for Timeline {
+    fn event(&mut self, event: &Event) {
+        self.push(event);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
 }
 
 /// The timeline of one call: its events only (`Event.kind.call_id() ==
@@ -112,57 +282,31 @@ fn about(event: &Event, call_id: Option<&str>, seq: Option<u64>) -> bool {
 
 /// The aligned lines of `events`, with each answer's fate appended.
 fn render(events: &[&Event]) -> Vec<String> {
-    let names: Vec<Cow<str>> = events.iter().map(|e| clean(actor(&e.kind))).collect();
-    let name_w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-    let times: Vec<String> = events.iter().map(|e| format!("{:.3}", e.t)).collect();
-    let time_w = times.iter().map(String::len).max().unwrap_or(0);
-    let mut lines: Vec<String> = Vec::with_capacity(events.len());
-    // The answer line of each call that waits for what became of its batch.
-    let mut awaiting: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut calls = Calls::default();
-    for ((event, name), time) in events.iter().zip(&names).zip(&times) {
-        let stamp = format!("{time:>time_w$} s  ");
-        let mut line = match rule_text(&event.kind) {
-            Some(text) => rule(&stamp, &text),
-            None => format!("{stamp}{name:<name_w$} {}", clean(&text(&event.kind))),
-        };
-        if let EventKind::CancelCall { call_id } = &event.kind
-            && let Some(note) = calls.unmatched(call_id)
-        {
-            let _ = write!(line, ": matched nothing ({note})");
-        }
-        calls.see(&event.kind);
-        if let Some(call_id) = event.kind.call_id() {
-            if let (Some(i), Some(fate)) = (awaiting.remove(call_id), fate(&event.kind)) {
-                let _ = write!(lines[i], " -> {}", clean(&fate));
-            }
-            if matches!(event.kind, EventKind::Answer { .. }) {
-                awaiting.insert(call_id, lines.len());
-            }
-        }
-        lines.push(line);
+    let mut timeline = Timeline::in_memory();
+    for event in events {
+        timeline.push(event);
     }
+    let mut lines = Vec::with_capacity(timeline.len());
+    let _ = timeline.for_each_line(|line| lines.push(line));
     lines
 }
 
-/// The calls asked so far and the ones still open, to say when a `cancel_call`
-/// matched nothing (the broker logs it either way).
+/// The calls open so far, to say when a `cancel_call` matched nothing (the
+/// broker logs it either way). It holds only open calls, so a streamed timeline
+/// stays as small as the broker's own state.
 #[derive(Default)]
-struct Calls<'e> {
-    asked: std::collections::BTreeSet<&'e str>,
+struct OpenCalls {
     /// Open calls, and whether each is legacy (gone at a process loss).
-    open: BTreeMap<&'e str, bool>,
+    open: BTreeMap<String, bool>,
 }
 
-impl<'e> Calls<'e> {
-    fn see(&mut self, kind: &'e EventKind) {
+impl OpenCalls {
+    fn see(&mut self, kind: &EventKind) {
         match kind {
             EventKind::Request { call_id, schema, .. } => {
-                self.asked.insert(call_id);
-                self.open.insert(call_id, *schema == crate::tool::Schema::Legacy);
+                self.open.insert(call_id.to_string(), *schema == crate::tool::Schema::Legacy);
             }
             EventKind::Result { call_id, .. } if kind.result_kind() != Some(ResultKind::Pending) => {
-                self.asked.insert(call_id);
                 self.open.remove(call_id.as_str());
             }
             EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
@@ -173,21 +317,15 @@ impl<'e> Calls<'e> {
         }
     }
 
-    /// Why a `cancel_call` of `call_id` now matches no open call, if it does not.
+    /// The note for a `cancel_call` of `call_id` that matches no open call.
     fn unmatched(&self, call_id: &str) -> Option<&'static str> {
-        if self.open.contains_key(call_id) {
-            None
-        } else if self.asked.contains(call_id) {
-            Some("the call had closed already")
-        } else {
-            Some("no such call was asked yet")
-        }
+        (!self.open.contains_key(call_id)).then_some(": matched nothing (no open call has that callId)")
     }
 }
 
 /// `stamp` and `text` in a rule of `─` as wide as the page.
 fn rule(stamp: &str, text: &str) -> String {
-    let mut line = format!("{stamp}── {} ", clean(text));
+    let mut line = format!("{stamp}── {text} ");
     let used = line.chars().count();
     line.extend(std::iter::repeat_n('─', RULE_CHARS.saturating_sub(used).max(2)));
     line

@@ -60,6 +60,8 @@ pub struct ShrinkOptions {
     /// The scenario answerers that are the program's own: every candidate runs
     /// with them (a candidate without one's row simply has no such answerer).
     pub answerers: crate::answerer::Answerers,
+    /// The broker is this outside process instead of asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
 }
 
 impl Default for ShrinkOptions {
@@ -69,6 +71,7 @@ impl Default for ShrinkOptions {
             explore: None,
             max_s: MAX_S_DEFAULT,
             answerers: Default::default(),
+            broker: None,
         }
     }
 }
@@ -93,6 +96,8 @@ pub struct ShrinkReport {
     pub seed: u64,
     /// The strategy every run used.
     pub strategy: Strategy,
+    /// The outside broker every run spoke to, if the broker was not asksim's.
+    pub broker: Option<crate::wire::Endpoint>,
     /// The failure kept: the primary item of the input's signature.
     pub failure: Failure,
     /// The `count` rows written out (`agents[0] (count 20): worker0 … worker19`).
@@ -171,6 +176,7 @@ pub fn shrink(
         seed: options.seed.unwrap_or(scenario.seed),
         strategy: options.explore.or(scenario.explore).unwrap_or_default(),
         answerers: &options.answerers,
+        broker: options.broker.as_ref(),
     };
     let original = runner.run(&scenario).unwrap_or_default();
     let Some(primary) = original.primary().cloned() else {
@@ -190,7 +196,7 @@ pub fn shrink(
     let (mut result, runs) = (search.current, search.runs);
     carry_run(&mut result, &scenario, seed, strategy);
     let text = pretty(&result);
-    if !reproduces(file, &text, &primary, &options.answerers) {
+    if !reproduces(file, &text, &primary, &options.answerers, options.broker.as_ref()) {
         return Err(not_reproduced(file, "the shrunk scenario", primary));
     }
     let (removed_keys, changed) = key_changes(&start, &result);
@@ -198,6 +204,7 @@ pub fn shrink(
         file: file.to_owned(),
         seed,
         strategy,
+        broker: options.broker.clone(),
         failure: primary,
         expanded,
         before: Tally::of(&start),
@@ -250,7 +257,13 @@ fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy
 
 /// Whether the scenario `text`, run under its own `seed` and `explore` as
 /// `asksim run` runs it, fails with `primary`.
-fn reproduces(file: &str, text: &str, primary: &Failure, answerers: &crate::answerer::Answerers) -> bool {
+fn reproduces(
+    file: &str,
+    text: &str,
+    primary: &Failure,
+    answerers: &crate::answerer::Answerers,
+    broker: Option<&crate::wire::Endpoint>,
+) -> bool {
     let Ok(parsed) = scenario::parse(file, text) else {
         return false;
     };
@@ -259,6 +272,7 @@ fn reproduces(file: &str, text: &str, primary: &Failure, answerers: &crate::answ
         seed: parsed.seed,
         strategy: parsed.explore.unwrap_or_default(),
         answerers,
+        broker,
     };
     runner.run(&parsed).is_some_and(|s| s.contains(primary))
 }
@@ -342,10 +356,16 @@ pub fn default_out(file: &Path) -> PathBuf {
 }
 
 /// The command that reproduces the shrunk failure from `out`.
-pub fn reproduce_command(out: &str, seed: u64, strategy: Strategy) -> String {
+pub fn reproduce_command(
+    out: &str,
+    seed: u64,
+    strategy: Strategy,
+    broker: Option<&crate::wire::Endpoint>,
+) -> String {
     format!(
-        "asksim run {} --seed {seed} --clock virtual --explore {strategy}",
-        crate::sim::engine::reproduce::shell_word(out)
+        "asksim run {} --seed {seed} --clock virtual --explore {strategy}{}",
+        crate::sim::engine::reproduce::shell_word(out),
+        crate::sim::engine::reproduce::broker_flag(broker)
     )
 }
 
@@ -379,7 +399,7 @@ pub fn render(report: &ShrinkReport, out: &str) -> String {
     row("wrote", out);
     text.push_str(&format!(
         "  reproduce with: {}\n",
-        reproduce_command(out, seed, strategy)
+        reproduce_command(out, seed, strategy, report.broker.as_ref())
     ));
     text
 }

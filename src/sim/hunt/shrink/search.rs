@@ -55,6 +55,7 @@ pub(super) struct Runner<'a> {
     pub seed: u64,
     pub strategy: Strategy,
     pub answerers: &'a crate::answerer::Answerers,
+    pub broker: Option<&'a crate::wire::Endpoint>,
 }
 
 impl Runner<'_> {
@@ -73,6 +74,8 @@ impl Runner<'_> {
             strategy: self.strategy,
             keep_events: false,
             log: None,
+            taps: Vec::new(),
+            broker: self.broker.cloned(),
             answerers: self.answerers.clone(),
         };
         let output = judged::run_options(scenario, options).ok()?;

@@ -13,8 +13,9 @@
 //!    calls not counted, when it is too low (or, when every call was counted, the
 //!    calls that were);
 //! 3. else its crash (the panic message), if it crashed;
-//! 4. else the limit that stopped it (`virtual_s_max`, `events_max`), if one did;
-//! 5. else nothing: the run passed.
+//! 4. else its outside process's failure (who, and why), if one failed it;
+//! 5. else the limit that stopped it (`virtual_s_max`, `events_max`), if one did;
+//! 6. else nothing: the run passed.
 //!
 //! The original's **primary item** is the first item of its signature. A candidate
 //! **fails the same way** when its own signature holds that item: the same
@@ -62,6 +63,8 @@ pub enum Failure {
     },
     /// The panic that ended the run.
     Crash(String),
+    /// The outside process that failed the run: who, and why.
+    Process(String),
     /// The limit that stopped the run.
     Limit(String),
 }
@@ -76,6 +79,7 @@ impl Failure {
                 line.split_once(": ").map_or(line.as_str(), |(key, _)| key)
             }
             Failure::Crash(_) => "crash",
+            Failure::Process(_) => "process",
         }
     }
 }
@@ -100,6 +104,7 @@ impl fmt::Display for Failure {
                 write!(f, ")")
             }
             Failure::Crash(message) => write!(f, "crash: {message}"),
+            Failure::Process(summary) => write!(f, "{summary}"),
             Failure::Limit(name) => write!(f, "limit {name} hit"),
         }
     }
@@ -167,6 +172,11 @@ pub fn signature(summary: &Summary, projection: &Projection) -> Signature {
         && let Some(message) = &summary.crashed
     {
         items.push(Failure::Crash(message.clone()));
+    }
+    if items.is_empty()
+        && let Some(failure) = &summary.process_failed
+    {
+        items.push(Failure::Process(failure.summary()));
     }
     if items.is_empty()
         && let Some(limit) = summary.limit

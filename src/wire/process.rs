@@ -1,0 +1,301 @@
+//! The other end of the wire: an outside process started from a command and
+//! spoken to in lockstep (one line out, exactly one line back), with a
+//! wall-clock limit per reply, the tail of its stderr kept for reports, and
+//! SIGKILL when asksim is done with it (a process loss, a crash, the end of a
+//! run). [`Transport`] is what the adapters need of it; [`Loopback`] is the same
+//! seam without a process, for tests and benches of the adapters themselves.
+//!
+//! The wall clock is read here, and only here, to enforce the per-reply limit:
+//! a reply in time changes nothing in the run; a late one ends it as failed.
+//! Nothing here may block without bound: the reader and the writer are the
+//! caller's thread, and a watchdog thread kills a process that does not answer,
+//! which unblocks them.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Seconds a process has to answer one line unless [`REPLY_WALL_S_ENV`] says
+/// otherwise (PROTOCOL.md "Failures").
+pub const REPLY_WALL_S_DEFAULT: f64 = 10.0;
+/// The environment variable that sets the per-reply limit, in seconds.
+pub const REPLY_WALL_S_ENV: &str = "ASKSIM_REPLY_WALL_S";
+/// The longest line a process may write (PROTOCOL.md "Framing").
+pub const LINE_BYTES_MAX: usize = 16 << 20;
+/// How much of a process's stderr a report shows.
+const STDERR_TAIL_BYTES: usize = 4 << 10;
+/// How long a report waits for a dead process's last stderr bytes.
+const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
+
+/// The exchange broke: why, and the line at fault if there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Broken {
+    /// What happened, for the report.
+    pub reason: String,
+    /// The offending line (as far as it was read), if any.
+    pub line: Option<String>,
+}
+
+/// One line out, one line back.
+pub trait Transport: Send {
+    /// Writes `line` (without its newline) and returns the one line that answers
+    /// it (without its newline).
+    fn exchange(&mut self, line: &str) -> Result<String, Broken>;
+    /// The last lines the other end wrote to stderr, if it has one.
+    fn stderr_tail(&mut self) -> String;
+}
+
+/// The per-reply wall-clock limit: [`REPLY_WALL_S_ENV`] if it holds a positive
+/// number of seconds, else [`REPLY_WALL_S_DEFAULT`].
+pub fn reply_limit() -> Duration {
+    let asked = std::env::var(REPLY_WALL_S_ENV)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0);
+    Duration::from_secs_f64(asked.unwrap_or(REPLY_WALL_S_DEFAULT))
+}
+
+/// What the watchdog and the caller share.
+struct Watch {
+    /// Odd while a reply is awaited; one more for every line.
+    generation: AtomicU64,
+    /// The watchdog killed the process for not answering.
+    killed: AtomicBool,
+}
+
+/// A running outside process.
+pub struct Process {
+    child: Arc<Mutex<Child>>,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    out: Vec<u8>,
+    watch: Arc<Watch>,
+    limit: Duration,
+    /// Dropped to stop the watchdog.
+    _stop: Sender<()>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    stderr_done: Receiver<()>,
+}
+
+impl Process {
+    /// Starts `command` (a program and its arguments, run directly, in asksim's
+    /// working directory) with piped stdin, stdout and stderr.
+    pub fn start(command: &[String]) -> Result<Process, Broken> {
+        let (program, args) = command.split_first().ok_or_else(|| Broken {
+            reason: "the command is empty".into(),
+            line: None,
+        })?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|error| Broken {
+                reason: format!("could not start {program:?}: {error}"),
+                line: None,
+            })?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let (done_tx, stderr_done) = mpsc::channel();
+        let tail = stderr.clone();
+        std::thread::spawn(move || drain_stderr(stderr_pipe, &tail, done_tx));
+        let child = Arc::new(Mutex::new(child));
+        let watch = Arc::new(Watch {
+            generation: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+        });
+        let limit = reply_limit();
+        let (stop, stopped) = mpsc::channel();
+        let (dog_child, dog_watch) = (child.clone(), watch.clone());
+        std::thread::spawn(move || watchdog(&dog_child, &dog_watch, limit, &stopped));
+        Ok(Process {
+            child,
+            stdin,
+            stdout,
+            out: Vec::new(),
+            watch,
+            limit,
+            _stop: stop,
+            stderr,
+            stderr_done,
+        })
+    }
+
+    /// Why the process stopped answering: the watchdog's kill, or its own exit.
+    fn gone(&mut self, line: Option<String>) -> Broken {
+        let reason = if self.watch.killed.load(Ordering::SeqCst) {
+            format!("no reply within {} s (wall clock)", self.limit.as_secs_f64())
+        } else {
+            let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = child.kill();
+            match child.wait() {
+                Ok(status) => format!("exited ({status})"),
+                Err(error) => format!("exited (its status is unknown: {error})"),
+            }
+        };
+        Broken { reason, line }
+    }
+}
+
+impl Transport for Process {
+    fn exchange(&mut self, line: &str) -> Result<String, Broken> {
+        self.out.clear();
+        self.out.extend_from_slice(line.as_bytes());
+        self.out.push(b'\n');
+        self.watch.generation.fetch_add(1, Ordering::SeqCst);
+        let written = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(&self.out).and_then(|()| stdin.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        if written.is_err() {
+            return Err(self.gone(None));
+        }
+        let read = read_line(&mut self.stdout);
+        self.watch.generation.fetch_add(1, Ordering::SeqCst);
+        match read {
+            Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|e| Broken {
+                reason: "a line that is not UTF-8".into(),
+                line: Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            }),
+            Ok(None) => Err(self.gone(None)),
+            Err(TooLong(start)) => Err(Broken {
+                reason: format!("a line longer than {LINE_BYTES_MAX} bytes"),
+                line: Some(String::from_utf8_lossy(&start).into_owned()),
+            }),
+        }
+    }
+
+    fn stderr_tail(&mut self) -> String {
+        let dead = {
+            let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            child.try_wait().ok().flatten().is_some()
+        };
+        if dead {
+            // Dead: its last words may still be in the pipe.
+            let _ = self.stderr_done.recv_timeout(STDERR_DRAIN_WAIT);
+        }
+        let tail = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Drop for Process {
+    /// SIGKILL: asksim is done with the process (PROTOCOL.md "Lifecycle").
+    fn drop(&mut self) {
+        self.stdin = None;
+        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A line longer than [`LINE_BYTES_MAX`]; what was read of it.
+struct TooLong(Vec<u8>);
+
+/// The next line without its newline, `None` at the end of the stream (a
+/// partial last line counts as the end: the process died mid-write).
+fn read_line(reader: &mut BufReader<ChildStdout>) -> Result<Option<Vec<u8>>, TooLong> {
+    let mut line = Vec::new();
+    loop {
+        let Ok(buffer) = reader.fill_buf() else {
+            return Ok(None);
+        };
+        if buffer.is_empty() {
+            return Ok(None);
+        }
+        let (used, done) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => {
+                line.extend_from_slice(&buffer[..at]);
+                (at + 1, true)
+            }
+            None => {
+                line.extend_from_slice(buffer);
+                (buffer.len(), false)
+            }
+        };
+        reader.consume(used);
+        if line.len() > LINE_BYTES_MAX {
+            line.truncate(1024);
+            return Err(TooLong(line));
+        }
+        if done {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// Keeps the last [`STDERR_TAIL_BYTES`] of the process's stderr, so a chatty
+/// process never blocks on a full pipe; says when the pipe closed.
+fn drain_stderr(mut pipe: impl Read, tail: &Mutex<VecDeque<u8>>, done: Sender<()>) {
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = pipe.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+        tail.extend(&chunk[..n]);
+        let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+        tail.drain(..excess);
+    }
+    drop(done);
+}
+
+/// Kills the process when one reply has been awaited for longer than `limit`.
+/// It looks every quarter of the limit (at most every half second), so a
+/// process gets at least the limit, and at most a quarter more.
+fn watchdog(child: &Mutex<Child>, watch: &Watch, limit: Duration, stop: &Receiver<()>) {
+    let poll = (limit / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
+    let mut seen: Option<(u64, Instant)> = None;
+    loop {
+        match stop.recv_timeout(poll) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let generation = watch.generation.load(Ordering::SeqCst);
+        if generation.is_multiple_of(2) {
+            seen = None;
+            continue;
+        }
+        match seen {
+            Some((g, since)) if g == generation => {
+                if since.elapsed() >= limit {
+                    watch.killed.store(true, Ordering::SeqCst);
+                    let _ = child.lock().map(|mut c| c.kill());
+                    return;
+                }
+            }
+            _ => seen = Some((generation, Instant::now())),
+        }
+    }
+}
+
+/// The seam without a process: a function from one line to its reply, for the
+/// adapters' own tests and benches.
+pub struct Loopback(pub Box<LineHandler>);
+
+/// One line in, its reply (or why not) out.
+pub type LineHandler = dyn FnMut(&str) -> Result<String, String> + Send;
+
+impl Transport for Loopback {
+    fn exchange(&mut self, line: &str) -> Result<String, Broken> {
+        (self.0)(line).map_err(|reason| Broken {
+            reason,
+            line: Some(line.to_owned()),
+        })
+    }
+
+    fn stderr_tail(&mut self) -> String {
+        String::new()
+    }
+}

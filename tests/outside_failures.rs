@@ -1,0 +1,259 @@
+//! SPEC §10 "Its own failures are verdicts": an outside process that exits,
+//! does not answer within the wall-clock limit, or writes a line that is not the
+//! protocol fails the run (exit 1) with the reason, the offending line, the tail
+//! of its stderr and the command that reproduces the run; never a panic, never a
+//! hang. Each case breaks one rule and shows the report naming it.
+
+use std::process::{Command, Output};
+
+fn asksim(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("the asksim binary runs")
+}
+
+fn run_with_broker(broker: &str, env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = asksim(&["run", "scenarios/quickstart.json", "--broker-cmd", broker], env);
+    let code = out.status.code().expect("asksim exits, it is not killed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (code, stdout, stderr)
+}
+
+/// A broker written inline in Python: `body` runs after the hello is answered,
+/// with `line` the first message after it.
+fn python(body: &str) -> String {
+    let script = format!(
+        "import sys, json\nsys.stdin.readline()\nprint(json.dumps({{\"protocol\": 1, \"do\": []}}), flush=True)\nline = sys.stdin.readline()\n{body}\n"
+    );
+    format!("python3 -c {}", shlex::try_quote(&script).unwrap())
+}
+
+#[test]
+fn a_broker_that_exits_fails_the_run_with_its_status_and_its_stderr() {
+    let broker =
+        python("sys.stderr.write('broker: giving up on ' + json.loads(line)['msg'] + '\\n')\nsys.exit(3)");
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("PROCESS FAILED the outside broker failed: exited (exit status: 3)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("asksim wrote: {\"t\":0.0,\"t_ns\":0,\"msg\":\"register\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("broker: giving up on register"),
+        "the tail of its stderr: {stdout}"
+    );
+    assert!(stdout.contains("result          FAIL"), "{stdout}");
+    assert!(
+        stdout.contains("reproduce with: asksim run scenarios/quickstart.json --seed 1 --clock virtual --explore random --broker-cmd "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_broker_that_does_not_answer_is_killed_at_the_wall_clock_limit() {
+    let (code, stdout, _) = run_with_broker("sleep 30", &[("ASKSIM_REPLY_WALL_S", "0.3")]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains(
+            "PROCESS FAILED the outside broker failed: no reply within 0.3 s (wall clock) (sleep 30)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"msg\":\"hello\""),
+        "what asksim wrote last: {stdout}"
+    );
+}
+
+#[test]
+fn a_line_that_is_not_json_fails_the_run_and_is_shown() {
+    let broker = python("print('registered, thanks!', flush=True)\nsys.stdin.readline()");
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("a line that is not the protocol: expected value at line 1 column 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("it replied:   registered, thanks!"), "{stdout}");
+}
+
+#[test]
+fn an_unknown_effect_fails_the_run_naming_it() {
+    let broker = python(
+        "print(json.dumps({'do': [{'registerd': {'agent': 1, 'error': None}}]}), flush=True)\nsys.stdin.readline()",
+    );
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("unknown variant `registerd`"), "{stdout}");
+}
+
+#[test]
+fn a_reply_to_an_accept_without_a_verdict_is_a_protocol_error() {
+    let (code, stdout, _) = run_with_broker("python3 tests/fixtures/external/drops_verdicts.py", &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("the reply to an accept of ticket 1 is neither `accepted` nor a refused accept"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"msg\":\"accept\""), "{stdout}");
+}
+
+#[test]
+fn a_broker_of_another_protocol_version_is_refused_at_hello() {
+    let script = "import sys\nsys.stdin.readline()\nprint('{\"protocol\":2,\"do\":[]}', flush=True)\nsys.stdin.readline()";
+    let broker = format!("python3 -c {}", shlex::try_quote(script).unwrap());
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("it speaks protocol 2; asksim speaks 1"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_command_that_cannot_start_fails_the_run() {
+    let (code, stdout, _) = run_with_broker("./no-such-broker --fast", &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("could not start \"./no-such-broker\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_json_summary_carries_the_failure() {
+    let out = asksim(
+        &[
+            "run",
+            "scenarios/quickstart.json",
+            "--json",
+            "--broker-cmd",
+            "python3 -c 'print(1)'",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed = &summary["process_failed"];
+    assert_eq!(failed["who"], "broker");
+    assert_eq!(failed["line"], "1");
+    assert!(
+        failed["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("a line that is not the protocol")
+    );
+    // The reproduce command gives the broker back word for word.
+    let words = shlex::split(summary["reproduce"].as_str().unwrap()).unwrap();
+    let at = words
+        .iter()
+        .position(|w| w == "--broker-cmd")
+        .expect("it names the broker");
+    assert_eq!(
+        shlex::split(&words[at + 1]).unwrap(),
+        ["python3", "-c", "print(1)"]
+    );
+}
+
+#[test]
+fn a_sweep_counts_a_failed_process_as_a_failing_seed() {
+    let out = asksim(
+        &[
+            "sweep",
+            "scenarios/quickstart.json",
+            "--seeds",
+            "0..3",
+            "--broker-cmd",
+            "python3 -c 'print(1)'",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 passed, 3 failed"), "{stdout}");
+    assert!(
+        stdout.contains("PROCESS FAILED the outside broker failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_answerer_process_that_dies_fails_the_run_naming_it() {
+    let dir = std::env::temp_dir().join(format!("asksim-outside-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("dies.json");
+    let scenario = serde_json::json!({
+        "name": "dies",
+        "tool": { "mode": "timed", "timeout": 5 },
+        "answerers": [ { "name": "tg", "process": ["python3", "-c", "import sys; sys.stdin.readline(); print('{\"protocol\":1,\"do\":[]}', flush=True); sys.stdin.readline()"] } ],
+        "agents": [ { "name": "root", "script": [ { "ask": { "questions": [ { "id": "q", "question": "Go?", "header": "Go",
+            "options": [ { "label": "Yes" }, { "label": "No" } ] } ] } } ] } ]
+    });
+    std::fs::write(&file, scenario.to_string()).unwrap();
+    let out = asksim(&["run", file.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("PROCESS FAILED the outside answerer tg failed: exited (exit status: 0)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"msg\":\"offer\""), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn outside_implementations_on_the_real_clock_are_bad_input() {
+    let out = asksim(
+        &[
+            "run",
+            "scenarios/quickstart.json",
+            "--clock",
+            "real",
+            "--broker-cmd",
+            "asksim actor broker",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("virtual clock only"));
+    let out = asksim(
+        &[
+            "run",
+            "scenarios/quickstart.json",
+            "--broker-cmd",
+            "python3 'broker.py",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "an unclosed quote");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not split into words"));
+}
+
+#[test]
+fn a_line_that_is_not_utf8_or_too_long_fails_the_run() {
+    let not_utf8 = "import sys\nsys.stdin.readline()\nsys.stdout.buffer.write(b'{\"do\":\"\\xff\"}\\n')\nsys.stdout.flush()\nsys.stdin.readline()";
+    let broker = format!("python3 -c {}", shlex::try_quote(not_utf8).unwrap());
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("the outside broker failed: a line that is not UTF-8"),
+        "{stdout}"
+    );
+    let long = "import sys\nsys.stdin.readline()\nsys.stdout.write('x' * (17 << 20) + '\\n')\nsys.stdout.flush()\nsys.stdin.readline()";
+    let broker = format!("python3 -c {}", shlex::try_quote(long).unwrap());
+    let (code, stdout, _) = run_with_broker(&broker, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("a line longer than 16777216 bytes"), "{stdout}");
+    assert!(
+        stdout.len() < 20_000,
+        "the report shows the start of the line, not all of it"
+    );
+}
