@@ -29,6 +29,7 @@ fn options(strategy: Strategy) -> SweepOptions {
         strategy,
         invariants_only: true,
         shard: Shard::WHOLE,
+        answerers: Default::default(),
         broker: None,
     }
 }

@@ -7,12 +7,14 @@
 
 use std::time::Duration;
 
+// A program adds only asksim: ractor, tokio and serde_json are re-exported, at
+// the versions the runtime is built with.
 use asksim::AnswererSlot;
-use asksim::protocol::AnswererMsg;
+use asksim::protocol::{AnswererMsg, Reply};
+use asksim::ractor::{Actor, ActorProcessingErr, ActorRef};
+use asksim::serde_json::json;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{Runtime, RuntimeConfig};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
-use serde_json::json;
 
 /// A stand-in for a Web client: it accepts every offer and answers 40 s later with
 /// each question's first option.
@@ -34,24 +36,25 @@ impl Actor for WebClient {
         _state: &mut (),
     ) -> Result<(), ActorProcessingErr> {
         if let AnswererMsg::Offer(offer) = msg {
-            offer.reply(offer.accept())?;
+            offer.reply(Reply::Accept)?;
             let batch: Vec<_> = offer
                 .questions
                 .iter()
                 .map(|q| json!({"id": q.id, "selected": [q.options[0].label]}))
                 .collect();
             // The user thinks; the actor stays free for other offers meanwhile.
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(40)).await;
-                let _ = offer.reply(offer.submit(batch.into()));
+            asksim::tokio::spawn(async move {
+                asksim::tokio::time::sleep(Duration::from_secs(40)).await;
+                let _ = offer.reply(Reply::Submit(batch.into()));
             });
         }
-        // Withdraw and Refused need no action from this client.
+        // Withdraw and Refused need no action from this client: the three
+        // messages are all an answerer actor gets.
         Ok(())
     }
 }
 
-#[tokio::main(flavor = "current_thread", start_paused = true)]
+#[asksim::tokio::main(crate = "asksim::tokio", flavor = "current_thread", start_paused = true)]
 async fn main() {
     let (web, _) = Actor::spawn(None, WebClient, ())
         .await

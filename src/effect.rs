@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use crate::event::EventKind;
 use crate::protocol::{AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Name, Nanos, Turn};
-use crate::scenario::AgentSpec;
 
-/// A timer's id, unique within the actor that started it.
-pub type TimerId = u64;
+pub use crate::protocol::TimerId;
+use crate::scenario::AgentSpec;
 
 /// An agent's final result (SPEC §5) as compact JSON text: kept for every agent
 /// until the run ends, so kept as text, never as a parsed tree.
@@ -114,7 +113,8 @@ impl Out {
 
     /// Sends to an answerer.
     pub fn tell_answerer(&mut self, answerer: AnswererIx, msg: AnswererMsg) {
-        self.effects.push(Effect::Send(Envelope::Answerer(answerer, msg)));
+        self.effects
+            .push(Effect::Send(Envelope::Answerer(answerer, msg.into())));
     }
 
     /// Starts a timer that delivers `msg` to the handling actor after `after`.

@@ -6,7 +6,7 @@
 //! Each kind is built in one place: the constructors below are the only writers,
 //! and each is called by the one actor that decides what it records (the broker,
 //! but for `spawn` refusals, `user_message`, invalid-argument `result`s and the
-//! driver's `process_loss`, `restart` and `dropped`).
+//! driver's `process_loss`, `restart`, `dropped` and `end`).
 
 use std::sync::Arc;
 
@@ -298,6 +298,14 @@ pub enum EventKind {
     Dropped {
         /// The event, as scheduled.
         what: Value,
+    },
+    /// The run is over: the last line of a simulated run's log (either clock). A
+    /// log without it is of a run that did not end: cut short, killed, or still
+    /// going.
+    End {
+        /// Why: `done` (nothing could change any more), the limit that stopped it
+        /// (`virtual_s_max`, `events_max`), or `crashed`.
+        reason: String,
     },
 }
 

@@ -38,7 +38,10 @@
 //!   the pending registry, exactly-once settlement.
 //! - `agent`: the callers: numbered calls, arguments first, turns, user
 //!   messages, and the scenario script an agent runs.
-//! - `answerer`: the built-in answerer acting on a policy.
+//! - [`answerer`]: answerers as sans-IO state machines ([`Answerer`]): the
+//!   built-in one acting on a policy, and the program's own, which run
+//!   unchanged in the simulator ([`Answerers`]) and on the actor runtime
+//!   ([`AnswererSlot::Machine`]).
 //! - `actors`: the same three as ractor actors on tokio: the library
 //!   ([`Runtime`]) and real-clock runs.
 //! - [`limits`]: the runtime's limits, named once.
@@ -62,14 +65,18 @@
 //! - [`wire`]: implementations asksim did not write: an outside broker or
 //!   answerer speaking PROTOCOL.md over JSON Lines, behind the same interface
 //!   as asksim's own, and asksim's own behind the protocol.
-//! - [`cli`]: the `asksim` command line; `main.rs` only calls [`cli::main`].
+//! - `cli` (feature `cli`, on by default): the `asksim` command line; `main.rs`
+//!   only calls `cli::main`. Without it (`default-features = false`) the crate
+//!   is the library alone: no clap, indicatif, mimalloc or tracing-subscriber,
+//!   and no C compiler needed.
 
 #![warn(missing_docs)]
 
 mod actors;
 mod agent;
-mod answerer;
+pub mod answerer;
 mod broker;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod durable;
 mod effect;
@@ -91,6 +98,20 @@ pub use actors::{
     AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, StartError,
     panic_message,
 };
+pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};
 pub use durable::{LogConfig, SyncPolicy};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
+pub use protocol::{AnswererInput, AnswererMsg, Offer, Reply};
 pub use tool::{Timeout, ToolConfig};
+
+/// The actor framework the runtime is built on, as asksim uses it: an
+/// answerer actor of the waterfall implements [`ractor::Actor`] and is handed
+/// in as a [`ractor::ActorRef`]. Re-exported so a program adds only asksim.
+pub use ractor;
+/// JSON values, as answer batches ([`Reply::Submit`]) and final results carry
+/// them. Re-exported so a program adds only asksim.
+pub use serde_json;
+/// The async runtime the actors run on: `#[asksim::tokio::main(crate =
+/// "asksim::tokio")]` starts one, and tokio's paused time drives the library in
+/// tests. Re-exported so a program adds only asksim.
+pub use tokio;

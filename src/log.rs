@@ -198,7 +198,14 @@ fn line_error(line: usize, message: impl Into<String>) -> LineError {
 /// (SPEC §4: restored questions use the text the model sent).
 pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     let mut lines = text.split('\n');
-    let header = parse_header(lines.next().unwrap_or_default())?;
+    let header = parse_header(lines.next().unwrap_or_default()).map_err(|error| match is_scenario(text) {
+        true => line_error(
+            1,
+            "this is a scenario file, not a log: `asksim run FILE` runs it \
+                 (`--log PATH` writes its log, which `asksim replay` reads)",
+        ),
+        false => error,
+    })?;
     let mut events = Vec::new();
     for (index, line) in lines.enumerate() {
         if line.is_empty() {
@@ -251,6 +258,18 @@ pub fn parse_event(line: &str, number: usize, expected: u64) -> Result<Event, Li
     }
     exact_questions(&mut event, line);
     Ok(event)
+}
+
+/// Whether `text` is a scenario file: one JSON object with a scenario's keys
+/// and no log header's `format`.
+fn is_scenario(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text) else {
+        return false;
+    };
+    !map.contains_key("format")
+        && ["agents", "answerers", "events"]
+            .iter()
+            .any(|k| map.contains_key(*k))
 }
 
 /// Gives a request event the exact text its line holds for `questions`.

@@ -36,6 +36,11 @@ pub enum Accepts {
 }
 
 impl Accepts {
+    /// Requests from agents whose name matches one of `globs` (`{"agents": […]}`).
+    pub fn agents<S: Into<String>>(globs: impl IntoIterator<Item = S>) -> Accepts {
+        Accepts::Agents(globs.into_iter().map(Into::into).collect())
+    }
+
     /// Whether a request from `agent`, keyed or not, is accepted.
     pub fn matches(&self, agent: &str, keyed: bool) -> bool {
         match self {
@@ -225,6 +230,21 @@ pub enum AnswerPolicy {
 }
 
 impl Latency {
+    /// Always `s` seconds (`s`, `{"fixed": s}`).
+    pub fn fixed(s: f64) -> Latency {
+        Latency::Fixed(s)
+    }
+
+    /// Uniform between `a` and `b` seconds (`{"uniform": [a, b]}`).
+    pub fn uniform(a: f64, b: f64) -> Latency {
+        Latency::Uniform(a, b)
+    }
+
+    /// Exponential with a mean of `mean` seconds (`{"exp": mean}`).
+    pub fn exp(mean: f64) -> Latency {
+        Latency::Exp(mean)
+    }
+
     /// A draw, or `None` for `Never`.
     pub fn draw(&self, rng: &mut StdRng) -> Option<Duration> {
         let s = match *self {
@@ -286,27 +306,59 @@ pub struct Policy {
     pub crash_after_accepts: Option<u64>,
 }
 
+/// Constructors for every form of a scenario's answerer row (SPEC §5): `new` for
+/// `accepts`, `latency` and `answer`, a `with_` method for each optional key.
+/// [`crate::scenario::policy`] reads a row's JSON, checked as a file's row is;
+/// built here, the values are taken as given (the runtime draws what it is
+/// told: keep times finite and non-negative, `uniform` bounds in order).
 impl Policy {
-    /// Accepts everything at once and picks the recommended option after `latency_s`.
-    pub fn recommended_after(latency_s: f64) -> Policy {
+    /// `accepts`, `latency` (accept to submit) and `answer`; an offer latency of
+    /// 0, no hold, no faults.
+    pub fn new(accepts: Accepts, latency: Latency, answer: AnswerPolicy) -> Policy {
         Policy {
-            accepts: Accepts::All,
+            accepts,
             offer_latency: Latency::Fixed(0.0),
-            latency: Latency::Fixed(latency_s),
-            answer: AnswerPolicy::Recommended,
+            latency,
+            answer,
             hold_after_s: None,
             crash_at_s: None,
             crash_after_accepts: None,
         }
     }
 
-    /// Accepts nothing, so never answers: what a row whose answerer is an
-    /// outside process holds in place of a policy it does not use.
-    pub fn accepts_nothing() -> Policy {
-        Policy {
-            accepts: Accepts::None,
-            latency: Latency::Never,
-            ..Policy::recommended_after(0.0)
-        }
+    /// Accepts everything at once and picks the recommended option after `latency_s`.
+    pub fn recommended_after(latency_s: f64) -> Policy {
+        Policy::new(Accepts::All, Latency::Fixed(latency_s), AnswerPolicy::Recommended)
+    }
+
+    /// Declines every offer (`"accepts": "none"`).
+    pub fn declining() -> Policy {
+        Policy::new(Accepts::None, Latency::Never, AnswerPolicy::Recommended)
+    }
+
+    /// This offer latency: from an offer to its accept or decline
+    /// (`offer_latency`; [`Latency::Never`]: it never replies, and the broker's
+    /// offer timeout moves on).
+    pub fn with_offer_latency(mut self, offer_latency: Latency) -> Policy {
+        self.offer_latency = offer_latency;
+        self
+    }
+
+    /// Holds the window `after_s` seconds after its accept (`hold.after`).
+    pub fn with_hold_after(mut self, after_s: f64) -> Policy {
+        self.hold_after_s = Some(after_s);
+        self
+    }
+
+    /// Dies at `at_s` seconds into the run (`faults.crash_at`).
+    pub fn with_crash_at(mut self, at_s: f64) -> Policy {
+        self.crash_at_s = Some(at_s);
+        self
+    }
+
+    /// Dies right after its `n`-th accept (`faults.crash_after_accepts`, n ≥ 1).
+    pub fn with_crash_after_accepts(mut self, n: u64) -> Policy {
+        self.crash_after_accepts = Some(n);
+        self
     }
 }

@@ -5,7 +5,7 @@
 //! reply `Accept`/`Decline`, may `Hold` and must `Submit` one batch; the broker
 //! settles the call back to the agent (`Settled`), and a pending call's late answer
 //! or withdrawal reaches it as `Closed`. Timers are messages an actor sends itself
-//! (`WindowExpired`, `OfferTimeout`, `Decide`, ...).
+//! (`WindowExpired`, `OfferTimeout`, an answerer's [`AnswererInput::Timer`]).
 //!
 //! The actors' logic (`crate::broker`, `crate::agent`, `crate::answerer`)
 //! imports this module and never each other. Two executors deliver these messages:
@@ -498,9 +498,10 @@ pub struct CallReply {
 
 /// One request offered to an answerer. Only keyed (timed) requests carry a callId.
 ///
-/// [`Offer::accept`], [`Offer::decline`], [`Offer::hold`] and [`Offer::submit`]
-/// build the replies; under the actor runtime, [`Offer::reply`] sends one to the
-/// broker that made the offer.
+/// An offer's replies are exactly the four of [`Reply`]. A sans-IO answerer
+/// ([`crate::answerer::Answerer`]) writes them into its
+/// [`crate::answerer::Replies`]; an actor of the library's waterfall
+/// ([`crate::AnswererSlot::Actor`]) sends them with [`Offer::reply`].
 #[derive(Clone, Debug)]
 pub struct Offer {
     /// The broker's handle on the request; every reply names it.
@@ -517,48 +518,47 @@ pub struct Offer {
     pub questions: Arc<[Question]>,
     /// The broker actor, under the actor runtime; `None` under the simulator's
     /// scheduler, whose answerers reply through the delivery queue.
-    pub broker: Option<ActorRef<BrokerMail>>,
+    pub(crate) broker: Option<ActorRef<BrokerMail>>,
+}
+
+/// An answerer's reply to an offer: exactly these four (SPEC §3.2, §3.5, §3.6).
+/// Nothing else an answerer sends reaches the broker.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// Accept the offer: the sender owns the request (SPEC §3.2).
+    Accept,
+    /// Decline it: the broker offers the next answerer.
+    Decline,
+    /// Hold the caller's window open (the owner only, while the call waits in its
+    /// window; SPEC §3.5).
+    Hold,
+    /// Submit the one batch that answers the call: one item per question,
+    /// `{"id", "selected"?, "custom"?}` (the owner only; SPEC §3.6).
+    Submit(Value),
+}
+
+impl Reply {
+    /// The broker's message for this reply to offer `ticket` from `answerer`.
+    pub(crate) fn into_broker(self, ticket: Ticket, answerer: AnswererIx) -> BrokerMsg {
+        match self {
+            Reply::Accept => BrokerMsg::Accept { ticket, answerer },
+            Reply::Decline => BrokerMsg::Decline { ticket, answerer },
+            Reply::Hold => BrokerMsg::Hold { ticket, answerer },
+            Reply::Submit(batch) => BrokerMsg::Submit {
+                ticket,
+                answerer,
+                batch,
+            },
+        }
+    }
 }
 
 impl Offer {
-    /// The message that accepts the offer: the sender owns the request.
-    pub fn accept(&self) -> BrokerMsg {
-        BrokerMsg::Accept {
-            ticket: self.ticket,
-            answerer: self.answerer,
-        }
-    }
-
-    /// The message that declines it: the broker offers the next answerer.
-    pub fn decline(&self) -> BrokerMsg {
-        BrokerMsg::Decline {
-            ticket: self.ticket,
-            answerer: self.answerer,
-        }
-    }
-
-    /// The message that holds the window open (owner only, in the window).
-    pub fn hold(&self) -> BrokerMsg {
-        BrokerMsg::Hold {
-            ticket: self.ticket,
-            answerer: self.answerer,
-        }
-    }
-
-    /// The message that submits one answer batch (owner only).
-    pub fn submit(&self, batch: Value) -> BrokerMsg {
-        BrokerMsg::Submit {
-            ticket: self.ticket,
-            answerer: self.answerer,
-            batch,
-        }
-    }
-
-    /// Sends `msg` to the broker that made the offer (actor runtime only).
-    pub fn reply(&self, msg: BrokerMsg) -> Result<(), ReplyError> {
+    /// Sends `reply` to the broker that made the offer (actor runtime only).
+    pub fn reply(&self, reply: Reply) -> Result<(), ReplyError> {
         let broker = self.broker.as_ref().ok_or(ReplyError::NoBroker)?;
         broker
-            .send_message(msg.into())
+            .send_message(reply.into_broker(self.ticket, self.answerer).into())
             .map_err(|_| ReplyError::BrokerGone)
     }
 }
@@ -680,10 +680,16 @@ impl WithdrawReason {
     }
 }
 
-/// Messages an answerer receives.
+/// A timer's id, unique among the running timers of the actor that started it.
+pub type TimerId = u64;
+
+/// Messages the broker sends an answerer: an offer, a withdrawal, a refusal.
+/// An actor of the library's waterfall ([`crate::AnswererSlot::Actor`])
+/// receives exactly these.
 #[derive(Debug)]
 pub enum AnswererMsg {
-    /// A request is offered.
+    /// A request is offered: accept or decline it (or say nothing, and the
+    /// broker's offer timeout counts it as a decline).
     Offer(Offer),
     /// Stop working on this request: it settled, was cancelled, or the offer timed out.
     Withdraw {
@@ -699,20 +705,22 @@ pub enum AnswererMsg {
         /// Why.
         reason: Refusal,
     },
-    /// Built-in answerer's timer: the offer latency elapsed; decide.
-    Decide(Ticket),
-    /// Built-in answerer's timer: the hold delay elapsed.
-    HoldNow(Ticket),
-    /// Built-in answerer's timer: the answer latency elapsed; submit.
-    SubmitNow(Ticket),
-    /// Built-in answerer's timer: a scheduled fault; die now.
-    Crash,
-    /// A timer that an answerer outside this process started under its own id
-    /// (PROTOCOL.md `start_timer`) fired. The built-in answerer ignores it.
-    OutsideTimer {
-        /// The id the outside answerer chose.
-        id: u64,
-    },
+}
+
+/// What a sans-IO answerer ([`crate::answerer::Answerer`]) handles: a message
+/// from the broker, or one of its own timers firing.
+#[derive(Debug)]
+pub enum AnswererInput {
+    /// The broker's offer, withdrawal or refusal.
+    Broker(AnswererMsg),
+    /// A timer this answerer started fired.
+    Timer(TimerId),
+}
+
+impl From<AnswererMsg> for AnswererInput {
+    fn from(msg: AnswererMsg) -> AnswererInput {
+        AnswererInput::Broker(msg)
+    }
 }
 
 /// Where a message goes.
@@ -745,7 +753,7 @@ pub enum Envelope {
     /// To an agent.
     Agent(AgentId, AgentMsg),
     /// To an answerer.
-    Answerer(AnswererIx, AnswererMsg),
+    Answerer(AnswererIx, AnswererInput),
     /// To the simulator's driver.
     Driver(DriverMsg),
 }

@@ -188,6 +188,20 @@ impl Recorder {
         }
     }
 
+    /// Records the run's end at `t` seconds, `reason` saying why (SPEC §4: the
+    /// log of a run that ended says so). It is recorded past the limit on events
+    /// too: a log that hit the limit still ended.
+    pub fn end(&mut self, t: f64, reason: &str) {
+        let events_max = std::mem::replace(&mut self.events_max, u64::MAX);
+        self.record(
+            t,
+            EventKind::End {
+                reason: reason.to_owned(),
+            },
+        );
+        self.events_max = events_max;
+    }
+
     /// Whether the limit on events was reached.
     pub fn overflowed(&self) -> bool {
         self.overflowed

@@ -132,7 +132,12 @@ fn scenario() -> impl Strategy<Value = Value> {
                     let agents: Vec<Value> = scripts
                         .into_iter()
                         .enumerate()
-                        .map(|(i, script)| json!({"name": format!("r{i}"), "script": script}))
+                        .map(|(i, mut script)| {
+                            // One call at least, so `cancel_call` of r{i}/1 names a call
+                            // the agent can make (one it never could is a bad file).
+                            script.push(json!({"ask_raw": {"questions": "nope"}}));
+                            json!({"name": format!("r{i}"), "script": script})
+                        })
                         .collect();
                     json!({
                         "name": "extreme", "tool": tool, "broker": broker, "answerers": answerers,

@@ -5,6 +5,7 @@
 mod broker_support;
 
 use asksim::event::EventKind;
+use asksim::protocol::Reply;
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 
@@ -27,10 +28,10 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
 
     let root_call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer_root = web.offer().await;
-    send(&offer_root, offer_root.accept());
+    send(&offer_root, Reply::Accept);
     let grand_call = spawn_ask(&grandchild, WINDOW_60_ARGS);
     let offer_grand = web.offer().await;
-    send(&offer_grand, offer_grand.accept());
+    send(&offer_grand, Reply::Accept);
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let (child_turn, grand_turn) = (child.turn().await.unwrap(), grandchild.turn().await.unwrap());
 
@@ -76,7 +77,7 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
             .count(),
         2
     );
-    send(&offer_root, offer_root.submit(yes_batch()));
+    send(&offer_root, Reply::Submit(yes_batch()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "settled"));
     check_contract(&runtime.events().snapshot());
 }
@@ -91,14 +92,14 @@ async fn pending_question_survives_turn_cancellation() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
 
     // A second call of the same turn is still waiting when the turn fires, so the
     // broker does act on this turn's cancellation.
     let waiting = spawn_ask(&root, &timed_args(Some("-1")));
     let offer2 = web.offer().await;
-    send(&offer2, offer2.accept());
+    send(&offer2, Reply::Accept);
     root.cancel_turn().await;
     let aborted = outcome(waiting).await;
     assert_eq!(error_code(&aborted.result.text), "ABORTED");
@@ -109,7 +110,7 @@ async fn pending_question_survives_turn_cancellation() {
         matches!(seen[..], [Seen::Withdraw(t)] if t == offer2.ticket),
         "only the aborted call's owner is told to withdraw: {seen:?}"
     );
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);

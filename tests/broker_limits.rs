@@ -4,6 +4,7 @@
 mod broker_support;
 
 use asksim::limits::BrokerLimits;
+use asksim::protocol::Reply;
 use asksim::protocol::SpawnError;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{Runtime, RuntimeConfig};
@@ -37,14 +38,14 @@ async fn a_call_over_the_open_calls_limit_settles_as_limit_exceeded_and_is_not_q
         error_result("LIMIT_EXCEEDED", "too many open questions; nothing was queued")
     );
     assert_eq!(kinds(&events_of(&runtime, "root/2")), vec!["Request", "Result"]);
-    send(&offer, offer.accept());
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Accept);
+    send(&offer, Reply::Submit(yes_batch()));
     assert_eq!(outcome(first).await.result.text, YES_RESULT);
     // The slot is free again.
     let third = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Accept);
+    send(&offer, Reply::Submit(yes_batch()));
     assert_eq!(outcome(third).await.result.text, YES_RESULT);
     check_contract(&runtime.events().snapshot());
 }

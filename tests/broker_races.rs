@@ -5,6 +5,7 @@
 mod broker_support;
 
 use asksim::event::EventKind;
+use asksim::protocol::Reply;
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 
@@ -20,10 +21,10 @@ async fn answer_and_window_expiry_at_the_same_instant() {
     let start_t = tokio::time::Instant::now();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     until(start_t, 5.0).await;
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     let outcome = outcome(call).await;
 
     let events = events_of(&runtime, "root/1");
@@ -62,19 +63,20 @@ async fn answer_against_turn_cancellation() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
 
     // Same instant: the turn fires, then the submit is sent from a task queued
     // behind the broker's turn watcher, so the cancellation reaches the broker first.
     let turn = root.turn().await.unwrap();
     turn.cancel();
-    let submit = offer.submit(yes_batch());
-    let broker = offer
-        .broker
-        .clone()
-        .expect("an actor runtime's offer names its broker");
-    tokio::spawn(async move { broker.send_message(submit.into()).unwrap() });
+    let submit = Reply::Submit(yes_batch());
+    let from_task = offer.clone();
+    tokio::spawn(async move {
+        from_task
+            .reply(submit)
+            .expect("an actor runtime's offer has its broker")
+    });
     let outcome = outcome(call).await;
 
     assert_eq!(
@@ -118,13 +120,13 @@ async fn two_submits_for_one_call() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer_a = a.offer().await;
-    send(&offer_a, offer_a.accept());
+    send(&offer_a, Reply::Accept);
 
     // Same instant: the owner submits twice.
-    send(&offer_a, offer_a.submit(yes_batch()));
+    send(&offer_a, Reply::Submit(yes_batch()));
     send(
         &offer_a,
-        offer_a.submit(serde_json::json!([{"id":"go","selected":["No"]}])),
+        Reply::Submit(serde_json::json!([{"id":"go","selected":["No"]}])),
     );
     let outcome = outcome(call).await;
 
@@ -154,10 +156,10 @@ async fn hold_arriving_as_window_expires() {
     let start_t = tokio::time::Instant::now();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     until(start_t, 5.0).await;
-    send(&offer, offer.hold());
+    send(&offer, Reply::Hold);
     quiesce().await;
 
     if call.is_finished() {
@@ -173,14 +175,14 @@ async fn hold_arriving_as_window_expires() {
             kinds(&events_of(&runtime, "root/1")),
             ["Request", "Offer", "Accept", "Result", "Refused"]
         );
-        send(&offer, offer.submit(yes_batch()));
+        send(&offer, Reply::Submit(yes_batch()));
         within(WAIT_S_MAX, root.closed("root/1")).await;
         assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);
     } else {
         // The hold won: the window no longer counts.
         tokio::time::sleep(std::time::Duration::from_secs(1000)).await;
         assert!(!call.is_finished());
-        send(&offer, offer.submit(yes_batch()));
+        send(&offer, Reply::Submit(yes_batch()));
         assert_eq!(outcome(call).await.result.text, YES_RESULT);
         assert_eq!(
             kinds(&events_of(&runtime, "root/1")),
@@ -201,10 +203,10 @@ async fn owner_crashing_while_its_submit_is_in_flight() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer = a.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     quiesce().await;
 
-    a.crash_after_sending(vec![offer.submit(yes_batch())], offer.broker.as_ref().unwrap());
+    a.crash_after_sending(&offer, vec![Reply::Submit(yes_batch())]);
     let outcome = outcome(call).await;
     quiesce().await;
 

@@ -7,6 +7,7 @@ mod broker_support;
 use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, Latency, Policy};
+use asksim::protocol::Reply;
 use asksim::tool::{Timeout, ToolConfig};
 use broker_support::*;
 
@@ -49,7 +50,7 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
         b.drain().is_empty() && c.drain().is_empty(),
         "one offer at a time, a first"
     );
-    send(&offer_a, offer_a.decline());
+    send(&offer_a, Reply::Decline);
     let offer_b = b.offer().await;
     assert_eq!(
         offer_b.call_id.as_deref(),
@@ -58,12 +59,12 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
     );
     assert_eq!(offer_b.agent, "root");
     assert_eq!(offer_b.questions[0].id, "go");
-    send(&offer_b, offer_b.accept());
+    send(&offer_b, Reply::Accept);
     quiesce().await;
     assert!(c.drain().is_empty(), "c is never offered once b owns it");
     // Only the owner may answer: a's submit is refused, b's settles.
-    send(&offer_a, offer_a.submit(yes_batch()));
-    send(&offer_b, offer_b.submit(yes_batch()));
+    send(&offer_a, Reply::Submit(yes_batch()));
+    send(&offer_b, Reply::Submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -219,18 +220,18 @@ async fn submit_from_dead_owner_is_refused_owner_dead() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(None));
     let offer_a = a.offer().await;
-    send(&offer_a, offer_a.accept());
+    send(&offer_a, Reply::Accept);
     quiesce().await;
 
     a.actor.stop(None);
     let offer_b = b.offer().await; // fail-over: a's death reached the broker
     // A message a dead owner left behind arrives after its death.
-    send(&offer_a, offer_a.submit(yes_batch()));
-    send(&offer_a, offer_a.hold());
+    send(&offer_a, Reply::Submit(yes_batch()));
+    send(&offer_a, Reply::Hold);
     quiesce().await;
     assert!(runtime.status().await.open.contains_key("root/1"), "still open");
-    send(&offer_b, offer_b.accept());
-    send(&offer_b, offer_b.submit(yes_batch()));
+    send(&offer_b, Reply::Accept);
+    send(&offer_b, Reply::Submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);

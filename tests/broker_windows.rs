@@ -8,6 +8,7 @@ mod broker_support;
 use asksim::AnswererSlot;
 use asksim::event::EventKind;
 use asksim::policy::{Accepts, Latency, Policy};
+use asksim::protocol::Reply;
 use asksim::tool::{Schema, Timeout, ToolConfig};
 use asksim::{Runtime, RuntimeConfig};
 use broker_support::*;
@@ -26,14 +27,14 @@ async fn legacy_call_blocks_and_is_unkeyed() {
     let offer = web.offer().await;
     assert_eq!(offer.call_id, None, "legacy requests are unkeyed");
     assert_eq!(offer.schema, Schema::Legacy);
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     tokio::time::sleep(std::time::Duration::from_secs(86_400 * 10)).await;
     assert!(!call.is_finished(), "a legacy call never returns pending");
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
     send(
         &offer,
-        offer.submit(json!([{"id":"Proceed?","selected":["Yes"]}])),
+        Reply::Submit(json!([{"id":"Proceed?","selected":["Yes"]}])),
     );
     let outcome = outcome(call).await;
 
@@ -62,7 +63,7 @@ async fn timed_call_returns_pending_after_window_then_late_answer_arrives_as_use
     let start_t = tokio::time::Instant::now();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     let outcome = outcome(call).await;
     assert_eq!(outcome.call_id, "root/1");
@@ -76,7 +77,7 @@ async fn timed_call_returns_pending_after_window_then_late_answer_arrives_as_use
     assert!(root.user_messages().await.is_empty());
 
     until(start_t, 20.0).await;
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     let message = late_yes_message("root/1");
@@ -114,11 +115,11 @@ async fn minus_one_blocks_but_is_keyed() {
     let call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer = web.offer().await;
     assert_eq!(offer.call_id.as_deref(), Some("root/1"), "-1 is keyed");
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     tokio::time::sleep(std::time::Duration::from_secs(86_400 * 10)).await;
     assert!(!call.is_finished(), "-1 never returns pending");
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -157,14 +158,14 @@ async fn hold_keeps_window_open() {
     let start_t = tokio::time::Instant::now();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     until(start_t, 2.0).await;
-    send(&offer, offer.hold());
+    send(&offer, Reply::Hold);
 
     until(start_t, 100.0).await;
     assert!(!call.is_finished(), "held: no pending at 5 s");
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -190,11 +191,11 @@ async fn hold_after_settlement_is_refused() {
     let start_t = tokio::time::Instant::now();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
 
     until(start_t, 6.0).await;
-    send(&offer, offer.hold());
+    send(&offer, Reply::Hold);
     match web.next().await {
         Seen::Refused { what, reason, ticket } => {
             assert_eq!(
@@ -205,10 +206,10 @@ async fn hold_after_settlement_is_refused() {
         other => panic!("{other:?}"),
     }
     // The question stays pending and answerable.
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
     // After the late answer too.
-    send(&offer, offer.hold());
+    send(&offer, Reply::Hold);
     quiesce().await;
 
     let events = events_of(&runtime, "root/1");
@@ -295,7 +296,7 @@ async fn cancel_call_withdraws_pending_without_message() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
     assert_eq!(outcome(call).await.result.text, pending_result("root/1"));
 
     runtime.cancel_call("root/1");
@@ -305,7 +306,7 @@ async fn cancel_call_withdraws_pending_without_message() {
         "the owner is told to stop"
     );
     // A submit after the withdrawal is refused back.
-    send(&offer, offer.submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "withdrawn"));
 
     assert!(
@@ -351,11 +352,11 @@ async fn stopped_agent_withdraws_its_open_questions() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let pending = spawn_ask(&root, &timed_args(Some("5")));
     let offer1 = web.offer().await;
-    send(&offer1, offer1.accept());
+    send(&offer1, Reply::Accept);
     assert_eq!(outcome(pending).await.result.text, pending_result("root/1"));
     let waiting = spawn_ask(&root, &timed_args(Some("-1")));
     let offer2 = web.offer().await;
-    send(&offer2, offer2.accept());
+    send(&offer2, Reply::Accept);
     quiesce().await;
 
     root.stop();
@@ -399,7 +400,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
     let root = runtime.spawn_root("root", None).await.unwrap();
     let call = spawn_ask(&root, &timed_args(Some("-1")));
     let offer = web.offer().await;
-    send(&offer, offer.accept());
+    send(&offer, Reply::Accept);
 
     let bad = [
         (
@@ -417,7 +418,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
         ),
     ];
     for (batch, why) in &bad {
-        send(&offer, offer.submit(batch.clone()));
+        send(&offer, Reply::Submit(batch.clone()));
         match web.next().await {
             Seen::Refused { what, reason, .. } => {
                 assert_eq!((what.as_str(), reason.as_str()), ("submit", *why))
@@ -429,7 +430,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
     assert!(!call.is_finished());
     send(
         &offer,
-        offer.submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
+        Reply::Submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
     );
     let outcome = outcome(call).await;
 

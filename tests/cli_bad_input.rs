@@ -199,3 +199,151 @@ fn validate_reports_the_bad_file_among_good_ones() {
     assert_eq!(ok.status.code(), Some(0));
     assert!(ok.stdout.is_empty() && ok.stderr.is_empty());
 }
+
+/// Regression (issue #22): serde's Rust type names reached the user
+/// (`expected unit`, `expected u64`, `expected f64`, `expected usize`, `unit
+/// variant, expected newtype variant`). Each message says what the field takes.
+#[test]
+fn messages_say_what_a_field_takes_not_rust_type_names() {
+    let dir = TempDir::new("plain");
+    let answerer = |fields: &str| {
+        format!(
+            "{{\"name\": \"x\", \"answerers\": [ {{ \"name\": \"w\", {fields} }} ],\n \"agents\": [ {{ \"name\": \"root\", \"script\": [] }} ] }}"
+        )
+    };
+    let forms = r#""answer" is "recommended", "skip", {"option": i}, {"options": [i, j]}, {"custom": "text"} or {"batch": [items]}"#;
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": {"recommended": 1}"#),
+            vec![
+                r#""recommended" takes no value: write "answer": "recommended""#,
+                forms,
+            ],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": "option""#),
+            vec!["answer: this form takes a value", forms],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": 3"#),
+            vec!["answerers[0].answer: not one of its forms", forms],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": {"option": -1}"#),
+            vec!["expected an option index, a whole number from 0"],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": {"fixed": "x"}, "answer": "skip""#),
+            vec!["latency.fixed: invalid type: string \"x\", expected a number of seconds"],
+        ),
+        (
+            answerer(r#""accepts": "all", "latency": 1, "answer": "skip", "count": 1.5"#),
+            vec!["count: invalid type: floating point `1.5`, expected a whole number, 0 or more"],
+        ),
+        (
+            answerer(r#""accepts": {"agents": "r*"}, "latency": 1, "answer": "skip""#),
+            vec![
+                "expected a list",
+                r#""accepts" is "all", "keyed", "legacy", "none" or {"agents": ["glob*"]}"#,
+            ],
+        ),
+        (
+            r#"{"name": "x", "agents": [ { "name": "root", "script": [ "work" ] } ] }"#.to_owned(),
+            vec!["agents[0].script[0]: this form takes a value", r#"{"work": s}"#],
+        ),
+    ];
+    for (k, (text, needles)) in cases.iter().enumerate() {
+        let file = dir.write(&format!("plain-{k}.json"), text.as_bytes());
+        assert_bad_input(&file, None, needles);
+        let stderr = String::from_utf8_lossy(&asksim(&["validate"], &file).stderr).into_owned();
+        for jargon in [
+            "expected unit",
+            "expected u64",
+            "expected f64",
+            "expected usize",
+            "newtype",
+            "sequence",
+        ] {
+            assert!(!stderr.contains(jargon), "{jargon:?} in {stderr}");
+        }
+    }
+}
+
+/// Regression (issue #22): `asksim run log.jsonl` and `asksim replay
+/// scenario.json` said `unknown field `format`` and `bad header: EOF while
+/// parsing`. Each names the mix-up and the command that reads the file.
+#[test]
+fn a_log_given_to_run_and_a_scenario_given_to_replay_are_named() {
+    let dir = TempDir::new("mixup");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let log = dir.0.join("quickstart.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args([
+            "run",
+            &scenario.display().to_string(),
+            "--log",
+            &log.display().to_string(),
+        ])
+        .output()
+        .expect("asksim runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert_bad_input(
+        &log,
+        None,
+        &[
+            "this is an asksim log (JSON Lines), not a scenario file",
+            "asksim replay FILE",
+        ],
+    );
+    let replayed = asksim(&["replay"], &scenario);
+    let stderr = String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(replayed.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("quickstart.json:1: this is a scenario file, not a log: `asksim run FILE` runs it"),
+        "{stderr}"
+    );
+}
+
+/// Regression (issue #22): `cancel_call` of `root/7` when root makes one call
+/// validated and passed silently. Where the scenario shows the call can never
+/// exist it is a bad reference; where it could, the run goes on and its timeline
+/// says the cancel matched nothing.
+#[test]
+fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
+    let dir = TempDir::new("cancel-call");
+    let scenario = |call: &str, loss: bool| {
+        let loss = if loss {
+            r#", { "at": 3.0, "process_loss": { "restart_after": 1 } }"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{ "name": "x", "tool": {{ "mode": "timed", "timeout": 30 }},
+  "answerers": [ {{ "name": "web", "accepts": "all", "latency": 2.0, "answer": "recommended" }} ],
+  "agents": [ {{ "name": "root", "script": [ {{ "ask": {{ "questions": [ {{ "id": "go", "question": "Go?", "header": "Go",
+      "options": [ {{ "label": "Yes" }}, {{ "label": "No" }} ] }} ] }} }} ],
+    "on_resume": [ {{ "ask_unresolved": {{}} }} ] }} ],
+  "events": [ {{ "at": 1.0, "cancel_call": "{call}" }}{loss} ] }}"#
+        )
+    };
+    let never = dir.write("never.json", scenario("root/7", false).as_bytes());
+    assert_bad_input(
+        &never,
+        None,
+        &[r#"events[0].cancel_call: "root/7" can never exist: root makes at most 1 tool calls in this run"#],
+    );
+    let twice = dir.write("twice.json", scenario("root/2", false).as_bytes());
+    assert_bad_input(&twice, None, &["no process_loss reruns its on_resume"]);
+    // With a process loss, on_resume may make a second call: root/2 can exist.
+    let maybe = dir.write("maybe.json", scenario("root/2", true).as_bytes());
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(["run", &maybe.display().to_string(), "--timeline"])
+        .output()
+        .expect("asksim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("cancel_call root/2: matched nothing (no open call has that callId)"),
+        "{stdout}"
+    );
+}

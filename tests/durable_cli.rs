@@ -182,3 +182,18 @@ fn a_virtual_run_resumes_from_its_cut_log_deterministically() {
     }
     assert_eq!(hashes[0], hashes[1], "a resumed virtual run is deterministic");
 }
+
+#[test]
+fn resume_refuses_a_log_whose_run_ended() {
+    let scratch = Scratch::new("cli-ended");
+    let path = scratch.path("log.jsonl");
+    logged_run("pending-late-answer.json", &path);
+    let last = lines(&path).len();
+    assert_refused(
+        "pending-late-answer.json",
+        &[],
+        &path,
+        last,
+        "the run this log holds ended (`end`: done): nothing to resume",
+    );
+}

@@ -27,10 +27,8 @@ fn load(name: &str) -> Scenario {
 
 fn explored(scenario: &Scenario, max: u64, reduce: bool) -> ExploreReport {
     let options = ExploreOptions {
-        seed: scenario.seed,
-        max,
         reduce,
-        broker: None,
+        ..ExploreOptions::new(scenario.seed, max)
     };
     explore(scenario, "test.json", options, |_| {})
 }
@@ -226,4 +224,165 @@ fn every_scenario_small_enough_passes_in_every_order() {
         exhausted += u32::from(report.complete);
     }
     assert!(exhausted >= 38, "only {exhausted} scenarios exhausted");
+}
+
+/// The number of choice points of `scenario`'s run when every choice takes the
+/// first candidate (the schedule `0*n`).
+fn choice_points(scenario: &Scenario) -> u64 {
+    use asksim::sim::engine::strategy::{Counting, Fifo};
+    let mut fifo = Fifo;
+    let mut counting = Counting {
+        inner: &mut fifo,
+        choices: 0,
+    };
+    let options = asksim::sim::RunOptions::new(scenario, scenario.seed, scenario.clock);
+    asksim::sim::run_with(scenario, options, &mut counting).unwrap();
+    counting.choices
+}
+
+/// Regression (issue #22): `run race-two-answerers-tie.json --schedule '9*99'`
+/// exited 0 with a trace unlike the default, and the header still said `explore
+/// random`: a mistyped replay looked like a passing one. A schedule that names a
+/// choice the run does not offer, or more steps than the run has, is bad input
+/// naming the step; a good one is named in the header and in `--json`.
+#[test]
+fn a_schedule_the_run_does_not_offer_is_bad_input_and_a_good_one_is_named() {
+    let file = "scenarios/race-two-answerers-tie.json";
+    let (code, stdout, stderr) = asksim(&["run", file, "--schedule", "9*99"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(
+            "--schedule 9*99: step 1 of the schedule takes choice 9, but the run offers 2 there (0 to 1)"
+        ),
+        "{stderr}"
+    );
+    let n = choice_points(&load("race-two-answerers-tie"));
+    assert!(n >= 2, "{n} choice points");
+    let good = format!("0*{n}");
+    let long = format!("0*{}", n + 1);
+    let (code, _, stderr) = asksim(&["run", file, "--schedule", &long]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the schedule has {} steps, but the run makes only {n} choices",
+            n + 1
+        )),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = asksim(&["run", file, "--schedule", &good]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(
+        header.ends_with(&format!("(seed 0, virtual clock, schedule {good})")),
+        "{header}"
+    );
+    let (_, stdout, _) = asksim(&["run", file, "--schedule", &good, "--json"]);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["explore"], format!("schedule {good}"));
+}
+
+/// Regression (issue #22): `explore --all` of a scenario too big for it printed
+/// nothing for as long as it ran. `--max-s` bounds its wall time: the search stops
+/// after the schedule under way (at least one runs) and reports what it found,
+/// saying it is not complete and which bound stopped it.
+#[test]
+fn max_s_stops_the_search_with_a_partial_report() {
+    let file = "scenarios/race-two-answerers-tie.json";
+    let (code, stdout, stderr) = asksim(&["explore", file, "--all", "--max-s", "0"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(
+        header
+            .ends_with(": 1 schedules, 0 pruned, not complete (--max-s reached: the search ran out of time)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("        1  (verdict) PASS, root/1 answers"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no schedule failed of those run"), "{stdout}");
+    let (_, stdout, _) = asksim(&["explore", file, "--all", "--max-s", "0", "--json"]);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["bound"], "max_s");
+    assert_eq!(json["complete"], false);
+    let (_, stdout, _) = asksim(&["explore", file, "--all", "--max", "2", "--json"]);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["bound"], "max");
+    let (_, stdout, _) = asksim(&["explore", file, "--all", "--json"]);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["bound"], Value::Null);
+    for bad in ["-1", "NaN", "1e99"] {
+        let (code, _, stderr) = asksim(&["explore", file, "--all", "--max-s", bad]);
+        assert_eq!(code, 2, "{bad}: {stderr}");
+        assert!(
+            stderr.contains("--max-s: expected a number of seconds"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Regression (issue #22): on a 3,000-agent scenario one outcome line was about
+/// 450 KB. A line names each call only up to six calls, each settlement cut to 80
+/// characters; past that it counts the calls by how they ended. `--json` keeps
+/// every call with its full text.
+#[test]
+fn outcome_lines_stay_readable_and_json_keeps_every_call_in_full() {
+    let label = "A very long option label that goes on and on past what a line can show (Recommended)";
+    let scenario = |count: u32| {
+        serde_json::json!({
+            "name": "many-calls",
+            "tool": { "mode": "timed", "timeout": 30 },
+            "answerers": [ { "name": "web", "accepts": "all", "latency": 1.0, "answer": "recommended" } ],
+            "agents": [ { "name": "worker{i}", "count": count, "script": [ { "ask": { "questions": [
+                { "id": "go", "question": "Go?", "header": "Go", "options": [ { "label": label }, { "label": "No" } ] } ] } } ] } ]
+        })
+        .to_string()
+    };
+    let dir = std::env::temp_dir().join(format!("asksim-explore-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (few, many) = (dir.join("few.json"), dir.join("many.json"));
+    std::fs::write(&few, scenario(2)).unwrap();
+    std::fs::write(&many, scenario(8)).unwrap();
+    let args = |file: &Path| {
+        vec![
+            "explore".to_owned(),
+            file.display().to_string(),
+            "--all".into(),
+            "--max".into(),
+            "3".into(),
+        ]
+    };
+    let run = |extra: &[&str], file: &Path| {
+        let mut all = args(file);
+        all.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        asksim(&refs)
+    };
+    let (code, stdout, _) = run(&[], &few);
+    assert_eq!(code, 0, "{stdout}");
+    let line = stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.contains("(verdict) PASS, worker0/1 answers {\"answers\""),
+        "{line}"
+    );
+    assert!(
+        line.contains('…') && !line.contains(label),
+        "settlements are cut: {line}"
+    );
+    let (_, stdout, _) = run(&[], &many);
+    let line = stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.ends_with("(verdict) PASS, 8 calls: answers 8 (--json lists each)"),
+        "{line}"
+    );
+    let (_, stdout, _) = run(&["--json"], &many);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    let outcome = json["outcomes"][0]["outcome"].as_object().unwrap();
+    assert_eq!(outcome.len(), 9, "every call and the verdict: {outcome:?}");
+    assert!(
+        outcome["worker7/1"].as_str().unwrap().contains(label),
+        "{outcome:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -206,6 +206,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
         (0.0f64..10.0).prop_map(|restart_after| EventKind::ProcessLoss { restart_after }),
         Just(EventKind::restart()),
         small_json().prop_map(|what| EventKind::Dropped { what }),
+        ".{0,8}".prop_map(|reason| EventKind::End { reason }),
     ]
 }
 

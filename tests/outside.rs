@@ -196,6 +196,7 @@ fn sweep_of(
         invariants_only,
         shard: Shard::WHOLE,
         broker,
+        answerers: Default::default(),
     };
     sweep(scenario, &options, |_| {})
 }

@@ -28,6 +28,7 @@ fn sweep_of(name: &str, strategy: Strategy, seeds: &str) -> asksim::sim::hunt::s
         strategy,
         invariants_only: true,
         shard: Shard::WHOLE,
+        answerers: Default::default(),
         broker: None,
     };
     sweep(&scenario, &options, |_| {})

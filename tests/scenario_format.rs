@@ -338,7 +338,7 @@ fn nested_repeats_bind_r_to_the_innermost_repetition() {
 fn events_are_stable_sorted_by_time() {
     let scenario = parsed(json!({
         "name": "order", "answerers": [answerer("a"), answerer("b")],
-        "agents": [{ "name": "root" }],
+        "agents": [{ "name": "root", "script": [{ "ask_raw": {} }, { "ask_raw": {} }] }],
         "events": [
             { "at": 5.0, "crash_answerer": "a" },
             { "at": 1.0, "cancel_call": "root/2" },
@@ -468,11 +468,11 @@ fn a_wrong_type_is_refused_with_its_path() {
     );
     refused(
         json!({ "name": "x", "broker": [1.0] }),
-        "broker: invalid type: sequence, expected an object",
+        "broker: invalid type: a list, expected an object",
     );
     refused(
         json!([{ "name": "x" }]),
-        "invalid type: sequence, expected an object",
+        "invalid type: a list, expected an object",
     );
     refused(
         json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "some", "latency": "never", "answer": "skip" }] }),
@@ -643,11 +643,16 @@ fn await_answer_must_name_a_call_of_this_agent() {
 fn events_must_name_what_exists() {
     let base = |events: Value| {
         json!({ "name": "x", "answerers": [answerer("web")],
-            "agents": [{ "name": "root", "script": [{ "spawn": { "name": "kid" } }] }], "events": events })
+            "agents": [{ "name": "root", "script": [{ "spawn": { "name": "kid",
+                "script": [{ "ask_raw": {} }, { "ask_raw": {} }, { "ask_unresolved": {} }] } }] }], "events": events })
     };
     parsed(base(
         json!([{ "at": 1, "cancel_turn": "kid" }, { "at": 1, "stop_agent": "kid" }, { "at": 1, "cancel_call": "kid/3" }]),
     ));
+    refused(
+        base(json!([{ "at": 1, "cancel_call": "kid/4" }])),
+        "events[0].cancel_call: \"kid/4\" can never exist: kid makes at most 3 tool calls in this run",
+    );
     refused(
         base(json!([{ "at": 1, "cancel_turn": "nobody" }])),
         "events[0].cancel_turn: no agent \"nobody\"",
@@ -1099,7 +1104,7 @@ fn a_bad_latency_is_refused_with_its_path_and_position() {
             json!(true),
             "answerers[0].latency: invalid type: boolean `true`, expected seconds",
         ),
-        (json!([1, 2]), "answerers[0].latency: invalid type: sequence"),
+        (json!([1, 2]), "answerers[0].latency: invalid type: a list"),
         (json!({ "uniform": [1] }), "answerers[0].latency.uniform"),
         (
             json!({ "fixed": "1" }),

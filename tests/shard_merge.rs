@@ -400,6 +400,7 @@ fn a_seed_record_gives_back_its_summary_but_the_wall_clock() {
             strategy: scenario.explore.unwrap_or_default(),
             invariants_only: false,
             shard: Shard::WHOLE,
+            answerers: Default::default(),
             broker: None,
         };
         let context = SeedContext {

@@ -84,6 +84,24 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         log: None,
         taps: Vec::new(),
         broker: None,
+        answerers: Default::default(),
+    };
+    let output = sim::run_options(&scenario, options).expect("a run without a log");
+    Some(summarise(&scenario, "candidate.json", &output))
+}
+
+/// [`summary_of`] under `strategy`.
+fn summary_with(text: &str, seed: u64, strategy: Strategy) -> Option<Summary> {
+    let scenario = scenario::parse("candidate.json", text).ok()?;
+    let options = RunOptions {
+        seed,
+        clock: Clock::Virtual,
+        strategy,
+        keep_events: false,
+        log: None,
+        taps: Vec::new(),
+        broker: None,
+        answerers: Default::default(),
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))
@@ -372,4 +390,86 @@ fn inputs_that_do_not_fail_or_are_bad_exit_2() {
         assert!(output.stdout.is_empty(), "{args:?}");
         assert!(!out.exists(), "{args:?} wrote {out_shown}");
     }
+}
+
+/// The answer-vs-cancel tie, expecting the answer: under the seeds where the
+/// cancel wins, `counts[answered]` is 0.
+const RACE_EXPECTING_ANSWER: &str = r#"{
+  "name": "race-expecting-answer",
+  "tool": { "mode": "timed" },
+  "answerers": [ { "name": "web", "accepts": "all", "latency": 3.0, "answer": "recommended" } ],
+  "agents": [ { "name": "root", "script": [ { "ask": { "questions": [ { "id": "db", "question": "Which database?", "header": "Database", "options": [ { "label": "Postgres (Recommended)" }, { "label": "SQLite" } ] } ], "timeout": -1 } } ] } ],
+  "events": [ { "at": 3.0, "cancel_turn": "root" } ],
+  "expect": { "counts": { "answered": 1 } }
+}"#;
+
+/// Regression (issue #22): a `counts` failure shrank to a file with no agent, no
+/// answerer and no event, "1-minimal", since an empty run also answers 0; and the
+/// shrunk file kept `"seed": 0` while the failure was under another seed, so
+/// `asksim run x.min.json` passed. A count fails the same way only while the calls
+/// that made it differ are there and end the same way, and the shrunk file carries
+/// the failing seed.
+#[test]
+fn a_counts_failure_keeps_the_calls_that_made_the_count_differ_and_its_seed() {
+    let dir = TempDir::new("counts");
+    let (input, out) = (dir.join("race.json"), dir.join("race.min.json"));
+    let fails = |seed: &u64| summary_of(RACE_EXPECTING_ANSWER, *seed).is_some_and(|s| !s.passed());
+    let failing = (0..64u64).find(fails).expect("the cancel wins under some seed");
+    let passing = (0..64u64)
+        .find(|seed| !fails(seed))
+        .expect("the answer wins under some seed");
+    // The file's own seed passes, so only --seed makes it fail.
+    let with_seed = RACE_EXPECTING_ANSWER.replacen(
+        r#""name": "race-expecting-answer","#,
+        &format!(r#""name": "race-expecting-answer", "seed": {passing},"#),
+        1,
+    );
+    std::fs::write(&input, &with_seed).expect("writable");
+    let seed = failing.to_string();
+    let report = shrink(&input, &out, &["--seed", &seed]);
+    assert!(
+        report.contains(
+            "fails with      expectation counts[answered]: expected 1, got 0 (from root/1 ABORTED)"
+        ),
+        "{report}"
+    );
+    let shrunk = read_json(&out);
+    assert_eq!(names(&shrunk, "agents"), ["root"], "{shrunk:#}");
+    assert_eq!(names(&shrunk, "answerers"), ["web"], "{shrunk:#}");
+    assert_eq!(shrunk["events"], json!([{ "at": 3.0, "cancel_turn": "root" }]));
+    assert_eq!(shrunk["seed"], failing, "the failing seed is in the file");
+    let keys: Vec<&String> = shrunk.as_object().expect("an object").keys().collect();
+    assert_eq!(keys[..2], ["name", "seed"], "the seed comes right after the name");
+    let out_shown = out.display().to_string();
+    let again = asksim(&["run", &out_shown]);
+    let stdout = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "run with no flags fails: {stdout}");
+    assert!(
+        stdout.contains("EXPECTATION FAILED counts[answered]: expected 1, got 0"),
+        "{stdout}"
+    );
+}
+
+/// A count that is too high keeps every call it counted: `counts[ABORTED]: 0`
+/// broken by the cancel keeps root/1 aborted (not an empty run, which aborts
+/// nothing and passes anyway), and the failing strategy rides into the file.
+#[test]
+fn a_count_too_high_keeps_the_calls_it_counted_and_the_strategy() {
+    let dir = TempDir::new("over");
+    let (input, out) = (dir.join("over.json"), dir.join("over.min.json"));
+    let text_in = RACE_EXPECTING_ANSWER.replace(r#""answered": 1"#, r#""ABORTED": 0"#);
+    std::fs::write(&input, &text_in).expect("writable");
+    let strategy = Strategy::Pct { depth: 2 };
+    let failing = (0..64u64)
+        .find(|seed| summary_with(&text_in, *seed, strategy).is_some_and(|s| !s.passed()))
+        .expect("the cancel wins under some seed");
+    let (seed, shown) = (failing.to_string(), strategy.to_string());
+    let report = shrink(&input, &out, &["--seed", &seed, "--explore", &shown]);
+    assert!(report.contains("(from root/1 ABORTED)"), "{report}");
+    let shrunk = read_json(&out);
+    assert_eq!(names(&shrunk, "agents"), ["root"], "{shrunk:#}");
+    assert_eq!(shrunk["seed"], failing);
+    assert_eq!(shrunk["explore"], "pct:2");
+    let again = asksim(&["run", &out.display().to_string()]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stdout));
 }

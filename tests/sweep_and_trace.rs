@@ -30,6 +30,7 @@ fn sweep_runs_every_seed_and_totals_the_outcomes() {
         strategy: asksim::scenario::Strategy::Random,
         invariants_only: true,
         shard: asksim::sim::hunt::seeds::Shard::WHOLE,
+        answerers: Default::default(),
         broker: None,
     };
     let report = sweep(&scenario, &options, |_| {});

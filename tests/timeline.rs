@@ -116,8 +116,18 @@ fn assert_aligned(events: &[&Event], lines: &[String]) {
 fn the_timeline_has_one_aligned_line_per_event_in_order_on_every_scenario() {
     for name in scenario_names() {
         let output = run(&name);
-        let events: Vec<&Event> = output.events().iter().collect();
+        // Every event but the log's closing `end`, which no actor did.
+        let events: Vec<&Event> = (output.events().iter())
+            .filter(|e| !matches!(e.kind, EventKind::End { .. }))
+            .collect();
         assert!(!events.is_empty(), "{name}");
+        assert!(
+            matches!(
+                output.events().last().map(|e| &e.kind),
+                Some(EventKind::End { .. })
+            ),
+            "{name}: the log ends with its end"
+        );
         assert_aligned(&events, &timeline(output.events()));
     }
 }

@@ -150,6 +150,7 @@ fn a_sweep_up_to_the_last_seed_ends() {
         strategy: Strategy::Random,
         invariants_only: true,
         shard: asksim::sim::hunt::seeds::Shard::WHOLE,
+        answerers: Default::default(),
         broker: None,
     };
     let report = sweep(&scenario, &options, |_| {});
@@ -436,7 +437,13 @@ fn a_real_clock_run_does_not_end_while_a_message_is_in_flight() {
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["invariants"]["violations"], json!([]), "{summary}");
     let text = std::fs::read_to_string(&log.0).unwrap();
-    let last = text.lines().last().unwrap();
+    let mut lines = text.lines().rev();
+    let end = lines.next().unwrap();
+    assert!(
+        end.contains("\"event\":\"end\""),
+        "the log ends with its end: {end}"
+    );
+    let last = lines.next().unwrap();
     assert!(
         last.contains("\"event\":\"refused\""),
         "the refusal was recorded before the end: {}",

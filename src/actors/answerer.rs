@@ -1,27 +1,28 @@
-//! The built-in answerer as a ractor actor, linked under the broker: when it
-//! dies (a fault, or a panic), the broker's supervision hears of it.
+//! A sans-IO answerer (the built-in policy one, or a user's
+//! [`crate::answerer::Answerer`]) as a ractor actor, linked under the broker:
+//! when it dies (a fault, or a panic), the broker's supervision hears of it.
 
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::{Host, Shared, TimerSink, Timers, execute, guarded};
-use crate::answerer::AnswererState;
+use crate::answerer::{Answerer, Replies};
 use crate::effect::{Out, Spawn};
-use crate::protocol::AnswererMsg;
+use crate::protocol::AnswererInput;
 
 pub(crate) struct AnswererActor;
 
 pub(crate) struct AnswererArgs {
     pub shared: Arc<Shared>,
-    pub state: AnswererState,
+    pub state: Box<dyn Answerer>,
     pub index: usize,
 }
 
 pub(crate) struct AnswererShell {
     index: usize,
     shared: Arc<Shared>,
-    state: AnswererState,
+    state: Box<dyn Answerer>,
     timers: Timers,
     out: Out,
 }
@@ -38,13 +39,13 @@ impl Host for Dies {
 }
 
 impl Actor for AnswererActor {
-    type Msg = AnswererMsg;
+    type Msg = AnswererInput;
     type State = AnswererShell;
     type Arguments = AnswererArgs;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<AnswererMsg>,
+        myself: ActorRef<AnswererInput>,
         args: AnswererArgs,
     ) -> Result<AnswererShell, ActorProcessingErr> {
         let mut shell = AnswererShell {
@@ -56,7 +57,7 @@ impl Actor for AnswererActor {
         };
         let now = shell.shared.now();
         shell.out.reset(now, None);
-        shell.state.start(crate::protocol::seconds(now), &mut shell.out);
+        shell.state.start(&mut Replies::new(&mut shell.out, shell.index));
         let mut host = Dies { dead: false };
         execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut host).await;
         if host.dead {
@@ -67,13 +68,13 @@ impl Actor for AnswererActor {
 
     async fn handle(
         &self,
-        myself: ActorRef<AnswererMsg>,
-        msg: AnswererMsg,
+        myself: ActorRef<AnswererInput>,
+        msg: AnswererInput,
         shell: &mut AnswererShell,
     ) -> Result<(), ActorProcessingErr> {
         shell.out.reset(shell.shared.now(), None);
-        let (state, out) = (&mut shell.state, &mut shell.out);
-        let ok = guarded(&shell.shared, || state.handle(msg, out));
+        let (state, out, index) = (&mut shell.state, &mut shell.out, shell.index);
+        let ok = guarded(&shell.shared, || state.handle(msg, &mut Replies::new(out, index)));
         let mut host = Dies { dead: !ok };
         execute(&shell.shared, &mut shell.out, &mut shell.timers, &mut host).await;
         shell.shared.answerer_handled(shell.index);
@@ -86,7 +87,7 @@ impl Actor for AnswererActor {
 
     async fn post_stop(
         &self,
-        _myself: ActorRef<AnswererMsg>,
+        _myself: ActorRef<AnswererInput>,
         shell: &mut AnswererShell,
     ) -> Result<(), ActorProcessingErr> {
         shell.timers.cancel_all(&shell.shared);

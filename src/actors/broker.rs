@@ -9,15 +9,16 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::answerer::{AnswererActor, AnswererArgs};
 use super::wheel::{Wheel, is_wake};
-use super::{AnswererRef, Host, Shared, TimerSink, execute, guarded};
+use super::{AnswererActorRef, AnswererRef, Host, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
 use crate::effect::{Out, Spawn};
 use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
 
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
-    /// The built-in answerer with this state.
-    Builtin(Box<crate::answerer::AnswererState>),
+    /// A sans-IO answerer (the built-in one, or a user's), run in the runtime's
+    /// own answerer actor.
+    Machine(Box<dyn crate::answerer::Answerer>),
     /// A user's actor.
     User(ActorRef<AnswererMsg>),
 }
@@ -112,28 +113,28 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerShell, ActorProcessingErr> {
-        let early = args.slots.iter().all(|slot| matches!(slot, Slot::Builtin(_)));
+        let early = args.slots.iter().all(|slot| matches!(slot, Slot::Machine(_)));
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
         let _ = args.shared.broker.set(myself.clone());
         for (index, slot) in args.slots.into_iter().enumerate() {
             let (actor, counted) = match slot {
-                Slot::Builtin(state) => {
+                Slot::Machine(state) => {
                     let answerer_args = AnswererArgs {
                         shared: args.shared.clone(),
-                        state: *state,
+                        state,
                         index,
                     };
                     let (actor, _) =
                         Actor::spawn_linked(None, AnswererActor, answerer_args, myself.get_cell()).await?;
-                    (actor, true)
+                    (AnswererActorRef::Machine(actor), true)
                 }
                 Slot::User(actor) => {
                     actor.get_cell().link(myself.get_cell());
-                    (actor, false)
+                    (AnswererActorRef::User(actor), false)
                 }
             };
-            cells.push(actor.get_id());
+            cells.push(actor.id());
             actors.push(AnswererRef {
                 actor,
                 outstanding: std::sync::Mutex::new(counted.then_some(0)),

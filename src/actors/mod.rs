@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::durable::{Gate, LogFile};
 use crate::effect::{Effect, Out, Spawn, TimerId};
-use crate::protocol::{AgentId, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
+use crate::protocol::{AgentId, AnswererInput, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
 use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
@@ -109,7 +109,7 @@ impl Shared {
                 .agent(id)
                 .is_some_and(|a| a.send_message(AgentMail::Core { msg, counted: true }).is_ok()),
             Envelope::Answerer(index, mut msg) => {
-                if let AnswererMsg::Offer(offer) = &mut msg {
+                if let AnswererInput::Broker(AnswererMsg::Offer(offer)) = &mut msg {
                     offer.broker = self.broker().cloned();
                 }
                 self.answerers
@@ -176,9 +176,48 @@ impl Shared {
     }
 }
 
+/// An answerer's actor: the runtime's own, running a sans-IO answerer (it takes
+/// its timers too), or a user's (it takes the broker's messages only).
+pub(crate) enum AnswererActorRef {
+    /// The runtime's answerer actor.
+    Machine(ActorRef<AnswererInput>),
+    /// A user's actor.
+    User(ActorRef<AnswererMsg>),
+}
+
+impl AnswererActorRef {
+    /// The actor's id.
+    pub(crate) fn id(&self) -> ractor::ActorId {
+        match self {
+            AnswererActorRef::Machine(actor) => actor.get_id(),
+            AnswererActorRef::User(actor) => actor.get_id(),
+        }
+    }
+
+    /// Stops the actor, as a crash would.
+    pub(crate) fn stop(&self, reason: Option<String>) {
+        match self {
+            AnswererActorRef::Machine(actor) => actor.stop(reason),
+            AnswererActorRef::User(actor) => actor.stop(reason),
+        }
+    }
+
+    /// Sends `input`; false if the actor is gone (or `input` is a timer, which
+    /// a user's actor never starts).
+    fn send(&self, input: AnswererInput) -> bool {
+        match self {
+            AnswererActorRef::Machine(actor) => actor.send_message(input).is_ok(),
+            AnswererActorRef::User(actor) => match input {
+                AnswererInput::Broker(msg) => actor.send_message(msg).is_ok(),
+                AnswererInput::Timer(_) => false,
+            },
+        }
+    }
+}
+
 /// One answerer of the waterfall as the runtime reaches it.
 pub(crate) struct AnswererRef {
-    actor: ActorRef<AnswererMsg>,
+    actor: AnswererActorRef,
     /// Messages queued for a built-in answerer and not handled yet; `None` for a
     /// user's actor (which never reports handling) and once the answerer died.
     outstanding: Mutex<Option<i64>>,
@@ -186,9 +225,9 @@ pub(crate) struct AnswererRef {
 
 impl AnswererRef {
     /// Sends `msg`; true if it is counted in flight (the caller then counts it).
-    fn send(&self, msg: AnswererMsg) -> bool {
+    fn send(&self, msg: AnswererInput) -> bool {
         let mut outstanding = self.outstanding.lock().expect("slot poisoned");
-        let sent = self.actor.send_message(msg).is_ok();
+        let sent = self.actor.send(msg);
         match outstanding.as_mut() {
             Some(n) if sent => {
                 *n += 1;

@@ -35,7 +35,7 @@ use super::agent::{AgentArgs, AgentMail};
 use super::broker::{BrokerActor, BrokerArgs, Slot};
 use super::{AgentHandle, Shared};
 use crate::agent::{AgentSetup, AgentState};
-use crate::answerer::AnswererState;
+use crate::answerer::{Answerer, PolicyAnswerer};
 use crate::broker::{BrokerConfig, BrokerState};
 use crate::durable::config::LIBRARY_LOG_NAME;
 use crate::durable::{Gate, LogConfig, LogFile};
@@ -68,13 +68,24 @@ pub enum AnswererSlot {
         /// The actor.
         actor: ActorRef<AnswererMsg>,
     },
+    /// A user's own sans-IO answerer ([`Answerer`]), run by the runtime in an
+    /// actor of its own with its timers on tokio: the same state machine the
+    /// simulator runs on the virtual clock.
+    Machine {
+        /// Its name.
+        name: String,
+        /// The state machine.
+        machine: Box<dyn Answerer>,
+    },
 }
 
 impl AnswererSlot {
     /// The answerer's name.
     pub fn name(&self) -> &str {
         match self {
-            AnswererSlot::Policy { name, .. } | AnswererSlot::Actor { name, .. } => name,
+            AnswererSlot::Policy { name, .. }
+            | AnswererSlot::Actor { name, .. }
+            | AnswererSlot::Machine { name, .. } => name,
         }
     }
 }
@@ -269,13 +280,14 @@ impl Runtime {
             .map(|(index, slot)| match slot {
                 AnswererSlot::Policy { name, policy } => {
                     let stream = answerer_stream(config.seed, index);
-                    Slot::Builtin(Box::new(AnswererState::new(
+                    Slot::Machine(Box::new(PolicyAnswerer::new(
                         index,
                         name.as_str().into(),
                         policy,
                         stream,
                     )))
                 }
+                AnswererSlot::Machine { machine, .. } => Slot::Machine(machine),
                 AnswererSlot::Actor { actor, .. } => Slot::User(actor),
             })
             .collect();
@@ -563,11 +575,6 @@ impl Runtime {
             let _ = rx.await;
         }
         log.durable_now().await;
-    }
-
-    /// The broker actor, for answerers of the user's own.
-    pub fn broker(&self) -> &ActorRef<BrokerMail> {
-        &self.inner.broker
     }
 
     /// Sends the broker a message of the runtime's own (counted in flight).

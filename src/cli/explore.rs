@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{load, progress_bar};
-use crate::sim::hunt::explore::{self, ExploreOptions, SCHEDULES_MAX_DEFAULT};
+use super::{EXIT_BAD_INPUT, load, progress_bar};
+use crate::sim::hunt::explore::{self, ExploreOptions, MAX_S_DEFAULT, MAX_S_MAX, SCHEDULES_MAX_DEFAULT};
 
 /// `asksim explore`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -19,6 +19,10 @@ pub(super) struct ExploreArgs {
     #[arg(long, value_name = "N", default_value_t = SCHEDULES_MAX_DEFAULT,
           value_parser = clap::value_parser!(u64).range(1..))]
     max: u64,
+    /// Stop after this many seconds of wall time (checked before each schedule
+    /// after the first) and report what the schedules run so far found.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, default_value_t = MAX_S_DEFAULT)]
+    max_s: f64,
     /// The seed latencies and jitter draw from (default: the scenario's `seed`).
     #[arg(long)]
     seed: Option<u64>,
@@ -36,17 +40,33 @@ pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
         Ok(scenario) => scenario,
         Err(code) => return code,
     };
+    if !(args.max_s.is_finite() && (0.0..=MAX_S_MAX).contains(&args.max_s)) {
+        eprintln!(
+            "asksim explore: --max-s: expected a number of seconds from 0 to {MAX_S_MAX}, got {}",
+            args.max_s
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     let seed = args.seed.unwrap_or(scenario.seed);
     let file = args.file.display().to_string();
     let bar = progress_bar(
         args.max,
-        "{spinner} {pos} schedules ({per_sec}) {elapsed_precise}",
+        "{spinner} {pos} schedules, {msg} {elapsed_precise} (--max-s {prefix})",
     );
+    bar.set_prefix(args.max_s.to_string());
+    bar.set_message("0 pruned");
+    // A tick of its own: one schedule of a large scenario can take long, and the
+    // bar must show that the search is alive.
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let options = ExploreOptions {
+        max_s: Some(args.max_s),
         broker: args.broker_cmd.clone(),
         ..ExploreOptions::new(seed, args.max)
     };
-    let report = explore::explore(&scenario, &file, options, |n| bar.set_position(n));
+    let report = explore::explore(&scenario, &file, options, |p| {
+        bar.set_position(p.schedules);
+        bar.set_message(format!("{} pruned", p.pruned));
+    });
     bar.finish_and_clear();
     if args.json {
         println!(

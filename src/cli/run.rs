@@ -9,6 +9,7 @@ use super::{ClockArg, EXIT_BAD_INPUT, load};
 use crate::event::Event;
 use crate::scenario::Strategy;
 use crate::sim::engine::tap::Tap;
+use crate::sim::hunt::explore::{ScheduleError, schedule_string};
 use crate::sim::show::chrome_trace::ChromeTrace;
 use crate::sim::show::timeline::Timeline;
 use crate::sim::{self, RunOptions, RunOutput, Summary, render_table_with_timelines, summarise};
@@ -68,19 +69,30 @@ pub(super) struct RunArgs {
 /// A parsed `--schedule` (a named type: clap takes a bare `Vec` for a list).
 type Schedule = Vec<usize>;
 
-/// Runs as `options` say, under the replayed schedule when there is one.
+/// Runs as `options` say, under the replayed schedule when there is one; with
+/// what was wrong with the schedule, if anything.
+fn execute_checked(
+    scenario: &crate::scenario::Scenario,
+    options: RunOptions,
+    schedule: Option<&Schedule>,
+) -> std::io::Result<(RunOutput, Option<ScheduleError>)> {
+    match schedule {
+        Some(choices) => {
+            let mut replay = crate::sim::hunt::explore::Replay::new(choices.clone());
+            let output = sim::run_with(scenario, options, &mut replay)?;
+            Ok((output, replay.error()))
+        }
+        None => Ok((sim::run_options(scenario, options)?, None)),
+    }
+}
+
+/// [`execute_checked`] again, for a run whose schedule was checked already.
 fn execute(
     scenario: &crate::scenario::Scenario,
     options: RunOptions,
     schedule: Option<&Schedule>,
 ) -> std::io::Result<RunOutput> {
-    match schedule {
-        Some(choices) => {
-            let mut replay = crate::sim::hunt::explore::Replay::new(choices.clone());
-            sim::run_with(scenario, options, &mut replay)
-        }
-        None => sim::run_options(scenario, options),
-    }
+    execute_checked(scenario, options, schedule).map(|(output, _)| output)
 }
 
 /// The run's options from its arguments, the log file opened; or the exit code
@@ -123,7 +135,8 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
 }
 
 /// The run `args` ask for: a new one, or (`--resume`) the one its log holds,
-/// continued; or the exit code of a log that cannot be written or recovered.
+/// continued; or the exit code of a log that cannot be written or recovered, or
+/// of a schedule the run does not offer.
 fn first_run(
     args: &RunArgs,
     scenario: &crate::scenario::Scenario,
@@ -144,7 +157,18 @@ fn first_run(
         }
         sim::resume(scenario, options, recovery)
     } else {
-        execute(scenario, options, args.schedule.as_ref())
+        match execute_checked(scenario, options, args.schedule.as_ref()) {
+            Ok((_, Some(error))) => {
+                let shown = args.schedule.as_deref().map(schedule_string).unwrap_or_default();
+                eprintln!(
+                    "asksim run: --schedule {shown}: {error} ({})",
+                    args.file.display()
+                );
+                return Err(ExitCode::from(EXIT_BAD_INPUT));
+            }
+            Ok((output, None)) => Ok(output),
+            Err(error) => Err(error),
+        }
     };
     output.map_err(|error| {
         eprintln!("asksim: cannot write the log to {}: {error}", path.display());
@@ -172,6 +196,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         log: None,
         taps: Vec::new(),
         broker: broker.clone(),
+        answerers: Default::default(),
     };
     let file = args.file.display().to_string();
     let output = match first_run(args, &scenario, options) {
@@ -189,9 +214,13 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
             summary.reproduce = Some(format!("{command} --check-determinism"));
         }
     }
-    if let (Some(reproduce), Some(choices)) = (&mut summary.reproduce, &args.schedule) {
-        let schedule = crate::sim::hunt::explore::schedule_string(choices);
-        reproduce.push_str(&format!(" --schedule {schedule}"));
+    if let Some(choices) = &args.schedule {
+        // The strategy chose nothing: the header and `--json` name the schedule.
+        let schedule = schedule_string(choices);
+        summary.explore = format!("schedule {schedule}");
+        if let Some(reproduce) = &mut summary.reproduce {
+            reproduce.push_str(&format!(" --schedule {schedule}"));
+        }
     }
     if let Err(code) = write_trace(taps.trace) {
         return code;

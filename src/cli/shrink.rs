@@ -46,6 +46,7 @@ pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
         seed: args.seed,
         explore: args.explore,
         max_s: args.max_s,
+        answerers: Default::default(),
         broker: args.broker_cmd.clone(),
     };
     let (_, text) = match scenario::load_text(file) {

@@ -11,7 +11,8 @@ use crate::scenario::{self, Strategy};
 pub(super) struct SweepArgs {
     /// The scenario file.
     file: PathBuf,
-    /// The seeds: `A..B` (B excluded) or `A..=B`.
+    /// The seeds: `A..B` (B excluded) or `A..=B`, at most 10,000,000 of them
+    /// (split a longer hunt into ranges, or shards).
     #[arg(long)]
     seeds: crate::sim::hunt::seeds::SeedRange,
     /// Worker threads (default: the number of cores).
@@ -87,6 +88,7 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         strategy: args.explore.or(scenario.explore).unwrap_or_default(),
         invariants_only: args.invariants_only,
         shard,
+        answerers: Default::default(),
         broker: args.broker_cmd.clone(),
     };
     if let Err(code) = super::actor::virtual_only(options.clock, options.broker.is_some(), &scenario) {

@@ -34,6 +34,21 @@ pub enum RecoverError {
         /// What failed.
         error: std::io::Error,
     },
+    /// The log's run ended (its last event is `end`): there is nothing to
+    /// resume. The file was not touched.
+    #[error(
+        "{}:{line}: the run this log holds ended (`end`: {reason}): nothing to resume; run the \
+         scenario again without --resume for a new run",
+        path.display()
+    )]
+    Ended {
+        /// The file.
+        path: PathBuf,
+        /// The `end` event's line in it.
+        line: usize,
+        /// Why the run ended, as the event says.
+        reason: String,
+    },
     /// The runtime could not start again.
     #[error("{0}")]
     Start(String),
@@ -78,6 +93,17 @@ pub fn recover(
     options: RecoverOptions,
 ) -> Result<Recovery, RecoverError> {
     let read = read_back(path, expected)?;
+    if let Some((event, _)) = read.events.last()
+        && let EventKind::End { reason } = &event.kind
+    {
+        // The header, the snapshot if any, then one line per event.
+        let line = 1 + usize::from(read.snapshot.is_some()) + read.events.len();
+        return Err(RecoverError::Ended {
+            path: path.to_owned(),
+            line,
+            reason: reason.clone(),
+        });
+    }
     let io = |error| RecoverError::Io {
         path: path.to_owned(),
         error,

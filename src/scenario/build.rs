@@ -406,7 +406,7 @@ fn process_answerer(path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
     }
     Ok(AnswererSpec {
         name: row.name,
-        policy: Policy::accepts_nothing(),
+        policy: Policy::declining(),
         process: Some(command),
     })
 }

@@ -65,7 +65,10 @@
 //! - `await_answer` must be `"<this agent>/<n>"`, `n` a decimal integer ≥ 1 without
 //!   leading zeros; whether call `n` exists is a run-time matter (it returns at once
 //!   if the call never went pending). `cancel_call` and the keys of
-//!   `expect.results` follow the same rule, with any agent of the run.
+//!   `expect.results` follow the same rule, with any agent of the run; a
+//!   `cancel_call` of a call its agent can never make (past what its `script`
+//!   and, once per `process_loss`, its `on_resume` make) is an error too
+//!   (`calls`).
 //! - `ask_unresolved.timeout` is checked like a tool timeout (positive up to
 //!   86,400, or `-1`); `ask`/`ask_raw` arguments are never checked here: invalid
 //!   arguments are a legitimate thing to simulate.
@@ -96,7 +99,9 @@
 //! - A file larger than [`FILE_BYTES_MAX`] is refused before it is read.
 
 mod build;
+mod calls;
 mod explore;
+mod plain;
 mod position;
 mod raw;
 mod suggest;
@@ -480,9 +485,59 @@ pub fn load_text(path: &Path) -> Result<(Scenario, String), ScenarioError> {
 
 /// Parses and checks the text of a scenario file; `file_label` names it in errors.
 pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text)
-        .map_err(|err| position::serde_error(file_label, text, &err))?;
-    build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))
+    let raw::Obj(raw) = serde_json::from_str::<raw::Obj<raw::RawScenario>>(text).map_err(|err| {
+        if is_log(text) {
+            let message = "this is an asksim log (JSON Lines), not a scenario file: \
+                           `asksim replay FILE` reads a log; `asksim run` takes a scenario";
+            return ScenarioError::new(file_label, message);
+        }
+        position::serde_error(file_label, text, &err)
+    })?;
+    let cancels = calls::cancel_calls(&raw.events);
+    let scenario = build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))?;
+    calls::check(&scenario, &cancels)
+        .map_err(|(path, message)| position::issue_error(file_label, text, build::Issue { path, message }))?;
+    Ok(scenario)
+}
+
+/// An answerer row of the scenario format (SPEC §5: `accepts`, `offer_latency`,
+/// `latency`, `answer`, `hold`, `faults`; no `name` or `count`) as a [`Policy`],
+/// checked as a file's row is, with the same messages (`latency: expected a
+/// non-negative number of seconds, got -2`).
+///
+/// ```
+/// let policy = asksim::scenario::policy(&asksim::serde_json::json!({
+///     "accepts": {"agents": ["worker*"]}, "latency": {"uniform": [1, 5]},
+///     "answer": {"option": 1}, "hold": {"after": 0.5}, "faults": {"crash_at": 60}
+/// }))
+/// .unwrap();
+/// assert_eq!(policy.hold_after_s, Some(0.5));
+/// assert!(asksim::scenario::policy(&asksim::serde_json::json!({"accepts": "all"})).is_err());
+/// ```
+pub fn policy(row: &Value) -> Result<crate::policy::Policy, String> {
+    let mut row = row.clone();
+    if let Some(fields) = row.as_object_mut() {
+        fields.insert("name".into(), Value::from("policy"));
+    }
+    let file = serde_json::json!({ "name": "policy", "answerers": [row] });
+    let scenario = parse("policy", &file.to_string()).map_err(|error| {
+        let message = error.message;
+        match message.strip_prefix("answerers[0].") {
+            Some(rest) => rest.to_owned(),
+            None => message.replacen("answerers[0]", "the row", 1),
+        }
+    })?;
+    let answerer = scenario.answerers.into_iter().next();
+    answerer
+        .map(|a| a.policy)
+        .ok_or_else(|| "expected an answerer row".to_owned())
+}
+
+/// Whether `text` starts like an event log: its first line a log header.
+fn is_log(text: &str) -> bool {
+    let first = text.lines().next().unwrap_or_default();
+    serde_json::from_str::<Value>(first)
+        .is_ok_and(|header| header.get("format").and_then(Value::as_str) == Some(crate::log::LOG_FORMAT))
 }
 
 /// The JSON Schema (draft-07) of the scenario format, derived from the same serde

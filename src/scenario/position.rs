@@ -15,6 +15,9 @@ use super::build::Issue;
 /// Deepest nesting the index follows; serde_json itself stops at 128.
 const INDEX_DEPTH_MAX: usize = 256;
 
+/// serde's words for a string (a unit variant) where a form takes a value.
+const UNIT_FOR_NEWTYPE: &str = "invalid type: unit variant, expected newtype variant";
+
 /// A serde_json error as a ScenarioError: its position converted to characters,
 /// its message prefixed with the JSON path that holds the position when the text is
 /// valid enough to index.
@@ -27,6 +30,16 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
     }
     let mut offset = byte_offset(text, err.line(), err.column());
     let message = match err.classify() {
+        serde_json::error::Category::Syntax
+            if bare == "expected value" && is_json(text) && form_field_at(text, offset).is_some() =>
+        {
+            // Valid JSON that serde_json calls a syntax error, peeking at a value:
+            // a number, a list or a literal given to a field whose forms are a
+            // string or an object with one key (an answer, a step).
+            let path = form_field_at(text, offset).unwrap_or_default();
+            offset = value_start(text, offset);
+            format!("{path}: {}", super::plain::not_a_form(&path))
+        }
         serde_json::error::Category::Syntax if bare == "expected value" && is_json(text) => {
             // Valid JSON that serde_json calls a syntax error: an externally tagged
             // shape (a step, a latency, …) given a second key after its first.
@@ -49,9 +62,23 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
             {
                 offset = next_token(text, offset);
             }
-            match PathIndex::build(text).innermost(offset) {
-                Some(path) if !path.is_empty() => format!("{path}: {bare}"),
-                _ => bare,
+            // A string naming a form that takes a value ends before serde says so.
+            let at = match bare.as_str() {
+                // The last byte of the string before it: past blanks and a separator.
+                UNIT_FOR_NEWTYPE => text
+                    .get(..offset)
+                    .map(|before| {
+                        before
+                            .trim_end_matches([' ', '\t', '\n', '\r', ',', '}', ']'])
+                            .len()
+                    })
+                    .unwrap_or(offset)
+                    .saturating_sub(1),
+                _ => offset,
+            };
+            match PathIndex::build(text).innermost(at) {
+                Some(path) if !path.is_empty() => format!("{path}: {}", super::plain::plain(path, &bare)),
+                _ => super::plain::plain("", &bare),
             }
         }
     };
@@ -101,6 +128,30 @@ pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> Scenar
 /// Whether `text` is one valid JSON value.
 fn is_json(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+/// `offset`, or past the separator and blanks before a value serde peeked at.
+fn value_start(text: &str, offset: usize) -> usize {
+    match text.as_bytes().get(offset) {
+        Some(b':' | b',' | b' ' | b'\t' | b'\n' | b'\r') => next_token(text, offset),
+        _ => offset,
+    }
+}
+
+/// The path of the value serde peeked at near `offset`, when it is a field with
+/// several forms (`answer`, a script step): then serde met a value none of them
+/// is. (After the first key of a one-key object, serde stops at that key's value,
+/// whose key is a form's name, not such a field.)
+fn form_field_at(text: &str, offset: usize) -> Option<String> {
+    let at = value_start(text, offset);
+    let scalar = matches!(
+        text.as_bytes().get(at),
+        Some(b'0'..=b'9' | b'-' | b'[' | b't' | b'f' | b'n')
+    );
+    let index = PathIndex::build(text);
+    let path = index.innermost(at)?;
+    let last = path.rsplit('.').next().unwrap_or(path);
+    (scalar && super::plain::has_forms(last)).then(|| path.to_owned())
 }
 
 /// The first non-whitespace byte after the one at `offset`, or `offset`.

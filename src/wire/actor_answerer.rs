@@ -1,23 +1,23 @@
 //! asksim's built-in answerer behind the wire (`asksim actor answerer --policy
-//! JSON`): the [`AnswererState`] of a policy, taking each line as an
-//! [`AnswererMsg`] and replying with what it wrote into its [`Out`]. Its timers
-//! go out as ids (a `crash_at` as a fault timer) and their messages wait here.
+//! JSON`): the [`PolicyAnswerer`] of a policy, taking each line as an
+//! [`Input`] and replying with what it wrote into its [`Replies`]. Its timers go
+//! out as its own ids (a `crash_at` as a fault timer), as they do in process.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use super::answerer_msg::{AnswererEffect, AnswererInput};
 use super::common::{Line, PROTOCOL_VERSION, Reply};
-use crate::answerer::AnswererState;
+use crate::answerer::{Answerer, PolicyAnswerer, Replies};
 use crate::effect::{Effect, Out};
 use crate::policy::Policy;
-use crate::protocol::{AnswererIx, AnswererMsg, BrokerMsg, Envelope, Offer, Sent};
+use crate::protocol::{AnswererInput as Input, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Offer, Sent};
 
 /// The answerer and its running timers.
 #[derive(Debug)]
 pub struct ActorAnswerer {
     policy: Policy,
-    state: Option<(AnswererIx, AnswererState)>,
-    timers: HashMap<u64, AnswererMsg>,
+    state: Option<(AnswererIx, PolicyAnswerer)>,
+    timers: HashSet<u64>,
     out: Out,
 }
 
@@ -27,7 +27,7 @@ impl ActorAnswerer {
         ActorAnswerer {
             policy,
             state: None,
-            timers: HashMap::new(),
+            timers: HashSet::new(),
             out: Out::new(0),
         }
     }
@@ -42,14 +42,14 @@ impl ActorAnswerer {
         let msg = match msg {
             AnswererInput::Hello(hello) => {
                 let setup = hello.config;
-                let mut state = AnswererState::new(setup.index, setup.name, self.policy.clone(), setup.seed);
-                state.start(stamp.t, &mut self.out);
+                let mut state = PolicyAnswerer::new(setup.index, setup.name, self.policy.clone(), setup.seed);
+                state.start(&mut Replies::new(&mut self.out, setup.index));
                 self.state = Some((setup.index, state));
                 self.timers.clear();
                 reply.protocol = Some(PROTOCOL_VERSION);
                 None
             }
-            AnswererInput::Offer(offer) => Some(AnswererMsg::Offer(Offer {
+            AnswererInput::Offer(offer) => Some(Input::Broker(AnswererMsg::Offer(Offer {
                 ticket: offer.ticket,
                 answerer: self.index()?,
                 call_id: offer.call_id,
@@ -57,9 +57,9 @@ impl ActorAnswerer {
                 schema: offer.schema,
                 questions: offer.questions.0,
                 broker: None,
-            })),
-            AnswererInput::Withdraw { ticket } => Some(AnswererMsg::Withdraw { ticket }),
-            AnswererInput::Refused { ticket, what, reason } => Some(AnswererMsg::Refused {
+            }))),
+            AnswererInput::Withdraw { ticket } => Some(Input::Broker(AnswererMsg::Withdraw { ticket })),
+            AnswererInput::Refused { ticket, what, reason } => Some(Input::Broker(AnswererMsg::Refused {
                 ticket,
                 what: match what.as_str() {
                     "hold" => Sent::Hold,
@@ -67,14 +67,15 @@ impl ActorAnswerer {
                     _ => Sent::Submit,
                 },
                 reason: super::outside_broker::refusal(reason),
-            }),
-            AnswererInput::Timer { id } => {
-                Some(self.timers.remove(&id).ok_or(format!("no timer {id} runs"))?)
-            }
+            })),
+            AnswererInput::Timer { id } => match self.timers.remove(&id) {
+                true => Some(Input::Timer(id)),
+                false => return Err(format!("no timer {id} runs")),
+            },
         };
         if let Some(msg) = msg {
-            let (_, state) = self.state.as_mut().ok_or("a message before hello")?;
-            state.handle(msg, &mut self.out);
+            let (index, state) = self.state.as_mut().ok_or("a message before hello")?;
+            state.handle(msg, &mut Replies::new(&mut self.out, *index));
         }
         reply.effects = self.translate();
         Ok(serde_json::to_string(&reply).expect("replies serialise"))
@@ -100,15 +101,8 @@ impl ActorAnswerer {
                     BrokerMsg::Submit { ticket, batch, .. } => AnswererEffect::Submit { ticket, batch },
                     _ => continue,
                 },
-                Effect::Timer {
-                    id,
-                    after,
-                    msg,
-                    fault,
-                } => {
-                    if let Envelope::Answerer(_, msg) = msg {
-                        self.timers.insert(id, msg);
-                    }
+                Effect::Timer { id, after, fault, .. } => {
+                    self.timers.insert(id);
                     AnswererEffect::StartTimer {
                         id,
                         after_ns: after,

@@ -20,8 +20,8 @@ use crate::broker::{BrokerConfig, BrokerLimits, BrokerState};
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
 use crate::protocol::{
-    AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, CallId, Envelope, Name, Registration, Request, Restored,
-    Ticket, seconds,
+    AgentMsg, AnswererInput, AnswererIx, AnswererMsg, BrokerMsg, CallId, Envelope, Name, Registration,
+    Request, Restored, Ticket, seconds,
 };
 use crate::tool::{Ask, Schema, Wait};
 
@@ -188,7 +188,7 @@ impl ActorBroker {
                     let paired = iter.next_if(|next| pairs(&event, next));
                     wire.extend(self.decision(event, paired));
                 }
-                Effect::Send(Envelope::Answerer(index, AnswererMsg::Offer(offer))) => {
+                Effect::Send(Envelope::Answerer(index, AnswererInput::Broker(AnswererMsg::Offer(offer)))) => {
                     let call_id = offered.take().expect("an offer is recorded before it is sent");
                     self.tickets.insert(call_id.clone(), offer.ticket);
                     wire.push(BrokerEffect::Offer {
@@ -249,10 +249,14 @@ impl ActorBroker {
                 ..
             } => {
                 let ticket = match paired {
-                    Some(Effect::Send(Envelope::Answerer(_, AnswererMsg::Withdraw { ticket })))
-                    | Some(Effect::Send(Envelope::Answerer(_, AnswererMsg::Refused { ticket, .. }))) => {
-                        ticket
-                    }
+                    Some(Effect::Send(Envelope::Answerer(
+                        _,
+                        AnswererInput::Broker(AnswererMsg::Withdraw { ticket }),
+                    )))
+                    | Some(Effect::Send(Envelope::Answerer(
+                        _,
+                        AnswererInput::Broker(AnswererMsg::Refused { ticket, .. }),
+                    ))) => ticket,
                     _ => return None,
                 };
                 BrokerEffect::Refused {
@@ -310,18 +314,21 @@ impl ActorBroker {
                 call_id,
                 result: serde_json::from_str::<Value>(&result.text).expect("a tool result is JSON"),
             },
-            Envelope::Answerer(index, AnswererMsg::Withdraw { ticket }) => BrokerEffect::Withdraw {
-                answerer: name(index),
-                ticket,
-            },
-            Envelope::Answerer(index, AnswererMsg::Refused { ticket, what, reason }) => {
-                BrokerEffect::Refused {
+            Envelope::Answerer(index, AnswererInput::Broker(AnswererMsg::Withdraw { ticket })) => {
+                BrokerEffect::Withdraw {
                     answerer: name(index),
                     ticket,
-                    what: what.as_str().to_owned(),
-                    reason: reason.as_str().to_owned(),
                 }
             }
+            Envelope::Answerer(
+                index,
+                AnswererInput::Broker(AnswererMsg::Refused { ticket, what, reason }),
+            ) => BrokerEffect::Refused {
+                answerer: name(index),
+                ticket,
+                what: what.as_str().to_owned(),
+                reason: reason.as_str().to_owned(),
+            },
             _ => return None,
         })
     }
@@ -332,11 +339,11 @@ fn pairs(event: &EventKind, next: &Effect) -> bool {
     match (event, next) {
         (
             EventKind::Refused { what, .. },
-            Effect::Send(Envelope::Answerer(_, AnswererMsg::Withdraw { .. })),
+            Effect::Send(Envelope::Answerer(_, AnswererInput::Broker(AnswererMsg::Withdraw { .. }))),
         ) => what == "accept",
         (
             EventKind::Refused { what, .. },
-            Effect::Send(Envelope::Answerer(_, AnswererMsg::Refused { .. })),
+            Effect::Send(Envelope::Answerer(_, AnswererInput::Broker(AnswererMsg::Refused { .. }))),
         ) => what != "accept",
         (
             EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. },

@@ -1,5 +1,5 @@
 //! An answerer outside this process, in the waterfall beside asksim's built-in
-//! ones: it takes one [`AnswererMsg`] at a time (an offer, a withdrawal, a
+//! ones: it takes one input at a time (an offer, a withdrawal, a
 //! refusal, its own timer) and writes what it replied (accept, decline, hold,
 //! submit to the broker; timers; dying) into an [`Out`]. Its replies reach the
 //! broker through the delivery queue like any answerer's, so the broker judges
@@ -12,8 +12,9 @@ use super::answerer_msg::{AnswererEffect, AnswererInput, AnswererSetup, WireOffe
 use super::common::{Life, PROTOCOL_VERSION, Questions, Role};
 use super::failure::ProcessFailure;
 use super::peer::Peer;
+use crate::answerer::Replies;
 use crate::effect::Out;
-use crate::protocol::{AnswererIx, AnswererMsg, BrokerMsg, Envelope};
+use crate::protocol::{AnswererInput as Input, AnswererIx, AnswererMsg, Reply};
 
 /// The outside answerer of one life of a run.
 #[derive(Debug)]
@@ -54,32 +55,27 @@ impl OutsideAnswerer {
         Ok(answerer)
     }
 
-    /// Handles one message: the exchange, and the reply's effects.
-    pub fn handle(&mut self, msg: AnswererMsg, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
-        let input = match msg {
-            AnswererMsg::Offer(offer) => AnswererInput::Offer(Box::new(WireOffer {
+    /// Handles one input: the exchange, and the reply's effects. The same seam
+    /// as an [`crate::answerer::Answerer`]'s (the broker's message or a timer
+    /// in, replies and timers out), over a pipe, where the process can fail.
+    pub fn handle(&mut self, input: Input, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
+        let input = match input {
+            Input::Broker(AnswererMsg::Offer(offer)) => AnswererInput::Offer(Box::new(WireOffer {
                 ticket: offer.ticket,
                 call_id: offer.call_id,
                 agent: offer.agent,
                 schema: offer.schema,
                 questions: Questions(offer.questions),
             })),
-            AnswererMsg::Withdraw { ticket } => AnswererInput::Withdraw { ticket },
-            AnswererMsg::Refused { ticket, what, reason } => AnswererInput::Refused {
+            Input::Broker(AnswererMsg::Withdraw { ticket }) => AnswererInput::Withdraw { ticket },
+            Input::Broker(AnswererMsg::Refused { ticket, what, reason }) => AnswererInput::Refused {
                 ticket,
                 what: what.as_str().to_owned(),
                 reason: reason.as_str().to_owned(),
             },
-            AnswererMsg::OutsideTimer { id } => {
+            Input::Timer(id) => {
                 self.timers.remove(&id);
                 AnswererInput::Timer { id }
-            }
-            // The built-in answerer's own timers: an outside one never starts them.
-            AnswererMsg::Decide(_)
-            | AnswererMsg::HoldNow(_)
-            | AnswererMsg::SubmitNow(_)
-            | AnswererMsg::Crash => {
-                return Ok(());
             }
         };
         let answered = self.peer.exchange::<_, AnswererEffect>(out.now(), input)?;
@@ -92,8 +88,9 @@ impl OutsideAnswerer {
         line: String,
         out: &mut Out,
     ) -> Result<(), Box<ProcessFailure>> {
+        let mut replies = Replies::new(out, self.index);
         for effect in effects {
-            if let Err(reason) = self.apply(effect, out) {
+            if let Err(reason) = self.apply(effect, &mut replies) {
                 let reason = format!("a line that is not the protocol: {reason}");
                 return Err(self.peer.failure(reason, Some(line)));
             }
@@ -101,30 +98,25 @@ impl OutsideAnswerer {
         Ok(())
     }
 
-    fn apply(&mut self, effect: AnswererEffect, out: &mut Out) -> Result<(), String> {
-        let answerer = self.index;
+    fn apply(&mut self, effect: AnswererEffect, out: &mut Replies) -> Result<(), String> {
         match effect {
-            AnswererEffect::Accept { ticket } => out.tell_broker(BrokerMsg::Accept { ticket, answerer }),
-            AnswererEffect::Decline { ticket } => out.tell_broker(BrokerMsg::Decline { ticket, answerer }),
-            AnswererEffect::Hold { ticket } => out.tell_broker(BrokerMsg::Hold { ticket, answerer }),
-            AnswererEffect::Submit { ticket, batch } => out.tell_broker(BrokerMsg::Submit {
-                ticket,
-                answerer,
-                batch,
-            }),
+            AnswererEffect::Accept { ticket } => out.reply(ticket, Reply::Accept),
+            AnswererEffect::Decline { ticket } => out.reply(ticket, Reply::Decline),
+            AnswererEffect::Hold { ticket } => out.reply(ticket, Reply::Hold),
+            AnswererEffect::Submit { ticket, batch } => out.reply(ticket, Reply::Submit(batch)),
             AnswererEffect::StartTimer { id, after_ns, fault } => {
                 if !self.timers.insert(id) {
                     return Err(format!("timer {id} started while it runs"));
                 }
-                let fired = Envelope::Answerer(answerer, AnswererMsg::OutsideTimer { id });
+                let after = std::time::Duration::from_nanos(after_ns);
                 match fault {
-                    true => out.fault_timer(id, after_ns, fired),
-                    false => out.timer(id, after_ns, fired),
+                    true => out.start_fault_timer(id, after),
+                    false => out.start_timer(id, after),
                 }
             }
             AnswererEffect::CancelTimer { id } => {
                 self.timers.remove(&id);
-                out.cancel(id);
+                out.cancel_timer(id);
             }
             AnswererEffect::Die {} => out.die(),
         }

@@ -288,7 +288,7 @@ fn verdicts_write_events_and_deliver_nothing() {
         effects.as_slice(),
         [
             Effect::Record(EventKind::Refused { what, reason, .. }),
-            Effect::Send(crate::protocol::Envelope::Answerer(1, crate::protocol::AnswererMsg::Withdraw { ticket: 7 })),
+            Effect::Send(crate::protocol::Envelope::Answerer(1, crate::protocol::AnswererInput::Broker(crate::protocol::AnswererMsg::Withdraw { ticket: 7 }))),
         ] if what == "accept" && reason == "offer_timeout"
     ));
 }

@@ -10,11 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use asksim::event::{Event, EventKind};
-use asksim::protocol::{AnswererMsg, BrokerMail, BrokerMsg, CallOutcome, Offer};
+use asksim::protocol::{AnswererMsg, CallOutcome, Offer, Reply};
 use asksim::tool::{PENDING_MESSAGE, ToolConfig};
 use asksim::{AgentHandle, AnswererSlot, Runtime, RuntimeConfig};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -24,9 +23,6 @@ use tokio::task::JoinHandle;
 
 /// Longest virtual wait for anything a test expects to happen.
 pub const WAIT_S_MAX: f64 = 1_000_000.0;
-
-/// Messages a scripted answerer sends just before it dies, and where to.
-type LastWords = Arc<Mutex<Vec<(ActorRef<BrokerMail>, BrokerMsg)>>>;
 
 /// What a scripted answerer saw from the broker.
 #[derive(Debug)]
@@ -47,15 +43,12 @@ pub enum Seen {
 }
 
 /// A test-owned answerer: it forwards everything the broker sends to the test and
-/// does nothing on its own. On `AnswererMsg::Crash` it sends its "last words"
-/// (messages the test queued) and stops itself in the same handler, so they are in
-/// the broker's mailbox before its death is.
+/// does nothing on its own.
 pub struct ScriptedActor;
 
 /// The scripted answerer's state.
 pub struct ScriptedState {
     seen: mpsc::UnboundedSender<Seen>,
-    last_words: LastWords,
 }
 
 impl Actor for ScriptedActor {
@@ -73,7 +66,7 @@ impl Actor for ScriptedActor {
 
     async fn handle(
         &self,
-        myself: ActorRef<AnswererMsg>,
+        _myself: ActorRef<AnswererMsg>,
         msg: AnswererMsg,
         state: &mut ScriptedState,
     ) -> Result<(), ActorProcessingErr> {
@@ -85,15 +78,6 @@ impl Actor for ScriptedActor {
                 what: what.as_str().to_owned(),
                 reason: reason.as_str().to_owned(),
             },
-            AnswererMsg::Crash => {
-                let words = std::mem::take(&mut *state.last_words.lock().unwrap());
-                for (broker, msg) in words {
-                    let _ = broker.send_message(msg.into());
-                }
-                myself.stop(Some("scripted crash".into()));
-                return Ok(());
-            }
-            _ => return Ok(()),
         };
         let _ = state.seen.send(seen);
         Ok(())
@@ -107,18 +91,13 @@ pub struct Script {
     /// The actor.
     pub actor: ActorRef<AnswererMsg>,
     seen: mpsc::UnboundedReceiver<Seen>,
-    last_words: LastWords,
 }
 
 impl Script {
     /// Spawns a scripted answerer.
     pub async fn spawn(name: &str) -> Script {
         let (tx, rx) = mpsc::unbounded_channel();
-        let last_words = Arc::new(Mutex::new(Vec::new()));
-        let state = ScriptedState {
-            seen: tx,
-            last_words: last_words.clone(),
-        };
+        let state = ScriptedState { seen: tx };
         let (actor, _) = Actor::spawn(None, ScriptedActor, state)
             .await
             .expect("scripted answerer");
@@ -126,7 +105,6 @@ impl Script {
             name: name.to_owned(),
             actor,
             seen: rx,
-            last_words,
         }
     }
 
@@ -162,21 +140,20 @@ impl Script {
         out
     }
 
-    /// Dies now; `words` reach the broker just before its death.
-    pub fn crash_after_sending(&self, words: Vec<BrokerMsg>, broker: &ActorRef<BrokerMail>) {
-        self.last_words
-            .lock()
-            .unwrap()
-            .extend(words.into_iter().map(|w| (broker.clone(), w)));
-        self.actor
-            .send_message(AnswererMsg::Crash)
-            .expect("scripted answerer alive");
+    /// Dies now; `words`, replies to `offer`, reach the broker just before its
+    /// death: they are in the broker's mailbox before the actor stops, so before
+    /// the supervision event that tells the broker of the death.
+    pub fn crash_after_sending(&self, offer: &Offer, words: Vec<Reply>) {
+        for reply in words {
+            offer.reply(reply).expect("broker alive");
+        }
+        self.actor.stop(Some("scripted crash".into()));
     }
 }
 
-/// Sends `msg` to the broker the offer came from.
-pub fn send(offer: &Offer, msg: BrokerMsg) {
-    offer.reply(msg).expect("broker alive");
+/// Sends `reply` to the broker the offer came from.
+pub fn send(offer: &Offer, reply: Reply) {
+    offer.reply(reply).expect("broker alive");
 }
 
 /// Awaits `fut` for at most `s` seconds of virtual time.
@@ -309,6 +286,7 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
         EventKind::ProcessLoss { .. } => "ProcessLoss",
         EventKind::Restart { .. } => "Restart",
         EventKind::Dropped { .. } => "Dropped",
+        EventKind::End { .. } => "End",
     }
 }
 

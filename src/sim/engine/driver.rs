@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::answerer::Answerers;
 use crate::durable::{LogFile, Recovery};
 use crate::log::LogHeader;
 use crate::projection::Projection;
@@ -39,6 +40,9 @@ pub struct RunOptions {
     /// holds the run's header ([`crate::sim::engine::log_file::log_header`])
     /// already.
     pub log: Option<LogFile>,
+    /// The scenario answerers that are the program's own (default: none; every
+    /// answerer acts on its policy).
+    pub answerers: Answerers,
     /// Observers that see every event as it is recorded, on either clock
     /// (`--chrome-trace` and `--timeline` stream through them; see
     /// [`crate::sim::engine::tap::Tap`] to take one back after the run).
@@ -59,6 +63,7 @@ impl RunOptions {
             log: None,
             taps: Vec::new(),
             broker: None,
+            answerers: Answerers::default(),
         }
     }
 }
@@ -98,7 +103,12 @@ pub trait Watch: Observer + Sized + 'static {
 /// choices a `fifo` run of the scenario makes.
 pub fn chooser(scenario: &Scenario, options: &RunOptions) -> Box<dyn Chooser> {
     let steps = match options.strategy {
-        Strategy::Pct { .. } => estimate_steps(scenario, options.seed, options.broker.as_ref()),
+        Strategy::Pct { .. } => estimate_steps(
+            scenario,
+            options.seed,
+            options.broker.as_ref(),
+            &options.answerers,
+        ),
         _ => 0,
     };
     strategy::chooser(options.strategy, options.seed, steps)
@@ -129,7 +139,9 @@ pub fn run_watched<W: Watch>(
         Clock::Real if options.broker.is_some() || scenario.has_process_answerers() => {
             (outside_on_the_real_clock(&options, recorder), Ok(()))
         }
-        Clock::Real => crate::sim::engine::real_clock::run(scenario, options.seed, recorder, log),
+        Clock::Real => {
+            crate::sim::engine::real_clock::run(scenario, options.seed, recorder, log, &options.answerers)
+        }
     };
     output.broker = options.broker.clone();
     output.wall_s = wall.elapsed().as_secs_f64();
@@ -169,7 +181,14 @@ pub fn resume_watched<W: Watch>(
         }
         Clock::Real => {
             let torn_line = torn.map(|t| t.line as u64);
-            crate::sim::engine::real_clock::resume(scenario, options.seed, recorder, log, (last_t, torn_line))
+            crate::sim::engine::real_clock::resume(
+                scenario,
+                options.seed,
+                recorder,
+                log,
+                (last_t, torn_line),
+                &options.answerers,
+            )
         }
     };
     output.broker = options.broker.clone();
@@ -252,8 +271,14 @@ fn simulate<W: Watch>(
         inner: chooser,
         choices: 0,
     };
-    let mut world =
-        World::new(scenario, options.seed, jitter_max_s, recorder).with_broker(options.broker.clone());
+    let mut world = World::new(
+        scenario,
+        options.seed,
+        jitter_max_s,
+        recorder,
+        options.answerers.clone(),
+    )
+    .with_broker(options.broker.clone());
     let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
     let ran = caught(|| {
         match resumed {
@@ -269,6 +294,8 @@ fn simulate<W: Watch>(
     let virtual_s = crate::protocol::seconds(world.now());
     let open = world.open_calls();
     let process_failed = world.take_failure();
+    let failed = crashed.is_some() || process_failed.is_some();
+    world.end(crate::sim::engine::output::end_reason(limit, failed));
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
@@ -304,7 +331,7 @@ fn simulate<W: Watch>(
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
 /// change points.
-fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>) -> u64 {
+fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>, answerers: &Answerers) -> u64 {
     let options = RunOptions {
         seed,
         clock: Clock::Virtual,
@@ -313,6 +340,7 @@ fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>) -> 
         log: None,
         taps: Vec::new(),
         broker: broker.cloned(),
+        answerers: answerers.clone(),
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

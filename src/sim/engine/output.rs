@@ -29,6 +29,16 @@ impl Limit {
     }
 }
 
+/// What the log's `end` event says stopped a run: a crash (of the run, or of an
+/// outside process it drove), the limit that stopped it, or nothing (`done`).
+pub fn end_reason(limit: Option<Limit>, crashed: bool) -> &'static str {
+    match limit {
+        _ if crashed => "crashed",
+        Some(limit) => limit.as_str(),
+        None => "done",
+    }
+}
+
 /// What a run produced; `V` is what the run's watcher concluded at its end.
 #[derive(Clone, Debug)]
 pub struct Output<V> {

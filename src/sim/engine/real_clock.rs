@@ -23,6 +23,7 @@ use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
 use crate::agent::{AgentSetup, Script};
+use crate::answerer::{AnswererSetup, Answerers};
 use crate::durable::{LogFile, SyncPolicy};
 use crate::event::EventKind;
 use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
@@ -37,12 +38,14 @@ const POLL: Duration = Duration::from_millis(5);
 const QUIET_POLLS: u32 = 4;
 
 /// Runs `scenario` under `seed` on the real clock, recording into `recorder`
-/// (which writes through `log`, when there is one).
+/// (which writes through `log`, when there is one), with the program's own
+/// answerers `own` as actors of the runtime.
 pub fn run<V>(
     scenario: &Scenario,
     seed: u64,
     recorder: Recorder,
     log: Option<LogFile>,
+    own: &Answerers,
 ) -> (Output<V>, std::io::Result<()>) {
     let (log, scratch) = match log {
         None if scenario
@@ -63,7 +66,10 @@ pub fn run<V>(
     }
     let mut continuity = Continuity::new(recorder);
     continuity.log = log;
-    block_on(seed, Driver::new(scenario, seed, continuity, scratch, None))
+    block_on(
+        seed,
+        Driver::new(scenario, seed, continuity, scratch, None, own.clone()),
+    )
 }
 
 /// Continues on the real clock the run of `scenario` under `seed` whose log
@@ -76,11 +82,15 @@ pub fn resume<V>(
     recorder: Recorder,
     log: LogFile,
     resumed: (f64, Option<u64>),
+    own: &Answerers,
 ) -> (Output<V>, std::io::Result<()>) {
     let mut continuity = Continuity::new(recorder);
     continuity.log = Some(log);
     continuity.start = crate::actors::resumed_clock(resumed.0);
-    block_on(seed, Driver::new(scenario, seed, continuity, None, Some(resumed)))
+    block_on(
+        seed,
+        Driver::new(scenario, seed, continuity, None, Some(resumed), own.clone()),
+    )
 }
 
 fn block_on<V>(seed: u64, driver: Driver<'_>) -> (Output<V>, std::io::Result<()>) {
@@ -143,6 +153,8 @@ struct Driver<'s> {
     /// After a real crash: where the log ended (the restart's instant), and the
     /// torn line recovery dropped.
     resumed: Option<(f64, Option<u64>)>,
+    /// The program's own answerers: made afresh at the start and each restart.
+    own: Answerers,
 }
 
 impl<'s> Driver<'s> {
@@ -152,6 +164,7 @@ impl<'s> Driver<'s> {
         continuity: Continuity,
         scratch: Option<PathBuf>,
         resumed: Option<(f64, Option<u64>)>,
+        own: Answerers,
     ) -> Driver<'s> {
         let specs = scenario
             .all_agents()
@@ -165,19 +178,28 @@ impl<'s> Driver<'s> {
             specs,
             scratch,
             resumed,
+            own,
         }
     }
 
     fn config(&self) -> RuntimeConfig {
         RuntimeConfig {
             tool: self.scenario.tool,
-            answerers: self
-                .scenario
-                .answerers
-                .iter()
-                .map(|a| AnswererSlot::Policy {
-                    name: a.name.clone(),
-                    policy: a.policy.clone(),
+            answerers: (self.scenario.answerers.iter().enumerate())
+                .map(|(index, a)| match self.own.contains(&a.name) {
+                    true => AnswererSlot::Machine {
+                        name: a.name.clone(),
+                        machine: self.own.make(&AnswererSetup {
+                            index,
+                            name: &a.name,
+                            seed: crate::seed::answerer_stream(self.seed, index),
+                            policy: &a.policy,
+                        }),
+                    },
+                    false => AnswererSlot::Policy {
+                        name: a.name.clone(),
+                        policy: a.policy.clone(),
+                    },
                 })
                 .collect(),
             offer_timeout_s: self.scenario.broker.offer_timeout_s,
@@ -279,16 +301,27 @@ impl<'s> Driver<'s> {
         limit: Option<Limit>,
         open: BTreeMap<String, &'static str>,
     ) -> (Output<V>, std::io::Result<()>) {
-        let recorder = std::mem::replace(
+        let mut recorder = std::mem::replace(
             &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
             placeholder(),
         );
         let virtual_s = recorder.last_t();
+        let limit = limit.or(recorder.overflowed().then_some(Limit::EventsMax));
+        let crashed = self
+            .continuity
+            .crashed
+            .lock()
+            .expect("crash slot poisoned")
+            .clone();
+        // At its last event: the quiet polls after it are the driver's, not the run's.
+        recorder.end(
+            virtual_s,
+            crate::sim::engine::output::end_reason(limit, crashed.is_some()),
+        );
         let (recording, written) = recorder.finish();
         if let Some(scratch) = &self.scratch {
             let _ = std::fs::remove_file(scratch);
         }
-        let limit = limit.or(recording.overflowed.then_some(Limit::EventsMax));
         let output = Output {
             seed: self.seed,
             clock: Clock::Real,
@@ -297,12 +330,7 @@ impl<'s> Driver<'s> {
             finals: self.continuity.finals.lock().expect("finals poisoned").clone(),
             open,
             limit,
-            crashed: self
-                .continuity
-                .crashed
-                .lock()
-                .expect("crash slot poisoned")
-                .clone(),
+            crashed,
             process_failed: None,
             broker: None,
             virtual_s,

@@ -33,3 +33,39 @@ pub fn broker_flag(broker: Option<&Endpoint>) -> String {
 pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
     shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    /// Each word reads back as itself through a POSIX shell's rules (shlex's).
+    #[test]
+    fn quoted_words_read_back_as_they_were() {
+        let words = [
+            "scenarios/quickstart.json",
+            "it's a dir name/f.json",
+            "",
+            "a b",
+            "$HOME",
+            "*.json",
+            "tab\there",
+            "new\nline",
+            "\"quoted\"",
+            "'",
+            "''",
+            "back\\slash",
+            "ünïcode ✓",
+            "-flag",
+        ];
+        for word in words {
+            let quoted = shell_word(word);
+            let read = shlex::split(&quoted).expect("a shell reads it");
+            assert_eq!(read, [word.to_owned()], "{word:?} printed as {quoted}");
+        }
+        assert_eq!(
+            shell_word("scenarios/a.json"),
+            "scenarios/a.json",
+            "no quotes where none are needed"
+        );
+    }
+}

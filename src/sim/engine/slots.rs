@@ -1,15 +1,16 @@
 //! What sits in the simulated world's broker and answerer slots: asksim's own
-//! state machines, or implementations asksim did not write, outside processes
-//! behind the same interface ([`crate::wire`]). The world delivers to a slot and
+//! state machines (an answerer slot: any sans-IO [`Answerer`], the built-in
+//! policy one or the program's own), or implementations asksim did not write,
+//! outside processes behind the same interface ([`crate::wire`]). The world delivers to a slot and
 //! carries out what it wrote into the `Out`, whichever it holds; an outside
 //! process that fails ends the run with a [`ProcessFailure`] instead.
 
 use std::collections::BTreeMap;
 
-use crate::answerer::AnswererState;
+use crate::answerer::{Answerer, AnswererSetup as MachineSetup, Answerers, Replies};
 use crate::broker::{BrokerConfig, BrokerState};
 use crate::effect::Out;
-use crate::protocol::{AnswererMsg, BrokerMsg, Name, Nanos, seconds};
+use crate::protocol::{AnswererInput, BrokerMsg, Name, Nanos};
 use crate::scenario::AnswererSpec;
 use crate::wire::{AnswererSetup, Endpoint, Life, OutsideAnswerer, OutsideBroker, ProcessFailure};
 
@@ -73,52 +74,72 @@ impl BrokerSlot {
 }
 
 /// One answerer of one life.
-#[derive(Debug)]
 pub enum AnswererSlot {
-    /// asksim's built-in answerer acting on its policy (boxed: it is the larger).
-    Inside(Box<AnswererState>),
+    /// A sans-IO answerer in this process: asksim's built-in one acting on its
+    /// row's policy, or the program's own.
+    Inside(Box<dyn Answerer>),
     /// An outside process.
     Outside(OutsideAnswerer),
 }
 
+impl std::fmt::Debug for AnswererSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswererSlot::Inside(_) => f.write_str("Inside"),
+            AnswererSlot::Outside(answerer) => f.debug_tuple("Outside").field(answerer).finish(),
+        }
+    }
+}
+
 impl AnswererSlot {
-    /// Starts the answerer at `index` of a life from its row, drawing from the
-    /// stream `stream`; what it does on starting goes into `out`.
+    /// Starts the answerer at `index` of a life from its row (or as the
+    /// program's own, when `own` names it), drawing from the stream `stream`;
+    /// what it does on starting goes into `out`.
     pub fn boot(
         spec: &AnswererSpec,
         index: usize,
         stream: u64,
         life: &Life,
+        own: &Answerers,
         out: &mut Out,
     ) -> Result<AnswererSlot, Box<ProcessFailure>> {
+        // The program's own answerer replaces its row, a process row too.
+        let command = spec.process.as_ref().filter(|_| !own.contains(&spec.name));
+        let Some(command) = command else {
+            let setup = MachineSetup {
+                index,
+                name: &spec.name,
+                seed: stream,
+                policy: &spec.policy,
+            };
+            let mut answerer = own.make(&setup);
+            answerer.start(&mut Replies::new(out, index));
+            return Ok(AnswererSlot::Inside(answerer));
+        };
         let name = Name::from(spec.name.as_str());
-        match &spec.process {
-            None => {
-                let mut answerer = AnswererState::new(index, name, spec.policy.clone(), stream);
-                answerer.start(seconds(out.now()), out);
-                Ok(AnswererSlot::Inside(Box::new(answerer)))
-            }
-            Some(command) => {
-                let peer = Endpoint::Process(command.clone()).connect(format!("answerer {name}"))?;
-                let setup = AnswererSetup {
-                    name,
-                    index,
-                    seed: stream,
-                };
-                let answerer = OutsideAnswerer::start(peer, setup, life, out)?;
-                Ok(AnswererSlot::Outside(answerer))
-            }
-        }
+        let peer = Endpoint::Process(command.clone()).connect(format!("answerer {name}"))?;
+        let setup = AnswererSetup {
+            name,
+            index,
+            seed: stream,
+        };
+        let answerer = OutsideAnswerer::start(peer, setup, life, out)?;
+        Ok(AnswererSlot::Outside(answerer))
     }
 
-    /// Handles one message.
-    pub fn handle(&mut self, msg: AnswererMsg, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
+    /// Handles one input at `index` of the waterfall.
+    pub fn handle(
+        &mut self,
+        index: usize,
+        input: AnswererInput,
+        out: &mut Out,
+    ) -> Result<(), Box<ProcessFailure>> {
         match self {
             AnswererSlot::Inside(answerer) => {
-                answerer.handle(msg, out);
+                answerer.handle(input, &mut Replies::new(out, index));
                 Ok(())
             }
-            AnswererSlot::Outside(answerer) => answerer.handle(msg, out),
+            AnswererSlot::Outside(answerer) => answerer.handle(input, out),
         }
     }
 }

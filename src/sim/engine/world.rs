@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Script};
+use crate::answerer::Answerers;
 use crate::broker::BrokerConfig;
 use crate::effect::{Effect, FinalResult, Out};
 use crate::event::EventKind;
@@ -128,6 +129,8 @@ pub struct World<'s> {
     /// The current life's agents by name, for scheduled events.
     names: BTreeMap<Name, AgentId>,
     answerers: Vec<Option<AnswererSlot>>,
+    /// The program's own answerers, by scenario name; the rest are the rows'.
+    own: Answerers,
     specs: BTreeMap<String, Arc<AgentSpec>>,
     recorder: Recorder,
     jitter: Option<Jitter>,
@@ -143,8 +146,15 @@ pub struct World<'s> {
 
 impl<'s> World<'s> {
     /// The world of `scenario` under `seed`, recording into `recorder`. `jitter`
-    /// adds a seeded delay of up to that many seconds to every message.
-    pub fn new(scenario: &'s Scenario, seed: u64, jitter_max_s: f64, recorder: Recorder) -> World<'s> {
+    /// adds a seeded delay of up to that many seconds to every message; `own`
+    /// names the answerers that are the program's own.
+    pub fn new(
+        scenario: &'s Scenario,
+        seed: u64,
+        jitter_max_s: f64,
+        recorder: Recorder,
+        own: Answerers,
+    ) -> World<'s> {
         let specs = scenario
             .all_agents()
             .into_iter()
@@ -166,6 +176,7 @@ impl<'s> World<'s> {
             agents: Agents::default(),
             names: BTreeMap::new(),
             answerers: Vec::new(),
+            own,
             specs,
             recorder,
             jitter,
@@ -287,6 +298,11 @@ impl<'s> World<'s> {
         std::mem::take(&mut self.finals)
     }
 
+    /// Records the run's end, for `reason` (`done`, a limit, `crashed`).
+    pub fn end(&mut self, reason: &str) {
+        self.recorder.end(seconds(self.now()), reason);
+    }
+
     /// Ends the run: its recorder.
     pub fn into_recorder(self) -> Recorder {
         self.recorder
@@ -322,7 +338,7 @@ impl<'s> World<'s> {
         for (index, spec) in self.scenario.answerers.iter().enumerate() {
             let stream = answerer_stream(self.seed, index);
             self.out.reset(now, None);
-            let answerer = match AnswererSlot::boot(spec, index, stream, &life, &mut self.out) {
+            let answerer = match AnswererSlot::boot(spec, index, stream, &life, &self.own, &mut self.out) {
                 Ok(answerer) => Some(answerer),
                 Err(failure) => {
                     self.failed.get_or_insert(failure);
@@ -396,7 +412,7 @@ impl<'s> World<'s> {
             }
             Envelope::Answerer(index, msg) => {
                 if let Some(Some(answerer)) = self.answerers.get_mut(index)
-                    && let Err(failure) = answerer.handle(msg, &mut self.out)
+                    && let Err(failure) = answerer.handle(index, msg, &mut self.out)
                 {
                     self.fail(failure);
                 }

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::answerer::Answerers;
 use crate::protocol::Addr;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
@@ -28,6 +29,11 @@ use crate::sim::judge::summary::{Summary, Verdict, summarise};
 
 /// Schedules explored at most, unless `--max` says otherwise.
 pub const SCHEDULES_MAX_DEFAULT: u64 = 100_000;
+/// The command line's time bound, in seconds, unless `--max-s` says otherwise
+/// (the library's default is none).
+pub const MAX_S_DEFAULT: f64 = 60.0;
+/// Largest time bound, in seconds (30 days), as for `shrink`.
+pub const MAX_S_MAX: f64 = crate::sim::hunt::shrink::MAX_S_MAX;
 
 /// One choice point of the search.
 struct Node {
@@ -187,17 +193,62 @@ pub fn parse_schedule(text: &str) -> Result<Vec<usize>, String> {
     Ok(choices)
 }
 
-/// Replays a schedule: the given index at each choice point (clamped to what is
-/// deliverable), then the first candidate.
+/// Replays a schedule: the given index at each choice point. A schedule that
+/// names a choice the run does not offer (an index past what is due at that step,
+/// or more steps than the run has choice points) stops the run and says where
+/// ([`Replay::error`]): a mistyped schedule is bad input, never another run.
 pub struct Replay {
     choices: Vec<usize>,
     at: usize,
+    error: Option<ScheduleError>,
+}
+
+/// Where a replayed schedule left the run's choices.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// The choice at `step` (from 1) is past the candidates due there.
+    #[error(
+        "step {step} of the schedule takes choice {chosen}, but the run offers {offered} there (0 to {})",
+        offered - 1
+    )]
+    NotOffered {
+        /// The choice point, counted from 1.
+        step: usize,
+        /// The index the schedule names.
+        chosen: usize,
+        /// How many deliveries were due together there.
+        offered: usize,
+    },
+    /// The run ended with steps of the schedule left over.
+    #[error("the schedule has {steps} steps, but the run makes only {made} choices")]
+    TooLong {
+        /// Steps the schedule has.
+        steps: usize,
+        /// Choice points the run had.
+        made: usize,
+    },
 }
 
 impl Replay {
     /// A replay of `choices`.
     pub fn new(choices: Vec<usize>) -> Replay {
-        Replay { choices, at: 0 }
+        Replay {
+            choices,
+            at: 0,
+            error: None,
+        }
+    }
+
+    /// What was wrong with the schedule, once the run is over: a choice it
+    /// named that was not offered, or steps left when the run ended.
+    pub fn error(&self) -> Option<ScheduleError> {
+        if let Some(error) = &self.error {
+            return Some(error.clone());
+        }
+        (self.at < self.choices.len()).then_some(ScheduleError::TooLong {
+            steps: self.choices.len(),
+            made: self.at,
+        })
     }
 }
 
@@ -205,15 +256,27 @@ impl Chooser for Replay {
     fn pick(&mut self, ready: &mut Ready) -> usize {
         let index = self.choices.get(self.at).copied().unwrap_or(0);
         self.at += 1;
+        if index >= ready.len() && self.error.is_none() {
+            self.error = Some(ScheduleError::NotOffered {
+                step: self.at,
+                chosen: index,
+                offered: ready.len(),
+            });
+        }
         index.min(ready.len() - 1)
+    }
+
+    fn halted(&self) -> bool {
+        self.error.is_some()
     }
 }
 
 /// How many schedules ended one way.
 #[derive(Clone, Debug, Serialize)]
 pub struct OutcomeCount {
-    /// Every call's outcome (`answers`, `pending -> late_answered`, `ABORTED`, …),
-    /// and whether the run passed.
+    /// Every call's outcome (`answers {…}`, `pending -> late_answered {…}`,
+    /// `ABORTED`, …, with the full text it settled with), and whether the run
+    /// passed (`(verdict)`).
     pub outcome: BTreeMap<String, String>,
     /// Schedules that ended so.
     pub count: u64,
@@ -245,6 +308,9 @@ pub struct ExploreReport {
     /// Whether the space was exhausted (every order of deliveries to the same
     /// receiver explored).
     pub complete: bool,
+    /// The bound that stopped an incomplete search: `"max"` (schedules) or
+    /// `"max_s"` (wall time); null when it is complete.
+    pub bound: Option<&'static str>,
     /// The distinct outcomes, with a count each.
     pub outcomes: Vec<OutcomeCount>,
     /// The first failing schedule, if one failed.
@@ -260,40 +326,66 @@ pub struct ExploreOptions {
     pub seed: u64,
     /// Schedules run at most, complete and pruned.
     pub max: u64,
+    /// Seconds of wall time at most, checked before each schedule after the
+    /// first (`None`: no bound). What a bounded search found depends on the
+    /// machine's speed; the report says it is not complete.
+    pub max_s: Option<f64>,
     /// Prune with sleep sets (on for every user; off only to check, in tests,
     /// that pruning loses no outcome).
     pub reduce: bool,
+    /// The scenario answerers that are the program's own, explored like any
+    /// other: their replies and timers are deliveries the search orders.
+    pub answerers: Answerers,
     /// The broker is this outside process instead of asksim's.
     pub broker: Option<crate::wire::Endpoint>,
 }
 
 impl ExploreOptions {
-    /// A reduced exploration under `seed` of at most `max` schedules.
+    /// A reduced exploration under `seed` of at most `max` schedules, with no
+    /// time bound.
     pub fn new(seed: u64, max: u64) -> ExploreOptions {
         ExploreOptions {
             seed,
             max,
+            max_s: None,
             reduce: true,
+            answerers: Answerers::default(),
             broker: None,
         }
     }
 }
 
+/// Where a search is, for a progress bar.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Complete schedules run so far.
+    pub schedules: u64,
+    /// Schedules pruned so far.
+    pub pruned: u64,
+}
+
 /// Explores the delivery orders of `scenario` (loaded from `file`) as `options`
-/// say; `progress` hears the count of complete schedules after each.
+/// say; `progress` hears where the search is after each schedule.
 pub fn explore(
     scenario: &Scenario,
     file: &str,
     options: ExploreOptions,
-    progress: impl Fn(u64),
+    mut progress: impl FnMut(Progress),
 ) -> ExploreReport {
     let (seed, max) = (options.seed, options.max);
     let wall = std::time::Instant::now();
+    let deadline = (options.max_s)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .and_then(|bound| wall.checked_add(bound));
     let mut stack: Vec<Node> = Vec::new();
-    let (mut schedules, mut pruned, mut complete) = (0u64, 0u64, false);
+    let (mut schedules, mut pruned, mut complete, mut bound) = (0u64, 0u64, false, Some("max"));
     let mut outcomes: BTreeMap<BTreeMap<String, String>, u64> = BTreeMap::new();
     let mut first_failure = None;
     while schedules + pruned < max {
+        if schedules + pruned > 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            bound = Some("max_s");
+            break;
+        }
         let mut dfs = Dfs {
             stack: &mut stack,
             depth: 0,
@@ -309,6 +401,7 @@ pub fn explore(
             log: None,
             taps: Vec::new(),
             broker: options.broker.clone(),
+            answerers: options.answerers.clone(),
         };
         let output = judged::run_with(scenario, run, &mut dfs).expect("a run writes no log");
         if dfs.halted {
@@ -321,10 +414,10 @@ pub fn explore(
             if !summary.passed() && first_failure.is_none() {
                 first_failure = Some(failed_schedule(file, &options, &choices, &summary));
             }
-            progress(schedules);
         }
+        progress(Progress { schedules, pruned });
         if !backtrack(&mut stack) {
-            complete = true;
+            (complete, bound) = (true, None);
             break;
         }
     }
@@ -334,6 +427,7 @@ pub fn explore(
         schedules,
         pruned,
         complete,
+        bound,
         outcomes: outcomes
             .into_iter()
             .map(|(outcome, count)| OutcomeCount { outcome, count })
@@ -370,7 +464,8 @@ fn index_of(node: &Node) -> usize {
         .unwrap_or(0)
 }
 
-/// A run's outcome: each call's first result, and how a pending one closed.
+/// A run's outcome: each call's first result, how a pending one closed, and the
+/// full text it settled with.
 fn outcome_of(output: &judged::RunOutput, passed: bool) -> BTreeMap<String, String> {
     let projection = output.projection();
     let mut outcome: BTreeMap<String, String> = projection
@@ -384,7 +479,8 @@ fn outcome_of(output: &judged::RunOutput, passed: bool) -> BTreeMap<String, Stri
                 first.to_owned()
             };
             if let Some(settled) = q.settled.as_ref().filter(|s| !s.starts_with(r#"{"error""#)) {
-                text.push_str(&format!(" {}", shorten(settled)));
+                text.push(' ');
+                text.push_str(settled);
             }
             (id.clone(), text)
         })
@@ -393,29 +489,61 @@ fn outcome_of(output: &judged::RunOutput, passed: bool) -> BTreeMap<String, Stri
         outcome.insert(id.clone(), rejected.outcome.clone());
     }
     outcome.insert(
-        "(verdict)".to_owned(),
+        VERDICT_KEY.to_owned(),
         if passed { "PASS" } else { "FAIL" }.to_owned(),
     );
     outcome
 }
 
+/// The key of an outcome's verdict (it sorts before every callId).
+const VERDICT_KEY: &str = "(verdict)";
+/// Most calls an outcome line names one by one; more are counted by kind.
+const CALLS_SHOWN_MAX: usize = 6;
+/// Most characters of a settlement an outcome line shows.
+const SETTLED_CHARS_MAX: usize = 80;
+
 /// A settlement's text, cut to a readable length.
 fn shorten(text: &str) -> String {
-    const CHARS_MAX: usize = 80;
-    match text.char_indices().nth(CHARS_MAX) {
+    match text.char_indices().nth(SETTLED_CHARS_MAX) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
+}
+
+/// One outcome as a readable line: the verdict, then each call's outcome with its
+/// settlement cut to [`SETTLED_CHARS_MAX`] characters; past [`CALLS_SHOWN_MAX`]
+/// calls, how many calls ended each way instead (`--json` has every call).
+fn outcome_line(outcome: &BTreeMap<String, String>) -> String {
+    let verdict = outcome.get(VERDICT_KEY).map_or("?", String::as_str);
+    let calls: Vec<(&String, &String)> = outcome.iter().filter(|(k, _)| *k != VERDICT_KEY).collect();
+    let mut parts = vec![format!("{VERDICT_KEY} {verdict}")];
+    if calls.len() <= CALLS_SHOWN_MAX {
+        parts.extend(calls.iter().map(|(id, text)| format!("{id} {}", shorten(text))));
+        return parts.join(", ");
+    }
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, text) in &calls {
+        // The kind is the text before the settlement (`answers`, `pending -> withdrawn`).
+        let kind = text.find(" {").map_or(text.as_str(), |at| &text[..at]);
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    let each: Vec<String> = kinds.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
+    parts.push(format!(
+        "{} calls: {} (--json lists each)",
+        calls.len(),
+        each.join(", ")
+    ));
+    parts.join(", ")
 }
 
 /// The human report.
 pub fn render(report: &ExploreReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let space = if report.complete {
-        "complete"
-    } else {
-        "not complete (--max reached)"
+    let space = match report.bound {
+        None => "complete",
+        Some("max_s") => "not complete (--max-s reached: the search ran out of time)",
+        Some(_) => "not complete (--max reached)",
     };
     let _ = writeln!(
         out,
@@ -423,12 +551,14 @@ pub fn render(report: &ExploreReport) -> String {
         report.scenario, report.seed, report.schedules, report.pruned
     );
     for outcome in &report.outcomes {
-        let each: Vec<String> = outcome.outcome.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(out, "  {:>8}  {}", outcome.count, each.join(", "));
+        let _ = writeln!(out, "  {:>8}  {}", outcome.count, outcome_line(&outcome.outcome));
     }
     match &report.first_failure {
-        None => {
+        None if report.complete => {
             let _ = writeln!(out, "  no schedule failed");
+        }
+        None => {
+            let _ = writeln!(out, "  no schedule failed of those run");
         }
         Some(failure) => {
             let _ = writeln!(out, "  FAIL schedule {}: {}", failure.schedule, failure.reproduce);

@@ -334,6 +334,7 @@ fn fold(shards: Vec<ShardFile>) -> Result<SweepReport, MergeError> {
         strategy,
         invariants_only: end.invariants_only,
         shard: Shard::WHOLE,
+        answerers: Default::default(),
     };
     let scenario = sweep::swept(&parsed, &options);
     let context = SeedContext {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::sim::judge::invariants::{INVARIANTS, REAL_TOLERANCE_S, VIRTUAL_TOLERANCE_S, Violation, check};
@@ -37,6 +37,11 @@ pub struct ReplayReport {
     pub events: u64,
     /// Every question, by callId.
     pub questions: Vec<QuestionRow>,
+    /// Why the run ended, as its `end` event says (`done`, a limit, `crashed`);
+    /// null when the log has none: its run did not end (the log was cut, the
+    /// process was killed, or it is still going), so the states are those at its
+    /// last line, not final ones.
+    pub end: Option<String>,
     /// The invariants re-checked.
     pub checked: Vec<&'static str>,
     /// What broke.
@@ -131,6 +136,10 @@ pub fn replay_from(
         seed: header.seed,
         events: events.len() as u64,
         questions,
+        end: events.iter().rev().find_map(|event| match &event.kind {
+            EventKind::End { reason } => Some(reason.clone()),
+            _ => None,
+        }),
         checked: INVARIANTS
             .iter()
             .copied()
@@ -175,6 +184,20 @@ pub fn render_table_with_timelines(report: &ReplayReport, events: &[Event]) -> S
             "  {:<24} {:<16} {:<7} {:<16} {settled}",
             q.call_id, q.agent, q.schema, q.state
         );
+    }
+    match &report.end {
+        Some(reason) if reason != "done" => {
+            let _ = writeln!(out, "  the run ended: {reason}");
+        }
+        Some(_) => {}
+        None => {
+            let _ = writeln!(
+                out,
+                "  NOT ENDED: the log stops before its run ended (no `end` event: cut short, killed, or still \
+                 going), so the states above are those at its last line. `asksim run FILE --log PATH --resume` \
+                 continues it"
+            );
+        }
     }
     match report.compacted_at {
         Some(seq) => {

@@ -10,6 +10,7 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
+use crate::answerer::Answerers;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::engine::strategy::Strategy;
@@ -78,6 +79,9 @@ pub struct SweepOptions {
     pub invariants_only: bool,
     /// The share of `seeds` this process runs ([`Shard::WHOLE`]: all of them).
     pub shard: Shard,
+    /// The scenario answerers that are the program's own (library users; the
+    /// command line has none).
+    pub answerers: Answerers,
     /// The broker is this outside process instead of asksim's.
     pub broker: Option<crate::wire::Endpoint>,
 }
@@ -103,6 +107,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         log: None,
         taps: Vec::new(),
         broker: options.broker.clone(),
+        answerers: options.answerers.clone(),
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {

@@ -59,26 +59,61 @@ impl Outcomes {
     }
 
     fn question(&mut self, question: &QuestionRecord) {
-        if question.went_pending {
-            self.pending += 1;
-            match question.state {
-                QuestionState::LateAnswered => self.late_answered += 1,
-                QuestionState::Withdrawn => self.withdrawn += 1,
-                _ => self.pending_open += 1,
-            }
-            return;
+        let (first, then) = settled_as(question);
+        match first {
+            "answered" => self.answered += 1,
+            "pending" => self.pending += 1,
+            "lost_on_restart" => self.lost_on_restart += 1,
+            "open" => self.open += 1,
+            code => self.error(code),
         }
-        match (question.state, question.first) {
-            (QuestionState::LostOnRestart, _) => self.lost_on_restart += 1,
-            (_, Some((ResultKind::Answers, _))) => self.answered += 1,
-            (_, Some((ResultKind::Error(code), _))) => self.error(code.as_str()),
-            _ => self.open += 1,
+        match then {
+            Some("late_answered") => self.late_answered += 1,
+            Some("withdrawn") => self.withdrawn += 1,
+            Some(_) => self.pending_open += 1,
+            None => {}
         }
     }
 
     fn error(&mut self, code: &str) {
         *self.errors.entry(code.to_owned()).or_insert(0) += 1;
     }
+}
+
+/// How one call counts in [`Outcomes`]: the outcome it first settled as
+/// (`answered`, `pending`, an error code, `lost_on_restart`, `open`) and, for a
+/// pending call, how it closed (`late_answered`, `withdrawn`, `pending_open`).
+pub fn settled_as(question: &QuestionRecord) -> (&'static str, Option<&'static str>) {
+    if question.went_pending {
+        let then = match question.state {
+            QuestionState::LateAnswered => "late_answered",
+            QuestionState::Withdrawn => "withdrawn",
+            _ => "pending_open",
+        };
+        return ("pending", Some(then));
+    }
+    let first = match (question.state, question.first) {
+        (QuestionState::LostOnRestart, _) => "lost_on_restart",
+        (_, Some((ResultKind::Answers, _))) => "answered",
+        (_, Some((ResultKind::Error(code), _))) => code.as_str(),
+        _ => "open",
+    };
+    (first, None)
+}
+
+/// Every call of a run (rejected ones too) with the outcome names it counts
+/// under in [`Outcomes`] ([`settled_as`]; a rejected call, its error code).
+pub fn call_outcomes(projection: &Projection) -> BTreeMap<String, Vec<String>> {
+    let mut calls = BTreeMap::new();
+    for (call_id, question) in &projection.questions {
+        let (first, then) = settled_as(question);
+        let names = std::iter::once(first).chain(then).map(str::to_owned).collect();
+        calls.insert(call_id.clone(), names);
+    }
+    for (call_id, rejected) in &projection.rejected {
+        calls.insert(call_id.clone(), vec![rejected.outcome.clone()]);
+    }
+    calls
 }
 
 /// How the calls settled, from the projection's states.

@@ -43,7 +43,8 @@ pub struct Summary {
     pub seed: u64,
     /// `"virtual"` or `"real"`.
     pub clock: &'static str,
-    /// The scheduling strategy (`random`, `pct:D`, `fifo`).
+    /// The scheduling strategy (`random`, `pct:D`, `fifo`), or `schedule S` for
+    /// a run that replayed the schedule S (`run --schedule`).
     pub explore: String,
     /// Tool calls made.
     pub calls: u64,

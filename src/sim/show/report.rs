@@ -59,6 +59,13 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
                 latency.p50, latency.p99, latency.max
             ),
         ),
+        (
+            "throughput",
+            format!(
+                "{:.0} calls/s, {:.0} pending/s (per wall second)",
+                summary.throughput.calls_per_s, summary.throughput.pending_per_s
+            ),
+        ),
         ("events", summary.events.to_string()),
         ("limit", summary.limit.unwrap_or("-").to_owned()),
         ("races", {
@@ -82,10 +89,17 @@ pub fn render_table(summary: &Summary) -> String {
 /// the call it names, from the run's `events` (see [`crate::sim::show::timeline`]).
 pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Event]) -> String {
     let mut out = String::new();
+    // A replayed schedule (`run --schedule`) is named as one, never as the
+    // strategy it replaced.
+    let order = if summary.explore.starts_with("schedule ") {
+        summary.explore.clone()
+    } else {
+        format!("explore {}", summary.explore)
+    };
     let _ = writeln!(
         out,
-        "asksim run: {} (seed {}, {} clock, explore {})",
-        summary.scenario, summary.seed, summary.clock, summary.explore
+        "asksim run: {} (seed {}, {} clock, {order})",
+        summary.scenario, summary.seed, summary.clock
     );
     for (name, value) in rows(summary) {
         let _ = writeln!(out, "  {name:<16}{value}");

@@ -43,7 +43,8 @@ const RULE_CHARS: usize = 72;
 /// Marks the event a violation names, in the gutter of its call's timeline.
 const MARK: &str = "▶ ";
 
-/// One line per event of `events`, in order.
+/// One line per event of `events`, in order (the log's closing `end` event is
+/// no actor's doing, and is not shown).
 pub fn timeline(events: &[Event]) -> Vec<String> {
     let shown: Vec<&Event> = events.iter().collect();
     render(&shown)
@@ -63,6 +64,8 @@ pub struct Timeline {
     awaiting: BTreeMap<String, usize>,
     /// Fates read so far, by line.
     fates: BTreeMap<usize, String>,
+    /// The calls open so far (a `cancel_call` of none matched nothing).
+    calls: OpenCalls,
     error: Option<std::io::Error>,
 }
 
@@ -97,12 +100,17 @@ impl Timeline {
             count: 0,
             awaiting: BTreeMap::new(),
             fates: BTreeMap::new(),
+            calls: OpenCalls::default(),
             error: None,
         }
     }
 
-    /// Takes one more event.
+    /// Takes one more event (the log's closing `end` is no actor's doing, and
+    /// is not shown).
     pub fn push(&mut self, event: &Event) {
+        if matches!(event.kind, EventKind::End { .. }) {
+            return;
+        }
         let time = format!("{:.3}", event.t);
         self.time_w = self.time_w.max(time.len());
         let record = match rule_text(&event.kind) {
@@ -110,9 +118,16 @@ impl Timeline {
             None => {
                 let name = clean(actor(&event.kind));
                 self.name_w = self.name_w.max(name.chars().count());
-                format!("{time}\t{name}\t{}", clean(&text(&event.kind)))
+                let mut text = text(&event.kind);
+                if let EventKind::CancelCall { call_id } = &event.kind
+                    && let Some(note) = self.calls.unmatched(call_id)
+                {
+                    text.push_str(note);
+                }
+                format!("{time}\t{name}\t{}", clean(&text))
             }
         };
+        self.calls.see(&event.kind);
         if let Some(call_id) = event.kind.call_id() {
             if let (Some(i), Some(fate)) = (self.awaiting.remove(call_id), fate(&event.kind)) {
                 self.fates.insert(i, clean(&fate).into_owned());
@@ -279,6 +294,39 @@ fn render(events: &[&Event]) -> Vec<String> {
     lines
 }
 
+/// The calls open so far, to say when a `cancel_call` matched nothing (the
+/// broker logs it either way). It holds only open calls, so a streamed timeline
+/// stays as small as the broker's own state.
+#[derive(Default)]
+struct OpenCalls {
+    /// Open calls, and whether each is legacy (gone at a process loss).
+    open: BTreeMap<String, bool>,
+}
+
+impl OpenCalls {
+    fn see(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Request { call_id, schema, .. } => {
+                self.open
+                    .insert(call_id.to_string(), *schema == crate::tool::Schema::Legacy);
+            }
+            EventKind::Result { call_id, .. } if kind.result_kind() != Some(ResultKind::Pending) => {
+                self.open.remove(call_id.as_str());
+            }
+            EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
+                self.open.remove(call_id.as_str());
+            }
+            EventKind::ProcessLoss { .. } => self.open.retain(|_, legacy| !*legacy),
+            _ => {}
+        }
+    }
+
+    /// The note for a `cancel_call` of `call_id` that matches no open call.
+    fn unmatched(&self, call_id: &str) -> Option<&'static str> {
+        (!self.open.contains_key(call_id)).then_some(": matched nothing (no open call has that callId)")
+    }
+}
+
 /// `stamp` and `text` in a rule of `─` as wide as the page.
 fn rule(stamp: &str, text: &str) -> String {
     let mut line = format!("{stamp}── {text} ");
@@ -330,7 +378,7 @@ fn actor(kind: &EventKind) -> &str {
         | Refused { answerer, .. }
         | Crash { answerer, .. } => answerer,
         CancelCall { call_id } => call_id.rsplit_once('/').map_or("", |(agent, _)| agent),
-        ProcessLoss { .. } | Restart { .. } | Dropped { .. } => "",
+        ProcessLoss { .. } | Restart { .. } | Dropped { .. } | End { .. } => "",
     }
 }
 

@@ -12,9 +12,11 @@
 //!
 //! Shrinking never changes semantics: every candidate is a plain scenario file,
 //! parsed by [`crate::scenario::parse`] and run by the driver like any other, under
-//! the seed and strategy of the failing run, on the virtual clock. The file's `seed`,
-//! `explore`, `clock`, `tool`, `broker` and `name` are kept as written; `--seed` and
-//! `--explore`, when given, are in the printed reproduce command. The result is
+//! the seed and strategy of the failing run, on the virtual clock. The file's
+//! `clock`, `tool`, `broker` and `name` are kept as written; its `seed` and
+//! `explore` become the failing run's (when `--seed` or `--explore` named another),
+//! so `asksim run` of the result fails the same way with no flags, and the printed
+//! reproduce command names them too. The result is
 //! 1-minimal: removing any one remaining list element (agent, answerer, event,
 //! `expect` entry, script step, question, option beyond the second) or optional key
 //! (`about`, `jitter`, `limits` and its keys), with what depended on it, gives a
@@ -47,7 +49,7 @@ pub const MAX_S_MAX: f64 = 2_592_000.0;
 const KEPT_SHOWN_MAX: usize = 8;
 
 /// How to shrink.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ShrinkOptions {
     /// The seed of the failing run (default: the file's `seed`).
     pub seed: Option<u64>,
@@ -55,6 +57,9 @@ pub struct ShrinkOptions {
     pub explore: Option<Strategy>,
     /// The time bound, in seconds: 0 to [`MAX_S_MAX`].
     pub max_s: f64,
+    /// The scenario answerers that are the program's own: every candidate runs
+    /// with them (a candidate without one's row simply has no such answerer).
+    pub answerers: crate::answerer::Answerers,
     /// The broker is this outside process instead of asksim's.
     pub broker: Option<crate::wire::Endpoint>,
 }
@@ -65,6 +70,7 @@ impl Default for ShrinkOptions {
             seed: None,
             explore: None,
             max_s: MAX_S_DEFAULT,
+            answerers: Default::default(),
             broker: None,
         }
     }
@@ -161,10 +167,15 @@ pub fn shrink(
         return Err(ShrinkError::MaxS(options.max_s));
     }
     let scenario = scenario::parse(file, text)?;
+    options
+        .answerers
+        .check(&scenario)
+        .map_err(|message| ScenarioError::new(file, message))?;
     let runner = Runner {
         label: file,
         seed: options.seed.unwrap_or(scenario.seed),
         strategy: options.explore.or(scenario.explore).unwrap_or_default(),
+        answerers: &options.answerers,
         broker: options.broker.as_ref(),
     };
     let original = runner.run(&scenario).unwrap_or_default();
@@ -182,15 +193,10 @@ pub fn shrink(
     let (seed, strategy) = (runner.seed, runner.strategy);
     let mut search = Search::new(runner, primary.clone(), start.clone(), deadline, progress);
     let end = search.minimise();
-    let (result, runs) = (search.current, search.runs);
+    let (mut result, runs) = (search.current, search.runs);
+    carry_run(&mut result, &scenario, seed, strategy);
     let text = pretty(&result);
-    let runner = Runner {
-        label: file,
-        seed,
-        strategy,
-        broker: options.broker.as_ref(),
-    };
-    if !runner.signature(&text).is_some_and(|s| s.contains(&primary)) {
+    if !reproduces(file, &text, &primary, &options.answerers, options.broker.as_ref()) {
         return Err(not_reproduced(file, "the shrunk scenario", primary));
     }
     let (removed_keys, changed) = key_changes(&start, &result);
@@ -210,6 +216,65 @@ pub fn shrink(
         scenario: result,
         text,
     })
+}
+
+/// Writes the failing run's seed and strategy into the result where they differ
+/// from what the input's own `seed` and `explore` say, so that `asksim run` of the
+/// shrunk file, with no flags, fails the same way.
+fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy: Strategy) {
+    let Some(map) = result.as_object_mut() else {
+        return;
+    };
+    let mut carried = Vec::new();
+    if seed != input.seed {
+        carried.push(("seed", Value::from(seed)));
+    }
+    if strategy != input.explore.unwrap_or_default() {
+        carried.push(("explore", Value::from(strategy.to_string())));
+    }
+    for (key, value) in carried {
+        if let Some(slot) = map.get_mut(key) {
+            *slot = value;
+            continue;
+        }
+        // A new key goes after `name` (and `about`), where a person looks for it.
+        let after = if map.contains_key("about") {
+            "about"
+        } else {
+            "name"
+        };
+        let old = std::mem::take(map);
+        for (k, v) in old {
+            let here = k == after;
+            map.insert(k, v);
+            if here {
+                map.insert(key.to_owned(), value.clone());
+            }
+        }
+        map.entry(key.to_owned()).or_insert(value);
+    }
+}
+
+/// Whether the scenario `text`, run under its own `seed` and `explore` as
+/// `asksim run` runs it, fails with `primary`.
+fn reproduces(
+    file: &str,
+    text: &str,
+    primary: &Failure,
+    answerers: &crate::answerer::Answerers,
+    broker: Option<&crate::wire::Endpoint>,
+) -> bool {
+    let Ok(parsed) = scenario::parse(file, text) else {
+        return false;
+    };
+    let runner = Runner {
+        label: file,
+        seed: parsed.seed,
+        strategy: parsed.explore.unwrap_or_default(),
+        answerers,
+        broker,
+    };
+    runner.run(&parsed).is_some_and(|s| s.contains(primary))
 }
 
 fn not_reproduced(file: &str, what: &'static str, failure: Failure) -> ShrinkError {

@@ -48,11 +48,13 @@ pub(super) enum End {
     PassesMax,
 }
 
-/// What runs a candidate: the file label, the seed, the strategy.
+/// What runs a candidate: the file label, the seed, the strategy, the program's
+/// own answerers.
 pub(super) struct Runner<'a> {
     pub label: &'a str,
     pub seed: u64,
     pub strategy: Strategy,
+    pub answerers: &'a crate::answerer::Answerers,
     pub broker: Option<&'a crate::wire::Endpoint>,
 }
 
@@ -74,9 +76,11 @@ impl Runner<'_> {
             log: None,
             taps: Vec::new(),
             broker: self.broker.cloned(),
+            answerers: self.answerers.clone(),
         };
         let output = judged::run_options(scenario, options).ok()?;
-        Some(signature(&summarise(scenario, self.label, &output)))
+        let summary = summarise(scenario, self.label, &output);
+        Some(signature(&summary, output.projection()))
     }
 }
 

@@ -1,0 +1,214 @@
+//! The built-in answerer: a [`Policy`] acting on offers. It accepts or declines
+//! after its offer latency, may hold the window, submits one batch after its
+//! latency, and may die of a scheduled fault. Its random draws come from its own
+//! seeded stream; its waits are timers to itself, each with what it does when
+//! it fires (private: nothing outside it sends them).
+//!
+//! It is an [`Answerer`] like any other: what scenarios use, beside the
+//! program's own.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use super::{Answerer, Replies};
+use crate::policy::Policy;
+use crate::protocol::{AnswererInput, AnswererIx, AnswererMsg, Name, Offer, Reply, Ticket, TimerId};
+
+/// Most offers one answerer works on at once: every open call of a broker.
+const OFFERS_MAX: usize = crate::broker::OPEN_CALLS_MAX;
+
+/// What one of its timers does when it fires.
+#[derive(Clone, Copy, Debug)]
+enum Wake {
+    /// The offer latency elapsed: accept or decline.
+    Decide(Ticket),
+    /// The hold delay elapsed: hold the window.
+    Hold(Ticket),
+    /// The answer latency elapsed: submit.
+    Submit(Ticket),
+    /// A scheduled fault: die now.
+    Crash,
+}
+
+/// One offer being worked on, with the timers that act on it.
+#[derive(Debug)]
+struct Work {
+    offer: Offer,
+    timers: Vec<TimerId>,
+}
+
+/// The built-in answerer's state.
+#[derive(Debug)]
+pub struct PolicyAnswerer {
+    index: AnswererIx,
+    name: Name,
+    policy: Policy,
+    rng: StdRng,
+    offers: BTreeMap<Ticket, Work>,
+    accepts: u64,
+    next_timer: TimerId,
+    /// Running timers and what each does.
+    wakes: BTreeMap<TimerId, Wake>,
+}
+
+impl PolicyAnswerer {
+    /// The answerer at `index` of the waterfall, drawing from the stream `seed`.
+    pub fn new(index: AnswererIx, name: Name, policy: Policy, seed: u64) -> PolicyAnswerer {
+        PolicyAnswerer {
+            index,
+            name,
+            policy,
+            rng: StdRng::seed_from_u64(seed),
+            offers: BTreeMap::new(),
+            accepts: 0,
+            next_timer: 0,
+            wakes: BTreeMap::new(),
+        }
+    }
+
+    fn timer_id(&mut self) -> TimerId {
+        self.next_timer += 1;
+        self.next_timer
+    }
+
+    fn offered(&mut self, offer: Offer, out: &mut Replies) {
+        let ticket = offer.ticket;
+        assert!(
+            self.offers.len() < OFFERS_MAX,
+            "an answerer holds at most every open call"
+        );
+        debug_assert_eq!(offer.answerer, self.index, "an offer names its offeree");
+        self.offers.insert(
+            ticket,
+            Work {
+                offer,
+                timers: Vec::new(),
+            },
+        );
+        match self.policy.offer_latency.draw(&mut self.rng) {
+            // No latency: decide now rather than through a timer to itself.
+            Some(delay) if delay.is_zero() => self.decide(ticket, out),
+            Some(delay) => self.keep_timer(ticket, exact(delay), Wake::Decide(ticket), out),
+            // "never": it never replies; the broker's offer timeout moves on.
+            None => {}
+        }
+    }
+
+    fn decide(&mut self, ticket: Ticket, out: &mut Replies) {
+        let Some(work) = self.offers.get(&ticket) else {
+            return;
+        };
+        let keyed = work.offer.call_id.is_some();
+        if !self.policy.accepts.matches(&work.offer.agent, keyed) {
+            out.reply(ticket, Reply::Decline);
+            self.offers.remove(&ticket);
+            return;
+        }
+        out.reply(ticket, Reply::Accept);
+        self.accepts += 1;
+        if self.policy.crash_after_accepts.is_some_and(|n| self.accepts >= n) {
+            // It dies right after this accept: no hold, no answer.
+            self.crash(out);
+            return;
+        }
+        let hold = self.policy.hold_after_s.map(seconds);
+        let submit = self.policy.latency.draw(&mut self.rng).map(exact);
+        // Zero delays act now rather than through a timer to itself.
+        match hold {
+            Some(delay) if delay.is_zero() => self.hold_now(ticket, out),
+            Some(delay) => self.keep_timer(ticket, delay, Wake::Hold(ticket), out),
+            None => {}
+        }
+        match submit {
+            Some(delay) if delay.is_zero() => self.submit_now(ticket, out),
+            Some(delay) => self.keep_timer(ticket, delay, Wake::Submit(ticket), out),
+            None => {}
+        }
+    }
+
+    fn keep_timer(&mut self, ticket: Ticket, after: Duration, wake: Wake, out: &mut Replies) {
+        let timer = self.timer_id();
+        out.start_timer(timer, after);
+        self.wakes.insert(timer, wake);
+        if let Some(work) = self.offers.get_mut(&ticket) {
+            work.timers.push(timer);
+        }
+    }
+
+    fn cancel_timers(&mut self, timers: Vec<TimerId>, out: &mut Replies) {
+        for timer in timers {
+            self.wakes.remove(&timer);
+            out.cancel_timer(timer);
+        }
+    }
+
+    fn hold_now(&mut self, ticket: Ticket, out: &mut Replies) {
+        if self.offers.contains_key(&ticket) {
+            out.reply(ticket, Reply::Hold);
+        }
+    }
+
+    fn submit_now(&mut self, ticket: Ticket, out: &mut Replies) {
+        if let Some(work) = self.offers.remove(&ticket) {
+            let batch = self.policy.answer.batch(&work.offer.questions);
+            out.reply(ticket, Reply::Submit(batch));
+            self.cancel_timers(work.timers, out);
+        }
+    }
+
+    fn crash(&mut self, out: &mut Replies) {
+        for work in std::mem::take(&mut self.offers).into_values() {
+            self.cancel_timers(work.timers, out);
+        }
+        out.die();
+    }
+}
+
+impl Answerer for PolicyAnswerer {
+    /// Arms a `crash_at` still ahead as a fault timer (one already past, after a
+    /// restart, does not fire again).
+    fn start(&mut self, out: &mut Replies<'_>) {
+        let now_s = crate::protocol::seconds(out.now_nanos());
+        if let Some(at_s) = self.policy.crash_at_s
+            && at_s >= now_s
+        {
+            let timer = self.timer_id();
+            self.wakes.insert(timer, Wake::Crash);
+            out.start_fault_timer(timer, seconds(at_s - now_s));
+        }
+    }
+
+    fn handle(&mut self, input: AnswererInput, out: &mut Replies<'_>) {
+        match input {
+            AnswererInput::Broker(AnswererMsg::Offer(offer)) => self.offered(offer, out),
+            AnswererInput::Broker(AnswererMsg::Withdraw { ticket }) => {
+                if let Some(work) = self.offers.remove(&ticket) {
+                    self.cancel_timers(work.timers, out);
+                }
+            }
+            AnswererInput::Broker(AnswererMsg::Refused { ticket, what, reason }) => {
+                tracing::debug!(answerer = %self.name, ticket, what = what.as_str(), reason = reason.as_str(), "refused");
+            }
+            AnswererInput::Timer(timer) => match self.wakes.remove(&timer) {
+                Some(Wake::Decide(ticket)) => self.decide(ticket, out),
+                Some(Wake::Hold(ticket)) => self.hold_now(ticket, out),
+                Some(Wake::Submit(ticket)) => self.submit_now(ticket, out),
+                Some(Wake::Crash) => self.crash(out),
+                None => {}
+            },
+        }
+    }
+}
+
+/// Seconds as a duration, as the executors round them (to the nanosecond).
+fn seconds(s: f64) -> Duration {
+    Duration::from_nanos(crate::protocol::nanos(s))
+}
+
+/// A drawn delay, to the nanosecond as [`seconds`] rounds.
+fn exact(delay: Duration) -> Duration {
+    seconds(delay.as_secs_f64())
+}

@@ -1,0 +1,262 @@
+//! Every example in the README and in `docs/` that shows output is a run this
+//! test makes (issue #22: the README's examples had drifted from what asksim
+//! prints). So an example cannot drift: change the output, and this test names
+//! the block and the first line that differs.
+//!
+//! In a Markdown file, a fenced block whose first line starts with `$ ` holds
+//! commands and their output: each `$ ` line is a command, the lines up to the
+//! next one are what it prints (stdout, then stderr). `asksim …` runs this build's binary,
+//! `cat PATH` shows a file; nothing else is allowed, so no example goes
+//! unchecked by accident. A fenced block whose info string holds `file=PATH`
+//! (```` ```json file=first-race.json ````) is written to PATH first, so a page can
+//! show a file and then run it. Each page runs top to bottom in a directory of
+//! its own holding copies of `scenarios/`, `tests/fixtures/` and `examples/external/`
+//! (the outside broker and answerer the examples run), so what one
+//! example writes (a shrunk file, a log) the next can read, and the repository is
+//! never touched.
+//!
+//! Matching: trailing blanks are ignored; a line that is only `…` stands for any
+//! number of lines (none included); `…` inside a line stands for any run of
+//! characters (wall times, hashes). A block that shows no output after its last
+//! command only runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The pages whose examples are checked: the README and every page of `docs/`.
+fn pages() -> Vec<PathBuf> {
+    let mut pages = vec![root().join("README.md")];
+    if let Ok(entries) = std::fs::read_dir(root().join("docs")) {
+        let mut docs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        docs.sort();
+        pages.extend(docs);
+    }
+    pages
+}
+
+/// A fenced block: its info string, its lines, and the line of the page it
+/// starts on.
+struct Block {
+    info: String,
+    lines: Vec<String>,
+    at: usize,
+}
+
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<Block> = None;
+    for (n, line) in text.lines().enumerate() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut open, fence) {
+            (None, Some(info)) => {
+                open = Some(Block {
+                    info: info.trim().to_owned(),
+                    lines: Vec::new(),
+                    at: n + 1,
+                })
+            }
+            (Some(_), Some(_)) => out.extend(open.take()),
+            (Some(block), None) => block.lines.push(line.to_owned()),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// A directory of its own for one page, holding copies of what examples read.
+struct Sandbox(PathBuf);
+
+impl Sandbox {
+    fn new(page: &Path) -> Sandbox {
+        let name = page.file_stem().unwrap_or_default().to_string_lossy();
+        let dir = std::env::temp_dir().join(format!("asksim-docs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for from in ["scenarios", "tests/fixtures", "examples/external"] {
+            copy_dir(&root().join(from), &dir.join(from));
+        }
+        Sandbox(dir)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("a sandbox directory");
+    for entry in std::fs::read_dir(from).expect("readable").filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copied");
+        }
+    }
+}
+
+/// What the command `line` (without its `$ `) prints, run in `dir`.
+fn output_of(line: &str, dir: &Path) -> Result<String, String> {
+    // A shell comment ends the command (`$ asksim run f.json   # why`).
+    let command = line.split(" #").next().unwrap_or(line);
+    let words = shlex::split(command).ok_or_else(|| format!("cannot split {command:?}"))?;
+    match words.first().map(String::as_str) {
+        Some("asksim") => {
+            let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+                .args(&words[1..])
+                .current_dir(dir)
+                .env_remove("RUST_LOG")
+                .output()
+                .map_err(|e| format!("asksim does not run: {e}"))?;
+            // What a person sees: stdout, then stderr (where `validate` writes).
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            Ok(text)
+        }
+        Some("cat") if words.len() == 2 => {
+            std::fs::read_to_string(dir.join(&words[1])).map_err(|e| format!("cat {}: {e}", words[1]))
+        }
+        _ => Err(format!("only asksim and cat run in examples, not {command:?}")),
+    }
+}
+
+/// Whether `actual` matches the pattern line `expected` (`…` for any run of
+/// characters).
+fn line_matches(expected: &str, actual: &str) -> bool {
+    let (expected, actual) = (expected.trim_end(), actual.trim_end());
+    let parts: Vec<&str> = expected.split('…').collect();
+    if parts.len() == 1 {
+        return expected == actual;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !actual.starts_with(first) || actual.len() < first.len() + last.len() || !actual.ends_with(last) {
+        return false;
+    }
+    let mut rest = &actual[first.len()..actual.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Whether `actual` lines match the `expected` pattern lines (a line of `…`
+/// alone for any number of lines); else the first expected line that has no
+/// match.
+fn lines_match(expected: &[String], actual: &[&str]) -> Result<(), String> {
+    fn go(expected: &[String], actual: &[&str]) -> bool {
+        match expected.split_first() {
+            None => actual.iter().all(|l| l.trim().is_empty()),
+            Some((line, rest)) if line.trim() == "…" => (0..=actual.len()).any(|k| go(rest, &actual[k..])),
+            Some((line, rest)) => actual
+                .split_first()
+                .is_some_and(|(first, more)| line_matches(line, first) && go(rest, more)),
+        }
+    }
+    if go(expected, actual) {
+        return Ok(());
+    }
+    // The longest prefix of the pattern that matches a prefix of the output, for
+    // the message.
+    let shown = (0..=expected.len())
+        .rev()
+        .find(|&k| {
+            expected[..k]
+                .iter()
+                .zip(actual)
+                .all(|(e, a)| e.trim() == "…" || line_matches(e, a))
+        })
+        .unwrap_or(0);
+    Err(format!(
+        "first mismatch at expected line {}: {:?}",
+        shown + 1,
+        expected.get(shown).map_or("(end)", String::as_str)
+    ))
+}
+
+/// Runs every example of `page`; the failures, one message each.
+fn check_page(page: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(page).expect("the page");
+    let sandbox = Sandbox::new(page);
+    let mut failures = Vec::new();
+    let name = page.strip_prefix(root()).unwrap_or(page).display().to_string();
+    for block in blocks(&text) {
+        if let Some(file) = block
+            .info
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("file="))
+        {
+            let path = sandbox.0.join(file);
+            std::fs::write(&path, block.lines.join("\n") + "\n").expect("the example's file");
+            continue;
+        }
+        if !block.lines.first().is_some_and(|l| l.starts_with("$ ")) {
+            continue;
+        }
+        let mut k = 0;
+        while k < block.lines.len() {
+            let command = block.lines[k]["$ ".len()..].to_owned();
+            let end = (k + 1..block.lines.len())
+                .find(|&j| block.lines[j].starts_with("$ "))
+                .unwrap_or(block.lines.len());
+            let expected = &block.lines[k + 1..end];
+            let at = block.at + k + 1;
+            match output_of(&command, &sandbox.0) {
+                Err(why) => failures.push(format!("{name}:{at}: {why}")),
+                Ok(actual) => {
+                    let actual: Vec<&str> = actual.lines().collect();
+                    if let Err(why) = lines_match(expected, &actual).or_else(|why| {
+                        // A block that shows no output only runs the command.
+                        if expected.is_empty() { Ok(()) } else { Err(why) }
+                    }) {
+                        failures.push(format!(
+                            "{name}:{at}: `{command}`: {why}\n--- printed:\n{}\n---",
+                            actual.join("\n")
+                        ));
+                    }
+                }
+            }
+            k = end;
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_example_shows_what_asksim_prints() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for page in pages() {
+        checked += 1;
+        failures.extend(check_page(&page));
+    }
+    assert!(checked >= 1);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The matcher itself: `…` alone for any lines, inside a line for any run of
+/// characters; everything else exactly (trailing blanks aside).
+#[test]
+fn the_matcher_takes_ellipses_and_nothing_else() {
+    assert!(line_matches("wall 0.… s", "wall 0.002 s"));
+    assert!(line_matches("a … b … c", "a x b y c  "));
+    assert!(!line_matches("a … b", "a x c"));
+    assert!(!line_matches("exact", "exactly"));
+    let lines = |s: &[&str]| s.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(lines_match(&lines(&["head", "…", "tail"]), &["head", "1", "2", "tail"]).is_ok());
+    assert!(lines_match(&lines(&["head", "…", "tail"]), &["head", "tail"]).is_ok());
+    assert!(lines_match(&lines(&["head", "tail"]), &["head", "x", "tail"]).is_err());
+    assert!(lines_match(&lines(&["head"]), &["head", "more"]).is_err());
+}
