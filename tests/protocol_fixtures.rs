@@ -94,7 +94,7 @@ fn a_held_call_going_pending_while_its_holder_lives() {
 
 #[test]
 fn a_message_from_a_dead_answerer_accepted() {
-    assert_flags("accept_from_dead", 5, "which had died");
+    assert_flags("accept_from_dead", 7, "which had died");
 }
 
 #[test]

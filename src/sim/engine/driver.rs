@@ -8,12 +8,12 @@
 //! [`Watch`], which sees every event and concludes at the end. The engine never
 //! knows what a verdict is, nor how a run is shown.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::log::LogHeader;
 use crate::projection::Projection;
+use crate::protocol::BrokerStatus;
 use crate::record::{Observer, Recorder};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::output::Output;
@@ -52,13 +52,12 @@ impl RunOptions {
 }
 
 /// What watches a virtual-clock run as it is recorded, and concludes at its end
-/// from the broker's open calls and the projection the recorder folded.
+/// from the broker's final state and the projection the recorder folded.
 pub trait Watch: Observer + Sized + 'static {
     /// What it concludes.
     type Verdict;
     /// The conclusion, at the end of the run.
-    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection)
-    -> Self::Verdict;
+    fn conclude(self, broker: &BrokerStatus, projection: &Projection) -> Self::Verdict;
 }
 
 /// The chooser `options` asks for: PCT places its change points among the
@@ -158,7 +157,11 @@ fn simulate<W: Watch>(
         Err(message) => (None, Some(message)),
     };
     let virtual_s = crate::protocol::seconds(world.now());
-    let open = world.open_calls();
+    // The world reads the broker's open calls only; what it closed stays unknown.
+    let broker = BrokerStatus {
+        open: world.open_calls(),
+        closed: None,
+    };
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
     let watch = recorder
@@ -166,7 +169,7 @@ fn simulate<W: Watch>(
         .and_then(|observer| observer.into_any().downcast::<W>().ok());
     let (recording, written) = recorder.finish();
     let (checked, crashed) = match watch {
-        Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
+        Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&broker, &recording.projection)) {
             Ok(checked) => (Some(checked), None),
             Err(message) => (None, Some(format!("the analysis panicked: {message}"))),
         },
@@ -178,7 +181,8 @@ fn simulate<W: Watch>(
         strategy: options.strategy,
         recording,
         finals,
-        open,
+        open: broker.open,
+        closed: broker.closed,
         limit,
         crashed,
         virtual_s,
@@ -221,5 +225,5 @@ impl Observer for Unwatched {
 impl Watch for Unwatched {
     type Verdict = ();
 
-    fn conclude(self, _: &BTreeMap<String, &'static str>, _: &Projection) {}
+    fn conclude(self, _: &BrokerStatus, _: &Projection) {}
 }

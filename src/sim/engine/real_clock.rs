@@ -46,6 +46,7 @@ fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         recording: recorder.finish().0,
         finals: BTreeMap::new(),
         open: BTreeMap::new(),
+        closed: None,
         limit: None,
         crashed: None,
         virtual_s: 0.0,
@@ -161,15 +162,15 @@ impl<'s> Driver<'s> {
         if limit.is_none() {
             limit = self.settle(&runtime).await;
         }
-        let open = runtime.status().await.open;
+        let broker = runtime.status().await;
         runtime.shutdown().await;
-        self.finish(limit, open)
+        self.finish(limit, broker)
     }
 
     fn finish<V>(
         self,
         limit: Option<Limit>,
-        open: BTreeMap<String, &'static str>,
+        broker: crate::protocol::BrokerStatus,
     ) -> (Output<V>, std::io::Result<()>) {
         let header = crate::log::LogHeader::new(&self.scenario.name, self.seed);
         let recorder = std::mem::replace(
@@ -185,7 +186,8 @@ impl<'s> Driver<'s> {
             strategy: Strategy::Fifo,
             recording,
             finals: self.continuity.finals.lock().expect("finals poisoned").clone(),
-            open,
+            open: broker.open,
+            closed: broker.closed,
             limit,
             crashed: self
                 .continuity

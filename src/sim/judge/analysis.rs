@@ -6,10 +6,10 @@
 //! memory differs: a 10,000-call run no longer holds its 100,000 events.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 
 use crate::event::Event;
 use crate::projection::Projection;
+use crate::protocol::BrokerStatus;
 use crate::record::Observer;
 use crate::scenario::Scenario;
 use crate::sim::engine::driver::Watch;
@@ -45,11 +45,11 @@ impl Analysis {
 impl Watch for Analysis {
     type Verdict = Checked;
 
-    /// The verdict, given the broker's open calls at the end and the projection
-    /// the recorder folded from the same events.
-    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) -> Checked {
+    /// The verdict, given the broker's final state and the projection the
+    /// recorder folded from the same events.
+    fn conclude(self, broker: &BrokerStatus, projection: &Projection) -> Checked {
         Checked {
-            violations: self.checker.finish(Some((broker_open, projection))),
+            violations: self.checker.finish(Some((broker, projection))),
             coverage: self.coverage.finish(),
         }
     }

@@ -192,7 +192,7 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         Some(checked) => checked.clone(),
         None if output.crashed.is_some() => Checked::default(),
         None => Checked {
-            violations: check(output.events(), Some(&output.open), tolerance_s),
+            violations: check(output.events(), Some(&output.broker()), tolerance_s),
             coverage: crate::sim::judge::coverage::coverage(output.events(), scenario),
         },
     };
