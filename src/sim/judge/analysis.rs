@@ -14,12 +14,15 @@ use crate::record::Observer;
 use crate::scenario::Scenario;
 use crate::sim::engine::driver::Watch;
 use crate::sim::judge::coverage::{Coverage, Pass};
+use crate::sim::judge::expect::FirstResults;
 use crate::sim::judge::invariants::{Checker, Violation};
 
-/// The checker and the coverage pass, fed one event at a time.
+/// The checker, the coverage pass and the expected results, fed one event at a
+/// time.
 pub struct Analysis {
     checker: Checker,
     coverage: Pass,
+    first_results: FirstResults,
 }
 
 /// What the analysis concluded.
@@ -29,6 +32,8 @@ pub struct Checked {
     pub violations: Vec<Violation>,
     /// Which named races the run reached.
     pub coverage: Coverage,
+    /// The first result of each call the scenario expects one of.
+    pub first_results: FirstResults,
 }
 
 impl Analysis {
@@ -38,6 +43,7 @@ impl Analysis {
         Analysis {
             checker: Checker::new(tolerance_s),
             coverage: Pass::new(scenario),
+            first_results: FirstResults::new(scenario),
         }
     }
 }
@@ -51,6 +57,7 @@ impl Watch for Analysis {
         Checked {
             violations: self.checker.finish(Some((broker, projection))),
             coverage: self.coverage.finish(),
+            first_results: self.first_results,
         }
     }
 }
@@ -59,6 +66,7 @@ impl Observer for Analysis {
     fn event(&mut self, event: &Event) {
         self.checker.visit(event);
         self.coverage.visit(event);
+        self.first_results.visit(event);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {

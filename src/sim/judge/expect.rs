@@ -1,17 +1,18 @@
 //! The scenario's `expect` block against what the run did (SPEC §5): results,
 //! user messages, counts and final results, each compared exactly (an expected
-//! error without a `message` leaves the message uncompared).
+//! error without a `message` leaves the message uncompared). A result is compared
+//! with the text the model was handed, as its `result` event recorded it, never
+//! with a re-creation of what it should have been.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::projection::Projection;
+use crate::event::{Event, EventKind};
 use crate::scenario::Scenario;
 use crate::sim::judge::judged::RunOutput;
 use crate::sim::judge::outcomes::Outcomes;
-use crate::tool::{ResultKind, ToolResult};
 
 /// The expectations part of the summary.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -24,29 +25,53 @@ pub struct ExpectationReport {
     pub failures: Vec<String>,
 }
 
-/// The tool result each call returned first, as JSON.
-fn first_results(projection: &Projection) -> BTreeMap<&str, Value> {
-    let mut results = BTreeMap::new();
-    for (call_id, question) in &projection.questions {
-        let text = match question.first {
-            Some((ResultKind::Pending, _)) => Some(ToolResult::pending(call_id).text),
-            Some(_) => question.settled.clone(),
-            None => None,
-        };
-        if let Some(text) = text {
-            results.insert(
-                call_id.as_str(),
-                serde_json::from_str(&text).unwrap_or(Value::Null),
-            );
+/// The first tool result of each call the scenario's `expect.results` names: the
+/// exact text the model saw, as its `result` event recorded it. Kept for those
+/// calls only, as the events stream by (a run keeps no event list for this).
+#[derive(Clone, Debug, Default)]
+pub struct FirstResults {
+    wanted: BTreeSet<String>,
+    texts: BTreeMap<String, String>,
+}
+
+impl FirstResults {
+    /// A collector of the results `scenario` expects.
+    pub fn new(scenario: &Scenario) -> FirstResults {
+        let wanted = scenario
+            .expect
+            .as_ref()
+            .map(|e| e.results.keys().cloned().collect())
+            .unwrap_or_default();
+        FirstResults {
+            wanted,
+            texts: BTreeMap::new(),
         }
     }
-    for (call_id, rejected) in &projection.rejected {
-        results.insert(
-            call_id.as_str(),
-            serde_json::from_str(&rejected.result).unwrap_or(Value::Null),
-        );
+
+    /// The first results `scenario` expects, from a run's kept `events`.
+    pub fn of(scenario: &Scenario, events: &[Event]) -> FirstResults {
+        let mut results = FirstResults::new(scenario);
+        events.iter().for_each(|e| results.visit(e));
+        results
     }
-    results
+
+    /// Takes one more event.
+    pub fn visit(&mut self, event: &Event) {
+        if let EventKind::Result { call_id, result, .. } = &event.kind
+            && self.wanted.contains(&**call_id)
+            && !self.texts.contains_key(&**call_id)
+        {
+            self.texts.insert(call_id.to_string(), result.clone());
+        }
+    }
+
+    /// The first result of `call_id`, as JSON (null if it had none, or if its
+    /// text was not JSON).
+    pub fn get(&self, call_id: &str) -> Value {
+        self.texts.get(call_id).map_or(Value::Null, |text| {
+            serde_json::from_str(text).unwrap_or(Value::Null)
+        })
+    }
 }
 
 /// The verdict of the scenario's `expect` block on `output`, given its outcomes.
@@ -64,9 +89,16 @@ pub fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes
         }
     };
     let projection = output.projection();
-    let results = first_results(projection);
+    let kept;
+    let results = match &output.checked {
+        Some(checked) => &checked.first_results,
+        None => {
+            kept = FirstResults::of(scenario, output.events());
+            &kept
+        }
+    };
     for (call_id, expected) in &expect.results {
-        let actual = results.get(call_id.as_str()).cloned().unwrap_or(Value::Null);
+        let actual = results.get(call_id);
         verdict(
             result_matches(&actual, expected),
             format!("results[{call_id}]: expected {expected}, got {actual}"),
@@ -121,4 +153,52 @@ pub fn result_matches(actual: &Value, expected: &Value) -> bool {
         error.remove("message");
     }
     &actual == expected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolResult;
+
+    fn scenario() -> Scenario {
+        let text = r#"{"name": "s", "tool": {"mode": "timed"},
+            "agents": [{"name": "root", "script": []}],
+            "expect": {"results": {"root/1": {"pending": true}, "root/2": {"answers": []}}}}"#;
+        crate::scenario::parse("s.json", text).expect("a valid scenario")
+    }
+
+    fn result(seq: u64, call_id: &str, text: &str) -> Event {
+        Event {
+            seq,
+            t: 0.0,
+            kind: EventKind::result(&call_id.into(), &"root".into(), &ToolResult::pending(text)),
+        }
+    }
+
+    /// Regression: a pending call's expectation was answered with
+    /// `ToolResult::pending(call_id)` re-created, so a broker that handed the model
+    /// a pending text with the wrong callId passed every `expect.results`.
+    #[test]
+    fn an_expected_result_is_the_text_the_model_saw_not_a_re_creation() {
+        let events = [result(1, "root/1", "root/7")];
+        let results = FirstResults::of(&scenario(), &events);
+        let contract: Value = serde_json::from_str(&ToolResult::pending("root/1").text).unwrap();
+        assert!(!result_matches(&results.get("root/1"), &contract));
+        let events = [result(1, "root/1", "root/1")];
+        let results = FirstResults::of(&scenario(), &events);
+        assert!(result_matches(&results.get("root/1"), &contract));
+    }
+
+    #[test]
+    fn only_the_first_result_of_an_expected_call_is_kept() {
+        let events = [
+            result(1, "root/1", "root/1"),
+            result(2, "root/1", "second"),
+            result(3, "root/3", "root/3"),
+        ];
+        let results = FirstResults::of(&scenario(), &events);
+        assert_eq!(results.get("root/1")["callId"], "root/1");
+        assert_eq!(results.get("root/2"), Value::Null, "no result at all");
+        assert!(!results.texts.contains_key("root/3"), "not expected, not kept");
+    }
 }

@@ -194,6 +194,7 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         None => Checked {
             violations: check(output.events(), Some(&output.broker()), tolerance_s),
             coverage: crate::sim::judge::coverage::coverage(output.events(), scenario),
+            first_results: crate::sim::judge::expect::FirstResults::of(scenario, output.events()),
         },
     };
     let violations = if output.crashed.is_some() {
