@@ -330,3 +330,152 @@ impl ProtocolChecker {
         self.violations
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(seq: u64, t: f64, mut kind: serde_json::Value) -> Event {
+        kind["seq"] = json!(seq);
+        kind["t"] = json!(t);
+        serde_json::from_value(kind).expect("an event")
+    }
+
+    fn request(seq: u64, call_id: &str, mbox: u64) -> Event {
+        event(
+            seq,
+            0.0,
+            json!({"event": "request", "callId": call_id, "agent": "root", "schema": "timed", "keyed": true,
+                   "questions": [], "timeout": 5.0, "window_s": 5.0, "mbox": mbox}),
+        )
+    }
+
+    /// Feeds `events` (following spawns and signals on a turn tree as the invariant
+    /// checker does) and returns (seq, detail) of each violation.
+    fn run(events: &[Event]) -> Vec<(u64, String)> {
+        let mut turns = TurnTree::default();
+        let mut checker = ProtocolChecker::default();
+        for e in events {
+            match &e.kind {
+                EventKind::Spawn { agent, owner, .. } => turns.spawn(agent, owner.as_deref()),
+                EventKind::Cancel { agent } => {
+                    turns.fire(agent, crate::sim::judge::turns::Fire { seq: e.seq, t: e.t })
+                }
+                _ => {}
+            }
+            checker.visit(e, &turns);
+        }
+        checker.finish().into_iter().map(|v| (v.seq, v.detail)).collect()
+    }
+
+    #[test]
+    fn each_sender_keeps_its_own_mailbox_order() {
+        let spawn = event(
+            1,
+            0.0,
+            json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+        );
+        // Two senders interleaved out of order with each other, each in order alone.
+        let accept = |seq, answerer: &str, mbox| {
+            event(
+                seq,
+                0.0,
+                json!({"event": "accept", "callId": "root/1", "answerer": answerer, "mbox": mbox}),
+            )
+        };
+        let offer = event(
+            3,
+            0.0,
+            json!({"event": "offer", "callId": "root/1", "answerer": "a"}),
+        );
+        let events = [spawn.clone(), request(2, "root/1", 9), offer, accept(4, "a", 5)];
+        assert_eq!(run(&events), []);
+        let late = [
+            spawn,
+            request(2, "root/1", 9),
+            accept(3, "a", 5),
+            accept(4, "a", 4),
+        ];
+        let found = run(&late);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|(seq, d)| *seq == 4 && d.contains("handled after a later one"))
+        );
+    }
+
+    #[test]
+    fn a_process_loss_makes_open_calls_pending_and_every_answerer_alive_again() {
+        let events = [
+            event(
+                1,
+                0.0,
+                json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+            ),
+            request(2, "root/1", 1),
+            event(
+                3,
+                0.0,
+                json!({"event": "offer", "callId": "root/1", "answerer": "web"}),
+            ),
+            event(4, 1.0, json!({"event": "crash", "answerer": "web", "mbox": 2})),
+            event(5, 2.0, json!({"event": "process_loss", "restart_after": 1.0})),
+            event(6, 3.0, json!({"event": "restart"})),
+            event(
+                7,
+                3.0,
+                json!({"event": "offer", "callId": "root/1", "answerer": "web"}),
+            ),
+            // web lives again, and its mailbox places count from the new life.
+            event(
+                8,
+                3.0,
+                json!({"event": "accept", "callId": "root/1", "answerer": "web", "mbox": 1}),
+            ),
+            // Pending since the loss: a hold is not taken any more.
+            event(
+                9,
+                3.5,
+                json!({"event": "hold", "callId": "root/1", "answerer": "web", "mbox": 2}),
+            ),
+        ];
+        let found = run(&events);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 9);
+        assert!(found[0].1.contains("after the call went pending"), "{found:?}");
+    }
+
+    #[test]
+    fn a_request_made_under_a_fired_turn_is_doomed_also_for_a_child_born_under_it() {
+        let events = [
+            event(
+                1,
+                0.0,
+                json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+            ),
+            event(2, 0.0, json!({"event": "cancel", "agent": "root"})),
+            event(
+                3,
+                0.0,
+                json!({"event": "spawn", "agent": "kid", "owner": "root", "lineage": null}),
+            ),
+            event(
+                4,
+                0.0,
+                json!({"event": "request", "callId": "kid/1", "agent": "kid", "schema": "timed", "keyed": true,
+                       "questions": [], "timeout": 5.0, "window_s": 5.0}),
+            ),
+            event(
+                5,
+                0.0,
+                json!({"event": "offer", "callId": "kid/1", "answerer": "web"}),
+            ),
+        ];
+        let found = run(&events);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].1.contains("whose turn had fired"));
+    }
+}

@@ -101,7 +101,7 @@ impl CallInfo {
     /// Still waiting for its tool result (in its window or blocking), in the life
     /// of the runtime that received it.
     pub fn waiting(&self) -> bool {
-        self.result.is_none() && self.lost.is_none() && self.survived.is_none()
+        self.result.is_none() && self.lost.is_none() && self.survived.is_none() && !self.closed
     }
 
     /// Open: waiting, or pending and not closed.
@@ -258,5 +258,80 @@ impl Calls {
     /// Every call, in no set order (for what is checked once, at the end).
     pub fn iter(&self) -> impl Iterator<Item = (&CallId, &CallInfo)> {
         self.by_id.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(agent: &str) -> CallInfo {
+        CallInfo::new(agent.into(), Schema::Timed, 1, 0.0)
+    }
+
+    #[test]
+    fn the_indexes_hold_open_calls_only_and_follow_who_attends_them() {
+        let mut calls = Calls::default();
+        let (one, two): (CallId, CallId) = ("root/1".into(), "root/2".into());
+        calls.insert(&one, info("root"));
+        calls.insert(&two, info("root"));
+        let mut open = calls.open_of("root");
+        open.sort();
+        assert_eq!(open, [one.clone(), two.clone()]);
+        calls.offer(&one, &"web".into());
+        assert_eq!(calls.attended_by("web"), [one.clone()]);
+        calls.accept(&one, &"web".into());
+        assert_eq!(
+            calls.attended_by("web"),
+            [one.clone()],
+            "the offeree became the owner"
+        );
+        calls.decline(&one, "web", false);
+        assert_eq!(
+            calls.attended_by("web"),
+            [one.clone()],
+            "an owner's decline changes nothing"
+        );
+        calls.decline(&one, "web", true);
+        assert!(calls.attended_by("web").is_empty(), "a dead owner owns nothing");
+        calls.offer(&two, &"web".into());
+        calls.offer(&two, &"terminal".into());
+        assert!(calls.attended_by("web").is_empty(), "the waterfall moved on");
+        assert_eq!(calls.attended_by("terminal"), [two.clone()]);
+        calls.detach(&two);
+        assert!(calls.attended_by("terminal").is_empty());
+        assert_eq!(calls.open_of("root"), [one.clone()]);
+        assert_eq!(calls.open_ids(), [one]);
+    }
+
+    #[test]
+    fn a_process_loss_leaves_nobody_attending() {
+        let mut calls = Calls::default();
+        let one: CallId = "root/1".into();
+        calls.insert(&one, info("root"));
+        calls.offer(&one, &"web".into());
+        calls.accept(&one, &"web".into());
+        calls.nobody_attends();
+        assert!(calls.attended_by("web").is_empty());
+        assert!(
+            calls
+                .get("root/1")
+                .is_some_and(|i| i.owner.is_none() && i.offeree.is_none())
+        );
+        assert_eq!(calls.open_of("root"), [one], "still open: a timed call survives");
+    }
+
+    #[test]
+    fn waiting_and_open_follow_the_calls_life() {
+        let mut call = info("root");
+        assert!(call.waiting() && call.open());
+        call.result = Some((2, 1.0, ResultKind::Pending));
+        call.pending = true;
+        assert!(!call.waiting() && call.open());
+        call.closed = true;
+        assert!(!call.open());
+        let mut lost = info("root");
+        lost.lost = Some(3);
+        assert!(!lost.waiting() && !lost.open());
     }
 }

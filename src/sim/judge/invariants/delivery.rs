@@ -158,3 +158,64 @@ impl Delivery {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::Schema;
+
+    fn call() -> CallInfo {
+        CallInfo::new("root".into(), Schema::Timed, 1, 0.0)
+    }
+
+    fn message(call_id: &str) -> Arc<str> {
+        format!(r#"{{"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"{call_id}","reason":"NO_ANSWERER"}}"#).into()
+    }
+
+    #[test]
+    fn a_decided_message_is_owed_until_it_arrives_once() {
+        let (mut delivery, mut out) = (Delivery::default(), Violations::default());
+        let id: CallId = "root/1".into();
+        let mut info = call();
+        delivery.withdrawn((&id, &info), 5, "NO_ANSWERER", Some(&message("root/1")), &mut out);
+        assert!(out.0.is_empty());
+        delivery.received((&id, Some(&mut info)), 6, "root", &message("root/1"), &mut out);
+        assert!(out.0.is_empty() && delivery.owed.is_empty());
+        delivery.received((&id, Some(&mut info)), 7, "root", &message("root/1"), &mut out);
+        assert_eq!(out.0.len(), 1);
+        assert!(out.0[0].detail.contains("a second time"));
+    }
+
+    #[test]
+    fn a_message_for_another_agent_pays_nothing() {
+        let (mut delivery, mut out) = (Delivery::default(), Violations::default());
+        let id: CallId = "root/1".into();
+        let mut info = call();
+        delivery.decided((&id, &info), 5, &message("root/1"), &mut out);
+        delivery.received((&id, Some(&mut info)), 6, "other", &message("root/1"), &mut out);
+        assert_eq!(out.0.len(), 1, "{:?}", out.0);
+        assert!(
+            out.0[0]
+                .detail
+                .contains("that no late answer or withdrawal decided")
+        );
+        delivery.finish(&mut out);
+        assert_eq!(out.0.len(), 2);
+        assert!(out.0[1].detail.contains("no user message reached root"));
+    }
+
+    #[test]
+    fn a_loss_forgives_what_is_owed_to_stopped_agents_only() {
+        let (mut delivery, mut out) = (Delivery::default(), Violations::default());
+        for (call_id, agent) in [("root/1", "root"), ("kid/1", "kid")] {
+            let mut info = call();
+            info.agent = agent.into();
+            delivery.decided((&call_id.into(), &info), 5, &message(call_id), &mut out);
+        }
+        let stopped: FxHashSet<Name> = ["kid".into()].into_iter().collect();
+        delivery.process_loss(&stopped);
+        delivery.finish(&mut out);
+        let owed: Vec<Option<&str>> = out.0.iter().map(|v| v.call_id.as_deref()).collect();
+        assert_eq!(owed, [Some("root/1")]);
+    }
+}

@@ -230,13 +230,13 @@ impl Checker {
                 answers,
                 message,
                 ..
-            } => self.late_answer(call_id, (seq, t), answers, message),
+            } => self.late_answer(call_id, seq, answers, message),
             EventKind::Withdraw {
                 call_id,
                 reason,
                 message,
                 ..
-            } => self.withdraw(call_id, (seq, t), reason, message.as_ref()),
+            } => self.withdraw(call_id, seq, reason, message.as_ref()),
             EventKind::UserMessage {
                 call_id,
                 agent,
@@ -283,7 +283,9 @@ impl Checker {
 
     fn offer(&mut self, call_id: &CallId, answerer: &Name, seq: u64) {
         self.after_loss(call_id, seq, false);
-        self.liveness.offered(call_id, answerer, seq, &mut self.out);
+        let info = self.calls.get_mut(call_id);
+        self.liveness
+            .offered((call_id, info), answerer, seq, &mut self.out);
         self.calls.offer(call_id, answerer);
         if let Some(info) = self.calls.get_mut(call_id)
             && info.delegated
@@ -356,7 +358,8 @@ impl Checker {
     }
 
     /// Every window that ended before `t` (and its tolerance) must have seen its
-    /// call settle, unless it is held (SPEC §3.4).
+    /// call settle, unless it is held (SPEC §3.4). The event that shows it is the
+    /// first one past the window's end: the late result itself, or anything else.
     fn windows_passed(&mut self, seq: u64, t: f64) {
         let now = crate::protocol::nanos((t - self.tolerance_s).max(0.0));
         while self.deadlines.first().is_some_and(|(end, _)| *end < now) {
@@ -366,10 +369,7 @@ impl Checker {
             let Some(info) = self.calls.get_mut(&call_id) else {
                 continue;
             };
-            let waiting = info.result.is_none()
-                && info.held_at.is_none()
-                && info.lost.is_none()
-                && info.survived.is_none();
+            let waiting = info.waiting() && info.held_at.is_none();
             if waiting && !info.window_violated {
                 info.window_violated = true;
                 let (w, from) = (info.window_s.unwrap_or(0.0), info.request_t);
@@ -505,24 +505,17 @@ impl Checker {
             let detail = "a legacy call returned pending".into();
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
-        self.window_kept(call_id, seq, t);
-        self.settled(call_id, (seq, t), kind, &event.kind);
+        self.settled(call_id, seq, kind, &event.kind);
     }
 
     /// A first result that is not `pending` settles the call: the delegation
     /// rule, the answers' shape and what had to close it are checked.
-    fn settled(&mut self, call_id: &CallId, (seq, t): (u64, f64), kind: ResultKind, event: &EventKind) {
+    fn settled(&mut self, call_id: &CallId, seq: u64, kind: ResultKind, event: &EventKind) {
         if kind == ResultKind::Pending {
             return;
         }
         if let Some(info) = self.calls.get_mut(call_id) {
-            Liveness::closed(
-                (call_id, info),
-                (seq, t),
-                Closure::Result(kind),
-                self.tolerance_s,
-                &mut self.out,
-            );
+            Liveness::closed((call_id, info), seq, Closure::Result(kind), &mut self.out);
             if kind == ResultKind::Error(ErrorCode::DelegatedCaller)
                 && info.offered
                 && !info.delegation_violated
@@ -555,24 +548,6 @@ impl Checker {
         } else if !is_pending_text(result, call_id) {
             let detail = format!("the pending text is not the contract's for {call_id}: {result}");
             self.violate(PENDING_TEXT_EXACT, call_id, seq, detail);
-        }
-    }
-
-    /// A timed call settled at `t` must have settled within its window, unless
-    /// it was held before the window ended (SPEC §3.4, §3.5).
-    fn window_kept(&mut self, call_id: &str, seq: u64, t: f64) {
-        let Some(info) = self.calls.get(call_id) else {
-            return;
-        };
-        let (window_s, request_t, held_at) = (info.window_s, info.request_t, info.held_at);
-        let released_at = info.released_at.unwrap_or(0.0);
-        if let (Schema::Timed, Some(w), false) = (info.schema, window_s, info.window_violated)
-            && w > 0.0
-            && t > (request_t + w).max(released_at) + self.tolerance_s
-            && held_at.is_none_or(|h| h > request_t + w + self.tolerance_s)
-        {
-            let detail = format!("settled at {t} s, past its window of {w} s from {request_t} s, unheld");
-            self.violate("window_respected", call_id, seq, detail);
         }
     }
 
@@ -611,30 +586,20 @@ impl Checker {
             } else {
                 "closed without having gone pending"
             };
+            // Closed all the same: nothing waits on it any more.
+            info.closed = true;
             self.violate("exactly_once", call_id, seq, format!("a pending call {why}"));
             return;
         }
         info.closed = true;
     }
 
-    fn late_answer(
-        &mut self,
-        call_id: &CallId,
-        (seq, t): (u64, f64),
-        answers: &[AnswerItem],
-        message: &Arc<str>,
-    ) {
+    fn late_answer(&mut self, call_id: &CallId, seq: u64, answers: &[AnswerItem], message: &Arc<str>) {
         self.closure(call_id, seq);
         let items = serde_json::to_value(answers).unwrap_or(Value::Null);
         self.well_formed(call_id, seq, &items);
         if let Some(info) = self.calls.get_mut(call_id) {
-            Liveness::closed(
-                (call_id, info),
-                (seq, t),
-                Closure::LateAnswer,
-                self.tolerance_s,
-                &mut self.out,
-            );
+            Liveness::closed((call_id, info), seq, Closure::LateAnswer, &mut self.out);
         }
         if let Some(info) = self.calls.get(call_id) {
             self.delivery
@@ -643,12 +608,12 @@ impl Checker {
         self.calls.detach(call_id);
     }
 
-    fn withdraw(&mut self, call_id: &CallId, (seq, t): (u64, f64), reason: &str, message: Option<&Arc<str>>) {
+    fn withdraw(&mut self, call_id: &CallId, seq: u64, reason: &str, message: Option<&Arc<str>>) {
         self.after_loss(call_id, seq, false);
         self.closure(call_id, seq);
         if let Some(info) = self.calls.get_mut(call_id) {
             let how = Closure::Withdraw(reason);
-            Liveness::closed((call_id, info), (seq, t), how, self.tolerance_s, &mut self.out);
+            Liveness::closed((call_id, info), seq, how, &mut self.out);
         }
         if let Some(info) = self.calls.get(call_id) {
             self.delivery
@@ -745,5 +710,75 @@ impl Checker {
             let detail = "an open timed question was not taken up again after the restart".to_owned();
             self.violate("timed_survive_loss_legacy_do_not", &call_id, seq, detail);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_pending_text_is_exactly_the_contracts_for_its_call_id() {
+        for call_id in ["root/1", "user-\u{e9}/12", "we\"ird/3"] {
+            let text = ToolResult::pending(call_id).text;
+            assert!(is_pending_text(&text, call_id), "{text}");
+            assert!(!is_pending_text(&text, "root/2"));
+            assert!(!is_pending_text(&text[1..], call_id));
+            assert!(!is_pending_text(&format!("{text} "), call_id));
+        }
+        assert!(!is_pending_text("", "root/1"));
+    }
+
+    fn log() -> Vec<Event> {
+        let lines = [
+            json!({"seq": 1, "t": 0.0, "event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+            json!({"seq": 2, "t": 0.0, "event": "request", "callId": "root/1", "agent": "root", "schema": "timed",
+                   "keyed": true, "questions": [], "timeout": -1.0, "window_s": -1.0}),
+            json!({"seq": 3, "t": 1.0, "event": "cancel_call", "callId": "root/1"}),
+            json!({"seq": 4, "t": 2.0, "event": "spawn", "agent": "late", "owner": null, "lineage": null}),
+        ];
+        lines
+            .into_iter()
+            .map(|l| serde_json::from_value(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_checker_fed_one_event_at_a_time_finds_what_check_finds_in_seq_order() {
+        let events = log();
+        let mut checker = Checker::new(VIRTUAL_TOLERANCE_S);
+        for event in &events {
+            checker.visit(event);
+        }
+        let streamed = checker.finish(None);
+        assert_eq!(streamed, check(&events, None, VIRTUAL_TOLERANCE_S));
+        // The request was never offered (named at it), and its cancel_call left
+        // it open (named at the cancel_call): in seq order.
+        let named: Vec<(&str, u64)> = streamed.iter().map(|v| (v.invariant, v.seq)).collect();
+        assert_eq!(named, [(NO_ORPHANED_WAIT, 2), (CANCEL_CALL_SETTLES, 3)]);
+    }
+
+    #[test]
+    fn the_tolerance_decides_what_counts_as_one_instant() {
+        // The same log on the real clock's tolerance: the cancel_call at 1 s and
+        // the next event at 2 s are still more than 0.1 s apart.
+        let named: Vec<&str> = check(&log(), None, REAL_TOLERANCE_S)
+            .iter()
+            .map(|v| v.invariant)
+            .collect();
+        assert_eq!(named, [NO_ORPHANED_WAIT, CANCEL_CALL_SETTLES]);
+        // With a tolerance of 10 s everything is one instant, checked at the end.
+        let named: Vec<&str> = check(&log(), None, 10.0).iter().map(|v| v.invariant).collect();
+        assert_eq!(named, [NO_ORPHANED_WAIT, CANCEL_CALL_SETTLES]);
+    }
+
+    #[test]
+    fn every_invariant_is_named_once() {
+        let mut names = INVARIANTS.to_vec();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), INVARIANTS.len());
     }
 }
