@@ -626,15 +626,8 @@ impl Checker {
         let Some(info) = self.calls.get(call_id) else {
             return;
         };
-        let value = info.questions.as_ref().map(RawQuestions::value);
-        let questions = value
-            .as_ref()
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
-        let problem = match info.schema {
-            Schema::Timed => answers::timed_items_problem(questions, items),
-            Schema::Legacy => answers::legacy_items_problem(questions, items),
-        };
+        let text = info.questions.as_ref().map_or("[]", RawQuestions::text);
+        let problem = answers::problem(info.schema == Schema::Timed, text, items);
         if let Some(problem) = problem {
             self.violate("answers_well_formed", call_id, seq, problem);
         }
