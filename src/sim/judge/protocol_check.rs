@@ -165,10 +165,8 @@ impl ProtocolChecker {
             call.offered = None;
         }
         match reason {
-            "offer_timeout" => {
-                if !call.timed_out.contains(answerer) {
-                    call.timed_out.push(answerer.clone());
-                }
+            "offer_timeout" if !call.timed_out.contains(answerer) => {
+                call.timed_out.push(answerer.clone());
             }
             "dead" => {
                 if call.owner.as_ref() == Some(answerer) {

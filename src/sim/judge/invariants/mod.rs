@@ -89,7 +89,7 @@ fn is_pending_text(text: &str, call_id: &str) -> bool {
     text.len() == head.len() + quoted.len() + tail.len()
         && text.starts_with(head.as_str())
         && text.ends_with(tail.as_str())
-        && &text[head.len()..head.len() + quoted.len()] == quoted
+        && text[head.len()..head.len() + quoted.len()] == quoted
 }
 
 /// The violations found so far.
