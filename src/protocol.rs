@@ -369,11 +369,16 @@ impl From<BrokerMsg> for BrokerMail {
     }
 }
 
-/// The broker's open calls, by callId.
+/// The broker's account of its calls, by callId.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BrokerStatus {
     /// callId → `"waiting"` (in its window or blocking) or `"pending"`.
     pub open: std::collections::BTreeMap<String, &'static str>,
+    /// The calls this broker closed in its life (since its start or restart):
+    /// callId → `"answered"`, `"late_answered"`, `"withdrawn"`, `"aborted"` or
+    /// `"errored"`, as the projection names those states. `None` when whoever
+    /// ran the broker did not report them.
+    pub closed: Option<std::collections::BTreeMap<String, &'static str>>,
 }
 
 /// Why an agent could not be registered.

@@ -3,6 +3,8 @@
 //! invariants (and the properties that hold whatever the interleaving) under many
 //! seeds, and a failing run prints the command that reproduces it.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,7 +34,7 @@ fn scenario_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
         .expect("scenarios/ exists")
         .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .filter(|path| path.extension().is_some_and(|e| e == "json") && !common::is_big_load(path))
         .collect();
     files.sort();
     files

@@ -57,7 +57,7 @@ fn repo_scenarios() -> Vec<(String, Scenario)> {
 }
 
 fn is_big_load(file: &str) -> bool {
-    file.contains("load-10k") || file.contains("load-mixed-30k")
+    common::is_big_load(Path::new(file))
 }
 
 fn options(scenario: &Scenario, seed: u64, strategy: Strategy, broker: Option<Endpoint>) -> RunOptions {

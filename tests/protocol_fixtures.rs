@@ -1,7 +1,7 @@
 //! Protocol conformance (SPEC §6, issue #11): the reference state machine per
 //! call flags each illegal transition of SPEC §3 in a hand-made log of the broker
 //! bug that makes it (`tests/fixtures/protocol/`), and nothing once the log is
-//! mended.
+//! mended: every fixture has its mended twin here, checked with every invariant.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +28,28 @@ fn mended(name: &str, seq: usize, edit: impl FnOnce(&mut Value)) -> Vec<Event> {
     edit(&mut line);
     lines[seq] = line.to_string();
     asksim::log::parse(&(lines.join("\n") + "\n")).unwrap().1
+}
+
+/// The log edited as a list of events (`seq` renumbered after).
+fn edited(name: &str, edit: impl FnOnce(&mut Vec<Value>)) -> Vec<Event> {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let mut events: Vec<Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+    edit(&mut events);
+    for (i, event) in events.iter_mut().enumerate() {
+        event["seq"] = (i + 1).into();
+    }
+    let text = std::iter::once(header)
+        .chain(events.iter().map(Value::to_string))
+        .collect::<Vec<_>>()
+        .join("\n");
+    asksim::log::parse(&(text + "\n")).unwrap().1
+}
+
+/// The event with `seq` (from 1) of an edited list.
+fn at(events: &mut [Value], seq: usize) -> &mut Value {
+    &mut events[seq - 1]
 }
 
 /// The fixture breaks protocol conformance only, at `seq`, and says `what`.
@@ -63,11 +85,21 @@ fn an_accept_from_an_answerer_not_offered_the_call() {
 #[test]
 fn an_accept_after_its_offer_timed_out() {
     assert_flags("accept_after_offer_timeout", 6, "after its offer timed out");
+    // The waterfall moved on to terminal: its accept and batch are legal.
+    assert_clean(&edited("accept_after_offer_timeout", |e| {
+        at(e, 6)["answerer"] = "terminal".into();
+        at(e, 7)["answerer"] = "terminal".into();
+    }));
 }
 
 #[test]
 fn a_hold_after_the_call_went_pending() {
     assert_flags("hold_after_pending", 6, "after the call went pending");
+    // The broker refuses the late hold back to its sender.
+    assert_clean(&edited("hold_after_pending", |e| {
+        *at(e, 6) = serde_json::json!({"t": 6.0, "event": "refused", "callId": "root/1",
+            "answerer": "web", "what": "hold", "reason": "settled"});
+    }));
 }
 
 #[test]
@@ -85,16 +117,33 @@ fn a_settling_batch_from_a_non_owner() {
 #[test]
 fn an_offer_for_a_request_whose_turn_had_fired() {
     assert_flags("offer_after_turn_fired", 4, "whose turn had fired");
+    // The request settles ABORTED at once, never offered.
+    assert_clean(&edited("offer_after_turn_fired", |e| {
+        e.remove(3);
+    }));
 }
 
 #[test]
 fn a_held_call_going_pending_while_its_holder_lives() {
     assert_flags("held_goes_pending", 6, "while web held it and lived");
+    // Held, the call waits for web's batch, which settles it in its (stopped) window.
+    assert_clean(&edited("held_goes_pending", |e| {
+        let text = serde_json::json!({"answers": [{"id": "db", "selected": ["SQLite"]}]}).to_string();
+        *at(e, 8) = serde_json::json!({"t": 7.0, "event": "result", "callId": "root/1", "agent": "root",
+            "result": text, "is_error": false, "outcome": "answers"});
+        e.remove(8); // the user message
+        e.remove(5); // the pending result
+    }));
 }
 
 #[test]
 fn a_message_from_a_dead_answerer_accepted() {
-    assert_flags("accept_from_dead", 5, "which had died");
+    assert_flags("accept_from_dead", 7, "which had died");
+    // The offer went on to terminal: its accept and batch are legal.
+    assert_clean(&edited("accept_from_dead", |e| {
+        at(e, 7)["answerer"] = "terminal".into();
+        at(e, 8)["answerer"] = "terminal".into();
+    }));
 }
 
 #[test]

@@ -288,18 +288,27 @@ fn every_good_fixture_replays_cleanly() {
 
 #[test]
 fn a_log_that_breaks_an_invariant_exits_1_and_still_lists_its_questions() {
-    // schema-only.jsonl has timed questions never taken up after its restart.
+    // schema-only.jsonl has timed questions never taken up after its restart,
+    // and no request of it was ever offered to an answerer.
     let out = replay(&["--json"], &fixture("schema-only.jsonl"));
     assert_eq!(out.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["questions"].as_array().map(Vec::len), Some(4));
-    assert!(
-        report["violations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|v| v["invariant"] == "timed_survive_loss_legacy_do_not")
-    );
+    let named: Vec<(&str, &str)> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["invariant"].as_str().unwrap(), v["callId"].as_str().unwrap()))
+        .collect();
+    let lost: Vec<&str> = named
+        .iter()
+        .filter(|(i, _)| *i == "timed_survive_loss_legacy_do_not")
+        .map(|(_, c)| *c)
+        .collect();
+    assert_eq!(lost, ["root/1", "root/3"], "{named:?}");
+    let orphans = named.iter().filter(|(i, _)| *i == "no_orphaned_wait").count();
+    assert_eq!(orphans + lost.len(), named.len(), "{named:?}");
+    assert_eq!(orphans, 4, "four requests never offered: {named:?}");
 }
 
 /// `line` (one JSON object) with `field` added: first when `first`, else last.

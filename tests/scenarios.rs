@@ -89,7 +89,7 @@ fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
             .checked
             .clone()
             .expect("a virtual-clock run is analysed as it runs");
-        let kept = check(output.events(), Some(&output.open), VIRTUAL_TOLERANCE_S);
+        let kept = check(output.events(), Some(&output.broker()), VIRTUAL_TOLERANCE_S);
         let label = file.display();
         assert_eq!(
             format!("{:?}", streamed.violations),

@@ -4,6 +4,8 @@
 //! and a merge that gives the report of one sweep over the same seeds or refuses
 //! (exit 2, naming the file) whatever would make it wrong.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -382,11 +384,7 @@ fn a_seed_record_gives_back_its_summary_but_the_wall_clock() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension().is_some_and(|e| e == "json")
-                && !path.ends_with("load-10k.json")
-                && !path.ends_with("load-mixed-30k.json")
-        })
+        .filter(|path| path.extension().is_some_and(|e| e == "json") && !common::is_big_load(path))
         .collect();
     files.push(limit);
     let mut limits = 0;

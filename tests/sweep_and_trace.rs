@@ -1,6 +1,8 @@
 //! `asksim sweep` (many seeds, failing seeds with reproduce commands, totals) and
 //! `--chrome-trace` (Trace Event JSON that Perfetto opens).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -284,7 +286,7 @@ fn chrome_trace_flows_are_well_formed_and_bound_in_every_scenario() {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json") && n != "load-10k.json" && n != "load-mixed-30k.json")
+        .filter(|n| n.ends_with(".json") && !common::is_big_load(Path::new(n)))
         .collect();
     names.sort();
     for name in names {

@@ -19,6 +19,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::projection::Projection;
+use asksim::protocol::BrokerStatus;
 use asksim::sim::judge::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, check};
 use serde_json::{Value, json};
 
@@ -74,14 +75,23 @@ impl Log {
         }
     }
 
-    /// Appends an event (its `seq` is the next one).
+    /// Appends an event (its `seq` is the next one), before the `end` event that
+    /// closes the log, which moves one on.
     fn push(&mut self, mut event: Value) {
+        let end = match self.events.last() {
+            Some(last) if last["event"] == "end" => self.events.pop(),
+            _ => None,
+        };
         let seq = self.events.len() + 1;
         let fields = event.as_object_mut().expect("an event is an object");
         let mut ordered = serde_json::Map::new();
         ordered.insert("seq".into(), json!(seq));
         ordered.append(fields);
         self.events.push(Value::Object(ordered));
+        if let Some(mut end) = end {
+            end["seq"] = json!(seq + 1);
+            self.events.push(end);
+        }
     }
 
     fn text(&self) -> String {
@@ -161,13 +171,18 @@ fn assert_bites(invariant: &str, expected: &[(&str, u64)]) -> Log {
     assert_eq!(located, want, "{invariant}: callId and seq");
 
     let (_, events) = asksim::log::read_file(&path).expect("the fixture reads");
-    let broker = Projection::fold(&events).open_calls();
+    let broker = open_only(Projection::fold(&events).open_calls());
     let library: Vec<Named> = check(&events, Some(&broker), VIRTUAL_TOLERANCE_S)
         .into_iter()
         .map(|v| (v.invariant.to_owned(), v.call_id, v.seq))
         .collect();
     assert_eq!(library, violations, "{invariant}: library and replay agree");
     Log::read(&path)
+}
+
+/// A broker state that reports its open calls only.
+fn open_only(open: BTreeMap<String, &'static str>) -> BrokerStatus {
+    BrokerStatus { open, closed: None }
 }
 
 /// The twin replays with exit 0 and no violation.
@@ -314,7 +329,7 @@ fn projection_matches_broker_bites_through_the_library() {
     let (_, events) = asksim::log::read_file(&path).expect("the fixture reads");
     // The bug: the broker dropped a question from its registry when its window
     // expired, while the log says it went pending and is still answerable.
-    let broker: BTreeMap<String, &'static str> = BTreeMap::new();
+    let broker = open_only(BTreeMap::new());
     let violations = check(&events, Some(&broker), VIRTUAL_TOLERANCE_S);
     assert!(!violations.is_empty());
     for v in &violations {
@@ -322,20 +337,23 @@ fn projection_matches_broker_bites_through_the_library() {
     }
     let located: Vec<(Option<&str>, u64)> =
         violations.iter().map(|v| (v.call_id.as_deref(), v.seq)).collect();
-    assert_eq!(located, [(Some("root/1"), 5)]);
+    assert_eq!(located, [(Some("root/1"), 6)]);
     assert!(violations[0].detail.contains("pending"), "{}", violations[0]);
 
     // The other direction: the broker holds a call open that the log closed.
-    let broker = BTreeMap::from([("root/1".to_owned(), "pending"), ("root/0".to_owned(), "waiting")]);
+    let broker = open_only(BTreeMap::from([
+        ("root/1".to_owned(), "pending"),
+        ("root/0".to_owned(), "waiting"),
+    ]));
     let violations = check(&events, Some(&broker), VIRTUAL_TOLERANCE_S);
     let located: Vec<(&str, Option<&str>, u64)> = violations
         .iter()
         .map(|v| (v.invariant, v.call_id.as_deref(), v.seq))
         .collect();
-    assert_eq!(located, [("projection_matches_broker", Some("root/0"), 5)]);
+    assert_eq!(located, [("projection_matches_broker", Some("root/0"), 6)]);
 
     // The healthy twin: the broker's state is the fold's.
-    let broker = BTreeMap::from([("root/1".to_owned(), "pending")]);
+    let broker = open_only(BTreeMap::from([("root/1".to_owned(), "pending")]));
     assert_eq!(check(&events, Some(&broker), VIRTUAL_TOLERANCE_S), []);
 }
 
@@ -412,11 +430,75 @@ fn blind_spot_a_window_that_never_closes() {
 }
 
 #[test]
+fn protocol_conformance_bites_on_a_late_accept_taken() {
+    let mut log = assert_bites("protocol_conformance", &[("root/1", 6)]);
+    // The mended broker gives the call to the offeree it moved on to.
+    for seq in [6, 7] {
+        log.event(seq)["answerer"] = json!("terminal");
+    }
+    assert_healthy("protocol_conformance", &log);
+}
 
+#[test]
+fn pending_text_exact_bites_on_a_pending_result_naming_another_call() {
+    let mut log = assert_bites("pending_text_exact", &[("root/1", 5)]);
+    let text = log.event(5)["result"]
+        .as_str()
+        .unwrap()
+        .replace("root/2", "root/1");
+    log.event(5)["result"] = json!(text);
+    assert_healthy("pending_text_exact", &log);
+}
+
+#[test]
+fn pending_end_reaches_caller_bites_on_a_late_answer_delivered_twice() {
+    // Named at the second delivery.
+    let mut log = assert_bites("pending_end_reaches_caller", &[("root/1", 9)]);
+    log.remove(9);
+    assert_healthy("pending_end_reaches_caller", &log);
+}
+
+#[test]
+fn cancel_call_settles_bites_on_a_pending_call_left_open() {
+    // Named at the `cancel_call`, the instant the call had to be withdrawn.
+    let mut log = assert_bites("cancel_call_settles", &[("root/1", 6)]);
+    log.push(
+        json!({"t": 3.0, "event": "withdraw", "callId": "root/1", "agent": "root",
+                    "reason": "cancel_call", "message": null}),
+    );
+    assert_healthy("cancel_call_settles", &log);
+}
+
+#[test]
+fn stop_agent_settles_bites_on_a_blocking_call_its_stopped_agent_left_open() {
+    let mut log = assert_bites("stop_agent_settles", &[("root/1", 5)]);
+    log.push(
+        json!({"t": 3.0, "event": "result", "callId": "root/1", "agent": "root",
+                    "result": "{\"error\":{\"code\":\"ABORTED\",\"message\":\"the calling agent stopped\"}}",
+                    "is_error": true, "outcome": "ABORTED"}),
+    );
+    assert_healthy("stop_agent_settles", &log);
+}
+
+#[test]
+fn no_orphaned_wait_bites_on_a_call_left_with_its_dead_owner() {
+    // Named at the death the call was not failed over from.
+    let mut log = assert_bites("no_orphaned_wait", &[("root/1", 5)]);
+    for event in [
+        json!({"t": 2.0, "event": "decline", "callId": "root/1", "answerer": "web", "reason": "dead"}),
+        json!({"t": 2.0, "event": "offer", "callId": "root/1", "answerer": "terminal"}),
+        json!({"t": 2.0, "event": "accept", "callId": "root/1", "answerer": "terminal"}),
+    ] {
+        log.push(event);
+    }
+    assert_healthy("no_orphaned_wait", &log);
+}
+
+#[test]
 fn blind_spot_a_user_message_delivered_again_after_a_restart() {
     assert_blind_spot_bites(
         "user_message_delivered_twice",
-        "late_answer_reaches_caller",
+        "pending_end_reaches_caller",
         "root/1",
     );
 }

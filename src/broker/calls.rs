@@ -16,13 +16,32 @@ pub enum Phase {
     Pending,
 }
 
-/// How a closed call closed.
+/// How a closed call closed, as the projection names the state it ended in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Closed {
-    /// Its tool result was returned (answers or an error), or its late answer.
-    Settled,
+    /// Its answers were returned to the tool call.
+    Answered,
+    /// Its late answer, after `pending`.
+    LateAnswered,
     /// It was withdrawn after going pending.
     Withdrawn,
+    /// It settled as `ABORTED`.
+    Aborted,
+    /// It settled with another error.
+    Errored,
+}
+
+impl Closed {
+    /// The state's name, as the projection and `BrokerStatus::closed` print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closed::Answered => "answered",
+            Closed::LateAnswered => "late_answered",
+            Closed::Withdrawn => "withdrawn",
+            Closed::Aborted => "aborted",
+            Closed::Errored => "errored",
+        }
+    }
 }
 
 /// One open call.
@@ -92,6 +111,9 @@ pub struct CallTable {
     open: BTreeMap<Ticket, Call>,
     by_call_id: HashMap<CallId, Ticket>,
     closed: HashMap<Ticket, (CallId, Closed)>,
+    /// Calls closed without ever being opened: refused at their request, or
+    /// withdrawn at a restart as not restorable.
+    unopened: Vec<(CallId, Closed)>,
     next_ticket: Ticket,
 }
 
@@ -112,6 +134,20 @@ impl CallTable {
         self.by_call_id.remove(&call.call_id);
         self.closed.insert(ticket, (call.call_id.clone(), how));
         Some(call)
+    }
+
+    /// A call closed without being opened (refused at its request, or not
+    /// restorable after a restart).
+    pub fn closed_unopened(&mut self, call_id: CallId, how: Closed) {
+        self.unopened.push((call_id, how));
+    }
+
+    /// How every call this table closed closed, in no set order.
+    pub fn closed_states(&self) -> impl Iterator<Item = (&CallId, Closed)> {
+        self.closed
+            .values()
+            .chain(&self.unopened)
+            .map(|(call_id, how)| (call_id, *how))
     }
 
     pub fn get(&self, ticket: Ticket) -> Option<&Call> {
@@ -214,7 +250,7 @@ mod tests {
         assert_eq!(table.closed(ticket), Some(Closed::Withdrawn));
         assert_eq!(table.call_id_of(ticket).map(|c| &**c), Some("root/1"));
         assert!(
-            table.close(ticket, Closed::Settled).is_none(),
+            table.close(ticket, Closed::Answered).is_none(),
             "a call closes once"
         );
         assert_eq!(table.closed(ticket + 1), None);

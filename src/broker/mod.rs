@@ -124,7 +124,8 @@ impl BrokerState {
         }
     }
 
-    /// The open calls now: callId → `"waiting"` or `"pending"`.
+    /// The open calls now (callId → `"waiting"` or `"pending"`), and how every
+    /// call this broker closed closed.
     pub fn status(&self) -> BrokerStatus {
         let open = self
             .calls
@@ -137,7 +138,15 @@ impl BrokerState {
                 (c.call_id.to_string(), phase)
             })
             .collect();
-        BrokerStatus { open }
+        let closed = self
+            .calls
+            .closed_states()
+            .map(|(call_id, how)| (call_id.to_string(), how.as_str()))
+            .collect();
+        BrokerStatus {
+            open,
+            closed: Some(closed),
+        }
     }
 
     /// Whether any call is open (waiting or pending).
@@ -243,6 +252,11 @@ impl BrokerState {
         if let Some((code, message)) = refusal {
             let result = ToolResult::error(code, message);
             out.record(EventKind::result(&call_id, &agent_name, &result));
+            let how = match code {
+                ErrorCode::Aborted => calls::Closed::Aborted,
+                _ => calls::Closed::Errored,
+            };
+            self.calls.closed_unopened(call_id.clone(), how);
             out.tell_agent(agent, AgentMsg::Settled { call_id, result });
             return;
         }
@@ -273,6 +287,7 @@ impl BrokerState {
             _ => {
                 let reason = WithdrawReason::NotRestorable;
                 out.record(EventKind::withdraw(&call_id, &agent_name, reason, None));
+                self.calls.closed_unopened(call_id, calls::Closed::Withdrawn);
                 return;
             }
         };

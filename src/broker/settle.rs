@@ -122,9 +122,12 @@ impl BrokerState {
     pub(super) fn end_call(&mut self, ticket: Ticket, end: End, out: &mut Out) {
         let answered = matches!(end, End::Answers(_));
         let phase = self.calls.get(ticket).expect("end_call on an open ticket").phase;
-        let how = match (phase, answered) {
-            (Phase::Pending, false) => Closed::Withdrawn,
-            _ => Closed::Settled,
+        let how = match (phase, &end) {
+            (Phase::Pending, End::Answers(_)) => Closed::LateAnswered,
+            (Phase::Pending, _) => Closed::Withdrawn,
+            (Phase::Waiting, End::Answers(_)) => Closed::Answered,
+            (Phase::Waiting, End::NoAnswerer) => Closed::Errored,
+            (Phase::Waiting, End::TurnFired | End::Abort(..)) => Closed::Aborted,
         };
         let call = self.calls.close(ticket, how).expect("the ticket is open");
         call.timers().for_each(|timer| out.cancel(timer));
@@ -163,8 +166,8 @@ impl BrokerState {
 
     pub(super) fn closed_reason(&self, ticket: Ticket) -> Refusal {
         match self.calls.closed(ticket) {
-            Some(Closed::Settled) => Refusal::Settled,
             Some(Closed::Withdrawn) => Refusal::Withdrawn,
+            Some(_) => Refusal::Settled,
             None => Refusal::Unknown,
         }
     }

@@ -99,3 +99,13 @@ pub fn json_files(dir: &str) -> Vec<std::path::PathBuf> {
     files.sort();
     files
 }
+
+/// Whether the scenario file at `path` is one of the big loads (`load-*`, but
+/// `load-small`): 10^4 to 10^5 calls each. Tests that run every scenario many
+/// times over (under several seeds, sweeps, both broker routes, every stream)
+/// leave them out to keep CI in minutes; each is still run: `tests/scenarios.rs`
+/// runs every file and `tests/trace_hashes.rs` pins every file's trace hash.
+pub fn is_big_load(path: &std::path::Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    name.starts_with("load-") && name != "load-small.json"
+}

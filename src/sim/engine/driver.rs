@@ -8,16 +8,16 @@
 //! [`Watch`], which sees every event and concludes at the end. The engine never
 //! knows what a verdict is, nor how a run is shown.
 
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::answerer::Answerers;
 use crate::durable::{LogFile, Recovery};
 use crate::log::LogHeader;
 use crate::projection::Projection;
+use crate::protocol::BrokerStatus;
 use crate::record::{Observer, Recorder};
 use crate::scenario::{Clock, Scenario};
-use crate::sim::engine::output::Output;
+use crate::sim::engine::output::{Limit, Output};
 use crate::sim::engine::queue::Chooser;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
@@ -90,13 +90,12 @@ impl<W: Watch> Observer for Observers<W> {
 }
 
 /// What watches a virtual-clock run as it is recorded, and concludes at its end
-/// from the broker's open calls and the projection the recorder folded.
+/// from the broker's final state and the projection the recorder folded.
 pub trait Watch: Observer + Sized + 'static {
     /// What it concludes.
     type Verdict;
     /// The conclusion, at the end of the run.
-    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection)
-    -> Self::Verdict;
+    fn conclude(self, broker: &BrokerStatus, projection: &Projection) -> Self::Verdict;
 }
 
 /// The chooser `options` asks for: PCT places its change points among the
@@ -279,20 +278,13 @@ fn simulate<W: Watch>(
         options.answerers.clone(),
     )
     .with_broker(options.broker.clone());
-    let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
-    let ran = caught(|| {
-        match resumed {
-            None => world.start(),
-            Some((at, torn_line)) => world.resume(at, torn_line),
-        }
-        world.run(&mut counting, panic_after)
-    });
-    let (limit, crashed) = match ran {
-        Ok(limit) => (limit, None),
-        Err(message) => (None, Some(message)),
-    };
+    let (limit, crashed) = drive(&mut world, &mut counting, resumed);
     let virtual_s = crate::protocol::seconds(world.now());
-    let open = world.open_calls();
+    // The world reads the broker's open calls only; what it closed stays unknown.
+    let broker = BrokerStatus {
+        open: world.open_calls(),
+        closed: None,
+    };
     let process_failed = world.take_failure();
     let failed = crashed.is_some() || process_failed.is_some();
     world.end(crate::sim::engine::output::end_reason(limit, failed));
@@ -304,7 +296,7 @@ fn simulate<W: Watch>(
         .and_then(|observers| observers.watch);
     let (recording, written) = recorder.finish();
     let (checked, crashed) = match watch {
-        Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&open, &recording.projection)) {
+        Some(watch) if crashed.is_none() => match caught(|| watch.conclude(&broker, &recording.projection)) {
             Ok(checked) => (Some(checked), None),
             Err(message) => (None, Some(format!("the analysis panicked: {message}"))),
         },
@@ -316,7 +308,8 @@ fn simulate<W: Watch>(
         strategy: options.strategy,
         recording,
         finals,
-        open,
+        open: broker.open,
+        closed: broker.closed,
         limit,
         crashed,
         process_failed,
@@ -327,6 +320,27 @@ fn simulate<W: Watch>(
         checked,
     };
     (output, written)
+}
+
+/// Starts (or resumes) `world` and runs it to its end under `chooser`: the limit
+/// that stopped it, or the message of the panic that did.
+fn drive(
+    world: &mut World,
+    chooser: &mut dyn Chooser,
+    resumed: Option<(crate::protocol::Nanos, Option<u64>)>,
+) -> (Option<Limit>, Option<String>) {
+    let panic_after = std::env::var(PANIC_AFTER_ENV).ok().and_then(|n| n.parse().ok());
+    let ran = caught(|| {
+        match resumed {
+            None => world.start(),
+            Some((at, torn_line)) => world.resume(at, torn_line),
+        }
+        world.run(chooser, panic_after)
+    });
+    match ran {
+        Ok(limit) => (limit, None),
+        Err(message) => (None, Some(message)),
+    }
 }
 
 /// How many choices a `fifo` run of the scenario makes: where PCT places its
@@ -364,5 +378,5 @@ impl Observer for Unwatched {
 impl Watch for Unwatched {
     type Verdict = ();
 
-    fn conclude(self, _: &BTreeMap<String, &'static str>, _: &Projection) {}
+    fn conclude(self, _: &BrokerStatus, _: &Projection) {}
 }

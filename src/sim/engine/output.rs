@@ -54,6 +54,9 @@ pub struct Output<V> {
     pub finals: BTreeMap<String, crate::effect::FinalResult>,
     /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
     pub open: BTreeMap<String, &'static str>,
+    /// How the calls the broker closed in its last life closed, when the engine
+    /// could read them (`crate::protocol::BrokerStatus::closed`).
+    pub closed: Option<BTreeMap<String, &'static str>>,
     /// The limit that stopped the run, if one did.
     pub limit: Option<Limit>,
     /// The panic that ended the run, if one did.
@@ -83,5 +86,13 @@ impl<V> Output<V> {
     /// The projection folded from the run's log.
     pub fn projection(&self) -> &Projection {
         &self.recording.projection
+    }
+
+    /// The broker's final state, as far as the engine read it.
+    pub fn broker(&self) -> crate::protocol::BrokerStatus {
+        crate::protocol::BrokerStatus {
+            open: self.open.clone(),
+            closed: self.closed.clone(),
+        }
     }
 }

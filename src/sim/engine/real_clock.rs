@@ -132,6 +132,7 @@ pub(crate) fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         recording: recorder.finish().0,
         finals: BTreeMap::new(),
         open: BTreeMap::new(),
+        closed: None,
         limit: None,
         crashed: None,
         process_failed: None,
@@ -272,9 +273,9 @@ impl<'s> Driver<'s> {
         if limit.is_none() {
             limit = self.settle(&runtime).await;
         }
-        let open = runtime.status().await.open;
+        let broker = runtime.status().await;
         runtime.shutdown().await;
-        self.finish(limit, open)
+        self.finish(limit, broker)
     }
 
     /// The first start: the runtime and the scenario's roots.
@@ -299,7 +300,7 @@ impl<'s> Driver<'s> {
     fn finish<V>(
         self,
         limit: Option<Limit>,
-        open: BTreeMap<String, &'static str>,
+        broker: crate::protocol::BrokerStatus,
     ) -> (Output<V>, std::io::Result<()>) {
         let mut recorder = std::mem::replace(
             &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
@@ -328,7 +329,8 @@ impl<'s> Driver<'s> {
             strategy: Strategy::Fifo,
             recording,
             finals: self.continuity.finals.lock().expect("finals poisoned").clone(),
-            open,
+            open: broker.open,
+            closed: broker.closed,
             limit,
             crashed,
             process_failed: None,

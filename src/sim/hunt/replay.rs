@@ -194,7 +194,8 @@ pub fn render_table_with_timelines(report: &ReplayReport, events: &[Event]) -> S
             let _ = writeln!(
                 out,
                 "  NOT ENDED: the log stops before its run ended (no `end` event: cut short, killed, or still \
-                 going), so the states above are those at its last line. `asksim run FILE --log PATH --resume` \
+                 going), so the states above are those at its last line, and what only the end settles \
+                 (messages owed, calls nothing moves on) is not checked. `asksim run FILE --log PATH --resume` \
                  continues it"
             );
         }

@@ -6,20 +6,23 @@
 //! memory differs: a 10,000-call run no longer holds its 100,000 events.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 
 use crate::event::Event;
 use crate::projection::Projection;
+use crate::protocol::BrokerStatus;
 use crate::record::Observer;
 use crate::scenario::Scenario;
 use crate::sim::engine::driver::Watch;
 use crate::sim::judge::coverage::{Coverage, Pass};
+use crate::sim::judge::first_results::FirstResults;
 use crate::sim::judge::invariants::{Checker, Violation};
 
-/// The checker and the coverage pass, fed one event at a time.
+/// The checker, the coverage pass and the expected results, fed one event at a
+/// time.
 pub struct Analysis {
     checker: Checker,
     coverage: Pass,
+    first_results: FirstResults,
 }
 
 /// What the analysis concluded.
@@ -29,6 +32,8 @@ pub struct Checked {
     pub violations: Vec<Violation>,
     /// Which named races the run reached.
     pub coverage: Coverage,
+    /// The first result of each call the scenario expects one of.
+    pub first_results: FirstResults,
 }
 
 impl Analysis {
@@ -38,6 +43,7 @@ impl Analysis {
         Analysis {
             checker: Checker::new(tolerance_s),
             coverage: Pass::new(scenario),
+            first_results: FirstResults::new(scenario),
         }
     }
 }
@@ -45,12 +51,13 @@ impl Analysis {
 impl Watch for Analysis {
     type Verdict = Checked;
 
-    /// The verdict, given the broker's open calls at the end and the projection
-    /// the recorder folded from the same events.
-    fn conclude(self, broker_open: &BTreeMap<String, &'static str>, projection: &Projection) -> Checked {
+    /// The verdict, given the broker's final state and the projection the
+    /// recorder folded from the same events.
+    fn conclude(self, broker: &BrokerStatus, projection: &Projection) -> Checked {
         Checked {
-            violations: self.checker.finish(Some((broker_open, projection))),
+            violations: self.checker.finish(Some((broker, projection))),
             coverage: self.coverage.finish(),
+            first_results: self.first_results,
         }
     }
 }
@@ -59,6 +66,7 @@ impl Observer for Analysis {
     fn event(&mut self, event: &Event) {
         self.checker.visit(event);
         self.coverage.visit(event);
+        self.first_results.visit(event);
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {

@@ -18,12 +18,21 @@
 //! batch is due never submits it. For an answerer whose `latency` is fixed, the
 //! batch's due time is known (its accept plus the latency: exact without jitter),
 //! so those races count too.
+//!
+//! Cost: each event is one push or lookup; the tally at the end sorts the calls
+//! once and answers each race from indexes (a call's own lists, the signals of
+//! each agent, the deaths of each answerer, the late answers by `seq`, the
+//! fixed-latency due times by time), never by pairing every event of one kind
+//! with every event of another.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, EventKind};
+use crate::protocol::{CallId, Name};
 use crate::scenario::Scenario;
 use crate::tool::{ErrorCode, ResultKind};
 
@@ -113,19 +122,18 @@ impl Coverage {
 /// What the coverage pass needs to know about one call.
 #[derive(Default)]
 struct Call {
-    agent: String,
+    agent: Option<Name>,
     window_end: Option<f64>,
     first: Option<ResultKind>,
-    owner: Option<String>,
+    owner: Option<Name>,
     /// Accepts, refused accepts and batches: (time, answerer).
-    contacts: Vec<(f64, String)>,
+    contacts: Vec<(f64, Name)>,
     /// Accepts and refused accepts: (time, answerer).
-    accepts: Vec<(f64, String)>,
+    accepts: Vec<(f64, Name)>,
     /// When each owner's batch was due, if its latency is fixed: (time, owner).
-    due: Vec<(f64, String)>,
-    answers: Vec<(f64, String, u64)>,
+    due: Vec<(f64, Name)>,
+    answers: Vec<(f64, Name, u64)>,
     holds: Vec<(f64, bool)>,
-    late: bool,
     withdrawn_by_cancel: bool,
     request_seq: u64,
     request_t: f64,
@@ -145,17 +153,23 @@ pub struct Pass {
     /// The scenario's offer timeout.
     offer_timeout_s: f64,
     /// Each answerer's fixed latency, when it has one: when its batch is due.
-    fixed: HashMap<String, f64>,
-    calls: HashMap<String, Call>,
-    owners: HashMap<String, Option<String>>,
-    cancels: Vec<(f64, u64, String)>,
-    cancel_calls: Vec<(f64, String)>,
-    deaths: Vec<(f64, String)>,
-    offers: Vec<(f64, String, String)>,
-    timeouts: Vec<(f64, String, String)>,
+    fixed: FxHashMap<String, f64>,
+    calls: FxHashMap<CallId, Call>,
+    owners: FxHashMap<Name, Option<Name>>,
+    /// Turn signals by the agent whose turn fired: (time, seq).
+    cancels: FxHashMap<Name, Vec<(f64, u64)>>,
+    /// `cancel_call` times by call.
+    cancel_calls: FxHashMap<CallId, Vec<f64>>,
+    /// Death times by answerer.
+    deaths: FxHashMap<Name, Vec<f64>>,
+    offers: Vec<(f64, CallId, Name)>,
+    /// Offer timeouts by call: (time, answerer).
+    timeouts: FxHashMap<CallId, Vec<(f64, Name)>>,
     losses: Vec<(f64, u64)>,
-    late_answers: Vec<(f64, u64, String)>,
-    refused_submits: BTreeSet<(String, String)>,
+    /// Late answers in `seq` order: (time, seq), and each call's first.
+    late_answers: Vec<(f64, u64)>,
+    first_late: FxHashMap<CallId, u64>,
+    refused_submits: FxHashSet<(CallId, Name)>,
 }
 
 impl Pass {
@@ -172,21 +186,22 @@ impl Pass {
         Pass {
             offer_timeout_s: scenario.broker.offer_timeout_s,
             fixed,
-            calls: HashMap::new(),
-            owners: HashMap::new(),
-            cancels: Vec::new(),
-            cancel_calls: Vec::new(),
-            deaths: Vec::new(),
+            calls: FxHashMap::default(),
+            owners: FxHashMap::default(),
+            cancels: FxHashMap::default(),
+            cancel_calls: FxHashMap::default(),
+            deaths: FxHashMap::default(),
             offers: Vec::new(),
-            timeouts: Vec::new(),
+            timeouts: FxHashMap::default(),
             losses: Vec::new(),
             late_answers: Vec::new(),
-            refused_submits: BTreeSet::new(),
+            first_late: FxHashMap::default(),
+            refused_submits: FxHashSet::default(),
         }
     }
 
-    fn call(&mut self, call_id: &str) -> &mut Call {
-        self.calls.entry(call_id.to_owned()).or_default()
+    fn call(&mut self, call_id: &CallId) -> &mut Call {
+        self.calls.entry(call_id.clone()).or_default()
     }
 
     /// Takes one more event.
@@ -194,8 +209,7 @@ impl Pass {
         let (t, seq) = (event.t, event.seq);
         match &event.kind {
             EventKind::Spawn { agent, owner, .. } => {
-                self.owners
-                    .insert(agent.to_string(), owner.as_deref().map(str::to_owned));
+                self.owners.insert(agent.clone(), owner.clone());
             }
             EventKind::Request {
                 call_id,
@@ -204,7 +218,7 @@ impl Pass {
                 ..
             } => {
                 let call = self.call(call_id);
-                call.agent = agent.to_string();
+                call.agent = Some(agent.clone());
                 call.window_end = window_s.filter(|w| *w > 0.0).map(|w| t + w);
                 (call.request_seq, call.request_t) = (seq, t);
             }
@@ -214,7 +228,7 @@ impl Pass {
                 call.first = call.first.or(kind);
             }
             EventKind::Offer { call_id, answerer } => {
-                self.offers.push((t, call_id.to_string(), answerer.to_string()));
+                self.offers.push((t, call_id.clone(), answerer.clone()));
             }
             EventKind::Accept {
                 call_id, answerer, ..
@@ -225,15 +239,16 @@ impl Pass {
                 reason,
                 ..
             } if reason == "offer_timeout" => {
-                self.timeouts.push((t, call_id.to_string(), answerer.to_string()));
+                let timeouts = self.timeouts.entry(call_id.clone()).or_default();
+                timeouts.push((t, answerer.clone()));
             }
             EventKind::Hold { call_id, .. } => self.call(call_id).holds.push((t, true)),
             EventKind::Answer {
                 call_id, answerer, ..
             } => {
                 let call = self.call(call_id);
-                call.answers.push((t, answerer.to_string(), seq));
-                call.contacts.push((t, answerer.to_string()));
+                call.answers.push((t, answerer.clone(), seq));
+                call.contacts.push((t, answerer.clone()));
             }
             EventKind::Refused {
                 call_id,
@@ -241,69 +256,82 @@ impl Pass {
                 what,
                 reason,
             } => self.refused(call_id, answerer, what, reason, t),
+            _ => self.visit_signal(event),
+        }
+    }
+
+    /// Late answers, withdrawals, signals, deaths and losses.
+    fn visit_signal(&mut self, event: &Event) {
+        let (t, seq) = (event.t, event.seq);
+        match &event.kind {
             EventKind::LateAnswer { call_id, .. } => {
-                self.call(call_id).late = true;
-                self.late_answers.push((t, seq, call_id.to_string()));
+                self.call(call_id);
+                self.late_answers.push((t, seq));
+                self.first_late.entry(call_id.clone()).or_insert(seq);
             }
             EventKind::Withdraw { call_id, reason, .. } if reason == "cancel_call" => {
                 self.call(call_id).withdrawn_by_cancel = true;
             }
-            EventKind::Cancel { agent } => self.cancels.push((t, seq, agent.to_string())),
-            EventKind::CancelCall { call_id } => self.cancel_calls.push((t, call_id.to_string())),
-            EventKind::Crash { answerer, .. } => self.deaths.push((t, answerer.to_string())),
+            EventKind::Cancel { agent } => {
+                self.cancels.entry(agent.clone()).or_default().push((t, seq));
+            }
+            EventKind::CancelCall { call_id } => {
+                self.cancel_calls.entry(call_id.clone()).or_default().push(t);
+            }
+            EventKind::Crash { answerer, .. } => {
+                self.deaths.entry(answerer.clone()).or_default().push(t);
+            }
             EventKind::ProcessLoss { .. } => self.losses.push((t, seq)),
             _ => {}
         }
     }
 
-    fn accepted(&mut self, call_id: &str, answerer: &str, t: f64) {
-        let due = self.fixed.get(answerer).map(|s| (t + s, answerer.to_owned()));
+    fn accepted(&mut self, call_id: &CallId, answerer: &Name, t: f64) {
+        let due = self.fixed.get(&**answerer).map(|s| (t + s, answerer.clone()));
         let call = self.call(call_id);
-        call.owner = Some(answerer.to_owned());
+        call.owner = Some(answerer.clone());
         call.due.extend(due);
-        call.accepts.push((t, answerer.to_owned()));
-        call.contacts.push((t, answerer.to_owned()));
+        call.accepts.push((t, answerer.clone()));
+        call.contacts.push((t, answerer.clone()));
     }
 
-    fn refused(&mut self, call_id: &str, answerer: &str, what: &str, reason: &str, t: f64) {
+    fn refused(&mut self, call_id: &CallId, answerer: &Name, what: &str, reason: &str, t: f64) {
         match what {
             "accept" => {
                 let call = self.call(call_id);
-                call.contacts.push((t, answerer.to_owned()));
-                call.accepts.push((t, answerer.to_owned()));
+                call.contacts.push((t, answerer.clone()));
+                call.accepts.push((t, answerer.clone()));
             }
             "hold" => self.call(call_id).holds.push((t, false)),
             "submit" if reason == "owner_dead" => {
-                self.refused_submits
-                    .insert((call_id.to_owned(), answerer.to_owned()));
+                self.refused_submits.insert((call_id.clone(), answerer.clone()));
             }
             _ => {}
         }
     }
 
-    /// Whether `agent`'s turn is fired by a signal of `cancelled` (itself or an
-    /// agent it descends from).
-    fn under(&self, agent: &str, cancelled: &str) -> bool {
-        let mut at = Some(agent.to_owned());
+    /// The agents whose turn signal fires `agent`'s turn: itself and those it
+    /// descends from, up to 64 owners up.
+    fn signalled_by<'a>(&'a self, agent: &'a str) -> BTreeSet<&'a str> {
+        let mut chain = BTreeSet::new();
+        let mut at = Some(agent);
         let mut hops = 0;
         while let Some(name) = at {
-            if name == cancelled {
-                return true;
-            }
+            chain.insert(name);
             hops += 1;
             if hops > 64 {
-                return false;
+                break;
             }
-            at = self.owners.get(&name).cloned().flatten();
+            at = self.owners.get(name).and_then(Option::as_deref);
         }
-        false
+        chain
     }
 
     /// The coverage of the events seen.
     pub fn finish(self) -> Coverage {
         let mut coverage = Coverage::default();
         let mut seen = BTreeSet::new();
-        let mut ids: Vec<&String> = self.calls.keys().collect();
+        let mut ids: Vec<&CallId> = self.calls.keys().collect();
         ids.sort();
         for id in ids {
             let call = &self.calls[id];
@@ -333,20 +361,27 @@ impl Pass {
         }
     }
 
-    fn cancels_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
-        let signals: Vec<(f64, Option<u64>)> = self
-            .cancels
-            .iter()
-            .filter(|(_, _, agent)| self.under(&call.agent, agent))
-            .map(|(t, seq, _)| (*t, Some(*seq)))
-            .chain(
-                self.cancel_calls
-                    .iter()
-                    .filter(|(_, c)| c == id)
-                    .map(|(t, _)| (*t, None)),
-            )
+    /// The turn signals that reach the call (in the order they fired), then its
+    /// `cancel_call`s.
+    fn signals_of(&self, id: &str, call: &Call) -> Vec<(f64, Option<u64>)> {
+        let mut turns: Vec<(f64, u64)> = self
+            .signalled_by(call.agent.as_deref().unwrap_or(""))
+            .into_iter()
+            .filter_map(|agent| self.cancels.get(agent))
+            .flatten()
+            .copied()
             .collect();
-        for (t, seq) in signals {
+        turns.sort_by_key(|(_, seq)| *seq);
+        let calls = self.cancel_calls.get(id).into_iter().flatten();
+        turns
+            .into_iter()
+            .map(|(t, seq)| (t, Some(seq)))
+            .chain(calls.map(|t| (*t, None)))
+            .collect()
+    }
+
+    fn cancels_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
+        for (t, seq) in self.signals_of(id, call) {
             let due_then = call.due.iter().any(|(d, _)| (d - t).abs() <= RACE_WINDOW_S);
             if call
                 .answers
@@ -373,24 +408,29 @@ impl Pass {
         }
     }
 
-    fn deaths_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
+    /// Whether `answerer` died within a race window of `t`.
+    fn died_near(&self, answerer: &str, t: f64) -> bool {
+        self.deaths
+            .get(answerer)
+            .is_some_and(|ds| ds.iter().any(|d| (d - t).abs() <= RACE_WINDOW_S))
+    }
+
+    fn deaths_of(
+        &self,
+        coverage: &mut Coverage,
+        seen: &mut BTreeSet<&'static str>,
+        id: &CallId,
+        call: &Call,
+    ) {
         for (due, owner) in &call.due {
-            let died = self
-                .deaths
-                .iter()
-                .any(|(d, a)| a == owner && (d - due).abs() <= RACE_WINDOW_S);
             let submitted = call.answers.iter().any(|(_, a, _)| a == owner);
-            if died && !submitted {
+            if self.died_near(owner, *due) && !submitted {
                 coverage.reached("submit_vs_owner_death", "death", seen);
             }
         }
         for (t, answerer, _) in &call.answers {
-            let died = self
-                .deaths
-                .iter()
-                .any(|(d, a)| a == answerer && (d - t).abs() <= RACE_WINDOW_S);
-            if died {
-                let refused = self.refused_submits.contains(&(id.to_owned(), answerer.clone()));
+            if self.died_near(answerer, *t) {
+                let refused = self.refused_submits.contains(&(id.clone(), answerer.clone()));
                 coverage.reached(
                     "submit_vs_owner_death",
                     if refused { "death" } else { "submit" },
@@ -406,7 +446,7 @@ impl Pass {
                 .iter()
                 .find(|(u, b)| b != a && (u - t).abs() <= RACE_WINDOW_S);
             if let (Some(_), Some(owner)) = (rival, call.owner.as_deref()) {
-                let side = if owner == a { "first" } else { "second" };
+                let side = if *a == owner { "first" } else { "second" };
                 coverage.reached("two_answerers", side, seen);
             }
         }
@@ -420,13 +460,13 @@ impl Pass {
                 continue;
             };
             let close = |u: f64| (u - end).abs() <= RACE_WINDOW_S;
-            let accepted = call.owner.as_deref() == Some(answerer)
-                && call.accepts.iter().any(|(u, a)| a == answerer && close(*u));
+            let accepted_near = call.accepts.iter().any(|(u, a)| a == answerer && close(*u));
+            let accepted = call.owner.as_ref() == Some(answerer) && accepted_near;
             let timed_out = self
                 .timeouts
-                .iter()
-                .any(|(u, c, a)| c == call_id && a == answerer && close(*u))
-                && call.accepts.iter().any(|(u, a)| a == answerer && close(*u));
+                .get(call_id)
+                .is_some_and(|ts| ts.iter().any(|(u, a)| a == answerer && close(*u)))
+                && accepted_near;
             if accepted {
                 coverage.reached("accept_vs_offer_timeout", "accept", seen);
             } else if timed_out {
@@ -436,26 +476,36 @@ impl Pass {
     }
 
     fn losses(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
+        // The latest late answer before each point, for "decided just before".
+        let mut latest = Vec::with_capacity(self.late_answers.len());
+        for (t, _) in &self.late_answers {
+            let before = latest.last().copied().unwrap_or(f64::NEG_INFINITY);
+            latest.push(if *t > before { *t } else { before });
+        }
+        // Fixed-latency due times of calls that went pending, by time.
+        let mut due: Vec<(f64, &CallId)> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.first == Some(ResultKind::Pending))
+            .flat_map(|(id, c)| c.due.iter().map(move |(d, _)| (*d, id)))
+            .collect();
+        due.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (lost_t, lost_seq) in &self.losses {
-            let decided = self
-                .late_answers
-                .iter()
-                .any(|(t, seq, _)| seq < lost_seq && lost_t - t <= RACE_WINDOW_S);
+            let before = self.late_answers.partition_point(|(_, seq)| seq < lost_seq);
+            let decided = before > 0 && lost_t - latest[before - 1] <= RACE_WINDOW_S;
             if decided {
                 coverage.reached("late_answer_vs_loss", "answer", seen);
                 continue;
             }
-            let mut ids: Vec<&String> = self.calls.keys().collect();
-            ids.sort();
-            let lost = ids.iter().any(|id| {
-                let call = &self.calls[*id];
-                call.first == Some(ResultKind::Pending)
-                    && call.due.iter().any(|(d, _)| (d - lost_t).abs() <= RACE_WINDOW_S)
-                    && !self
-                        .late_answers
-                        .iter()
-                        .any(|(_, seq, c)| c == *id && seq < lost_seq)
-            });
+            // Candidates by time, with slack for rounding; the exact test decides.
+            let from = due.partition_point(|(d, _)| *d < lost_t - 2.0 * RACE_WINDOW_S);
+            let lost = due[from..]
+                .iter()
+                .take_while(|(d, _)| *d <= lost_t + 2.0 * RACE_WINDOW_S)
+                .any(|(d, id)| {
+                    (d - lost_t).abs() <= RACE_WINDOW_S
+                        && self.first_late.get(*id).is_none_or(|first| first >= lost_seq)
+                });
             if lost {
                 coverage.reached("late_answer_vs_loss", "loss", seen);
             }

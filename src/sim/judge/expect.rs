@@ -1,17 +1,16 @@
 //! The scenario's `expect` block against what the run did (SPEC §5): results,
 //! user messages, counts and final results, each compared exactly (an expected
-//! error without a `message` leaves the message uncompared).
-
-use std::collections::BTreeMap;
+//! error without a `message` leaves the message uncompared). A result is compared
+//! with the text the model was handed, as its `result` event recorded it, never
+//! with a re-creation of what it should have been.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::projection::Projection;
 use crate::scenario::Scenario;
+use crate::sim::judge::first_results::FirstResults;
 use crate::sim::judge::judged::RunOutput;
 use crate::sim::judge::outcomes::Outcomes;
-use crate::tool::{ResultKind, ToolResult};
 
 /// The expectations part of the summary.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -22,31 +21,6 @@ pub struct ExpectationReport {
     pub failed: u64,
     /// What did not, one line each.
     pub failures: Vec<String>,
-}
-
-/// The tool result each call returned first, as JSON.
-fn first_results(projection: &Projection) -> BTreeMap<&str, Value> {
-    let mut results = BTreeMap::new();
-    for (call_id, question) in &projection.questions {
-        let text = match question.first {
-            Some((ResultKind::Pending, _)) => Some(ToolResult::pending(call_id).text),
-            Some(_) => question.settled.clone(),
-            None => None,
-        };
-        if let Some(text) = text {
-            results.insert(
-                call_id.as_str(),
-                serde_json::from_str(&text).unwrap_or(Value::Null),
-            );
-        }
-    }
-    for (call_id, rejected) in &projection.rejected {
-        results.insert(
-            call_id.as_str(),
-            serde_json::from_str(&rejected.result).unwrap_or(Value::Null),
-        );
-    }
-    results
 }
 
 /// The verdict of the scenario's `expect` block on `output`, given its outcomes.
@@ -64,9 +38,16 @@ pub fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes
         }
     };
     let projection = output.projection();
-    let results = first_results(projection);
+    let kept;
+    let results = match &output.checked {
+        Some(checked) => &checked.first_results,
+        None => {
+            kept = FirstResults::of(scenario, output.events());
+            &kept
+        }
+    };
     for (call_id, expected) in &expect.results {
-        let actual = results.get(call_id.as_str()).cloned().unwrap_or(Value::Null);
+        let actual = results.get(call_id);
         verdict(
             result_matches(&actual, expected),
             format!("results[{call_id}]: expected {expected}, got {actual}"),
@@ -125,4 +106,53 @@ pub fn result_matches(actual: &Value, expected: &Value) -> bool {
         error.remove("message");
     }
     &actual == expected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventKind};
+    use crate::tool::ToolResult;
+
+    fn scenario() -> Scenario {
+        let text = r#"{"name": "s", "tool": {"mode": "timed"},
+            "agents": [{"name": "root", "script": []}],
+            "expect": {"results": {"root/1": {"pending": true}, "root/2": {"answers": []}}}}"#;
+        crate::scenario::parse("s.json", text).expect("a valid scenario")
+    }
+
+    fn result(seq: u64, call_id: &str, text: &str) -> Event {
+        Event {
+            seq,
+            t: 0.0,
+            kind: EventKind::result(&call_id.into(), &"root".into(), &ToolResult::pending(text)),
+        }
+    }
+
+    /// Regression: a pending call's expectation was answered with
+    /// `ToolResult::pending(call_id)` re-created, so a broker that handed the model
+    /// a pending text with the wrong callId passed every `expect.results`.
+    #[test]
+    fn an_expected_result_is_the_text_the_model_saw_not_a_re_creation() {
+        let events = [result(1, "root/1", "root/7")];
+        let results = FirstResults::of(&scenario(), &events);
+        let contract: Value = serde_json::from_str(&ToolResult::pending("root/1").text).unwrap();
+        assert!(!result_matches(&results.get("root/1"), &contract));
+        let events = [result(1, "root/1", "root/1")];
+        let results = FirstResults::of(&scenario(), &events);
+        assert!(result_matches(&results.get("root/1"), &contract));
+    }
+
+    #[test]
+    fn only_the_first_result_of_an_expected_call_is_kept() {
+        let events = [
+            result(1, "root/1", "root/1"),
+            result(2, "root/1", "second"),
+            result(3, "root/3", "root/3"),
+        ];
+        let results = FirstResults::of(&scenario(), &events);
+        assert_eq!(results.get("root/1")["callId"], "root/1");
+        assert_eq!(results.get("root/2"), Value::Null, "no result at all");
+        assert_eq!(results.get("root/3"), Value::Null, "not expected, not kept");
+    }
 }

@@ -6,6 +6,7 @@
 //!   (the engine's [`crate::sim::engine::driver::Watch`]).
 //! - `invariants`: the invariant checker of SPEC §6.
 //! - `protocol_check`: protocol conformance, a reference state machine per call.
+//! - `turns`: the turn signals as the log tells them, for both checkers.
 //! - `violation`: a broken invariant, as every report names it.
 //! - `coverage`: which named races a run reached, and which side won.
 //! - `outcomes`: how the calls settled.
@@ -17,10 +18,12 @@
 pub mod analysis;
 pub mod coverage;
 pub mod expect;
+pub mod first_results;
 pub mod invariants;
 pub mod judged;
 pub mod latency;
 pub mod outcomes;
 pub mod protocol_check;
 pub mod summary;
+pub mod turns;
 pub mod violation;

@@ -10,10 +10,16 @@
 //! - nothing accepted from a dead answerer;
 //! - the broker handles each sender's messages in the order they entered its
 //!   mailbox (`mbox`), and an answerer's death after everything it sent before.
+//!
+//! Which turns fired it reads from the invariant checker's turn tree
+//! ([`crate::sim::judge::turns`]), which follows the same events first. Each event
+//! costs O(1) amortised; a process loss touches the calls not yet settled.
 
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Event, EventKind};
+use crate::protocol::{CallId, Name};
+use crate::sim::judge::turns::TurnTree;
 use crate::sim::judge::violation::Violation;
 use crate::tool::ResultKind;
 
@@ -24,10 +30,10 @@ pub const PROTOCOL_CONFORMANCE: &str = "protocol_conformance";
 struct CallState {
     /// Its turn had fired before the broker received it: it must never be offered.
     doomed: bool,
-    offered: Option<String>,
-    timed_out: BTreeSet<String>,
-    owner: Option<String>,
-    holder: Option<String>,
+    offered: Option<Name>,
+    timed_out: Vec<Name>,
+    owner: Option<Name>,
+    holder: Option<Name>,
     /// It returned `pending` (or was open at a process loss).
     pending: bool,
     settled: bool,
@@ -36,36 +42,17 @@ struct CallState {
 /// The protocol checker's state between events.
 #[derive(Default)]
 pub struct ProtocolChecker {
-    calls: HashMap<String, CallState>,
-    /// Agents whose current turn fired, and who owns whom (turns derive at spawn).
-    fired: BTreeSet<String>,
-    owners: HashMap<String, Option<String>>,
-    dead: BTreeSet<String>,
+    calls: FxHashMap<CallId, CallState>,
+    /// Calls not yet settled (a process loss makes them pending).
+    unsettled: FxHashSet<CallId>,
+    dead: FxHashSet<Name>,
     /// The last mailbox place handled per sender (answerer or agent).
-    last_mbox: HashMap<String, u64>,
+    last_mbox: FxHashMap<Name, u64>,
     /// Mailbox places of deaths handled, per answerer.
-    died_at: HashMap<String, u64>,
+    died_at: FxHashMap<Name, u64>,
     /// The last batch submitted: (callId, answerer).
-    answer: Option<(String, String)>,
+    answer: Option<(CallId, Name)>,
     violations: Vec<Violation>,
-}
-
-/// `agent` and every agent below it in the spawn tree that `owners` (agent →
-/// its owner) describes: the agents a turn signal of `agent` reaches. The
-/// invariant checker uses it too.
-pub(crate) fn family(owners: &HashMap<String, Option<String>>, agent: &str) -> BTreeSet<String> {
-    let mut family = BTreeSet::from([agent.to_owned()]);
-    loop {
-        let before = family.len();
-        for (name, owner) in owners {
-            if owner.as_ref().is_some_and(|o| family.contains(o)) {
-                family.insert(name.clone());
-            }
-        }
-        if family.len() == before {
-            return family;
-        }
-    }
 }
 
 impl ProtocolChecker {
@@ -78,26 +65,22 @@ impl ProtocolChecker {
         });
     }
 
-    /// Takes one more event.
-    pub fn visit(&mut self, event: &Event) {
+    /// Takes one more event; `turns` has followed it already.
+    pub fn visit(&mut self, event: &Event, turns: &TurnTree) {
         let seq = event.seq;
         self.settlement(event);
         self.mailbox_order(event);
         match &event.kind {
-            EventKind::Spawn { agent, owner, .. } => self.spawn(agent, owner.as_deref()),
-            EventKind::Cancel { agent } => self.fire(agent),
-            EventKind::NewTurn { agent } => {
-                self.fired.remove(&**agent);
-            }
             EventKind::Request { call_id, agent, .. } => {
-                let doomed = self.fired.contains(&**agent);
+                let doomed = turns.current(agent).is_some_and(|turn| turns.fired(turn));
                 self.calls.insert(
-                    call_id.to_string(),
+                    call_id.clone(),
                     CallState {
                         doomed,
                         ..CallState::default()
                     },
                 );
+                self.unsettled.insert(call_id.clone());
             }
             EventKind::Offer { call_id, answerer } => self.offer(call_id, answerer, seq),
             EventKind::Accept {
@@ -115,46 +98,35 @@ impl ProtocolChecker {
             EventKind::Answer {
                 call_id, answerer, ..
             } => {
-                self.answer = Some((call_id.to_string(), answerer.to_string()));
+                self.answer = Some((call_id.clone(), answerer.clone()));
             }
             EventKind::Result { call_id, .. } => {
                 let pending = event.kind.result_kind() == Some(ResultKind::Pending);
                 self.result(call_id, pending, seq);
             }
             EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
-                if let Some(call) = self.calls.get_mut(&**call_id) {
-                    call.settled = true;
-                }
+                self.settle(call_id);
             }
             EventKind::Crash { answerer, .. } => {
-                self.dead.insert(answerer.to_string());
+                self.dead.insert(answerer.clone());
             }
             EventKind::ProcessLoss { .. } => self.process_loss(),
             _ => {}
         }
     }
 
-    fn spawn(&mut self, agent: &str, owner: Option<&str>) {
-        self.owners.insert(agent.to_owned(), owner.map(str::to_owned));
-        // A child's first turn derives from its owner's: born fired if that fired.
-        if owner.is_some_and(|o| self.fired.contains(o)) {
-            self.fired.insert(agent.to_owned());
-        } else {
-            self.fired.remove(agent);
+    fn settle(&mut self, call_id: &str) {
+        if let Some(call) = self.calls.get_mut(call_id) {
+            call.settled = true;
+            self.unsettled.remove(call_id);
         }
     }
 
-    /// A turn fired: it and every turn derived from it (the spawn tree below).
-    fn fire(&mut self, agent: &str) {
-        let family = family(&self.owners, agent);
-        self.fired.extend(family);
-    }
-
-    fn offer(&mut self, call_id: &str, answerer: &str, seq: u64) {
+    fn offer(&mut self, call_id: &str, answerer: &Name, seq: u64) {
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        call.offered = Some(answerer.to_owned());
+        call.offered = Some(answerer.clone());
         if call.doomed {
             call.doomed = false;
             let detail = "an offer for a request whose turn had fired before the broker received it".into();
@@ -162,16 +134,16 @@ impl ProtocolChecker {
         }
     }
 
-    fn accept(&mut self, call_id: &str, answerer: &str, seq: u64) {
+    fn accept(&mut self, call_id: &str, answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
         let problem = if dead {
             Some(format!("an accept from {answerer}, which had died"))
-        } else if call.timed_out.contains(answerer) && call.offered.as_deref() != Some(answerer) {
+        } else if call.timed_out.contains(answerer) && call.offered.as_ref() != Some(answerer) {
             Some(format!("an accept from {answerer} after its offer timed out"))
-        } else if call.offered.as_deref() != Some(answerer) {
+        } else if call.offered.as_ref() != Some(answerer) {
             Some(format!(
                 "an accept from {answerer}, which was not the current offeree"
             ))
@@ -179,28 +151,28 @@ impl ProtocolChecker {
             None
         };
         call.offered = None;
-        call.owner = Some(answerer.to_owned());
+        call.owner = Some(answerer.clone());
         if let Some(problem) = problem {
             self.violate(call_id, seq, problem);
         }
     }
 
-    fn decline(&mut self, call_id: &str, answerer: &str, reason: &str) {
+    fn decline(&mut self, call_id: &str, answerer: &Name, reason: &str) {
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        if call.offered.as_deref() == Some(answerer) {
+        if call.offered.as_ref() == Some(answerer) {
             call.offered = None;
         }
         match reason {
-            "offer_timeout" => {
-                call.timed_out.insert(answerer.to_owned());
+            "offer_timeout" if !call.timed_out.contains(answerer) => {
+                call.timed_out.push(answerer.clone());
             }
             "dead" => {
-                if call.owner.as_deref() == Some(answerer) {
+                if call.owner.as_ref() == Some(answerer) {
                     call.owner = None;
                 }
-                if call.holder.as_deref() == Some(answerer) {
+                if call.holder.as_ref() == Some(answerer) {
                     call.holder = None;
                 }
             }
@@ -208,21 +180,21 @@ impl ProtocolChecker {
         }
     }
 
-    fn hold(&mut self, call_id: &str, answerer: &str, seq: u64) {
+    fn hold(&mut self, call_id: &str, answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
         let problem = if dead {
             Some(format!("a hold from {answerer}, which had died, was taken"))
-        } else if call.owner.as_deref() != Some(answerer) {
+        } else if call.owner.as_ref() != Some(answerer) {
             Some(format!(
                 "a hold from {answerer}, which does not own the call, was taken"
             ))
         } else if call.pending || call.settled {
             Some("a hold was taken after the call went pending".to_owned())
         } else {
-            call.holder = Some(answerer.to_owned());
+            call.holder = Some(answerer.clone());
             None
         };
         if let Some(problem) = problem {
@@ -239,6 +211,7 @@ impl ProtocolChecker {
             call.pending = true;
         } else {
             call.settled = true;
+            self.unsettled.remove(call_id);
         }
         if let (true, Some(holder)) = (pending, held)
             && !self.dead.contains(&holder)
@@ -254,7 +227,7 @@ impl ProtocolChecker {
         let Some((call_id, answerer)) = self.answer.take() else {
             return;
         };
-        if event.kind.call_id() != Some(call_id.as_str()) {
+        if event.kind.call_id() != Some(&*call_id) {
             return;
         }
         let settles = match &event.kind {
@@ -265,12 +238,12 @@ impl ProtocolChecker {
         if !settles {
             return;
         }
-        let owner = self.calls.get(&call_id).and_then(|c| c.owner.clone());
+        let owner = self.calls.get(&*call_id).and_then(|c| c.owner.clone());
         let problem = if self.dead.contains(&answerer) {
             Some(format!(
                 "a batch from {answerer}, which had died, settled the call"
             ))
-        } else if owner.as_deref() != Some(answerer.as_str()) {
+        } else if owner.as_ref() != Some(&answerer) {
             Some(format!(
                 "a batch from {answerer}, which does not own the call, settled it"
             ))
@@ -288,7 +261,7 @@ impl ProtocolChecker {
         let (sender, mbox, is_death) = match &event.kind {
             EventKind::Request {
                 agent, mbox: Some(m), ..
-            } => (agent.to_string(), *m, false),
+            } => (agent.clone(), *m, false),
             EventKind::Accept {
                 answerer,
                 mbox: Some(m),
@@ -308,20 +281,20 @@ impl ProtocolChecker {
                 answerer,
                 mbox: Some(m),
                 ..
-            } => (answerer.to_string(), *m, false),
+            } => (answerer.clone(), *m, false),
             EventKind::Crash {
                 answerer,
                 mbox: Some(m),
-            } => (answerer.to_string(), *m, true),
+            } => (answerer.clone(), *m, true),
             _ => return,
         };
         let call_id = event.kind.call_id().unwrap_or("").to_owned();
-        if let Some(&died) = self.died_at.get(&sender).filter(|d| **d > mbox) {
+        if let Some(&died) = self.died_at.get(&*sender).filter(|d| **d > mbox) {
             let detail = format!(
                 "{sender}'s death (mailbox {died}) was handled before its message (mailbox {mbox}) queued ahead of it"
             );
             self.violate(&call_id, event.seq, detail);
-        } else if let Some(&last) = self.last_mbox.get(&sender).filter(|l| **l > mbox) {
+        } else if let Some(&last) = self.last_mbox.get(&*sender).filter(|l| **l > mbox) {
             let detail =
                 format!("{sender}'s message (mailbox {mbox}) was handled after a later one (mailbox {last})");
             self.violate(&call_id, event.seq, detail);
@@ -333,24 +306,174 @@ impl ProtocolChecker {
         }
     }
 
-    /// A new life: answerers start again, agents come back with fresh turns, and
-    /// open calls are pending and offered afresh.
+    /// A new life: answerers start again, agents come back with fresh turns (the
+    /// turn tree's business), and open calls are pending and offered afresh.
     fn process_loss(&mut self) {
         self.dead.clear();
-        self.fired.clear();
         self.last_mbox.clear();
         self.died_at.clear();
         self.answer = None;
-        for call in self.calls.values_mut().filter(|c| !c.settled) {
-            *call = CallState {
-                pending: true,
-                ..CallState::default()
-            };
+        for call_id in &self.unsettled {
+            if let Some(call) = self.calls.get_mut(call_id) {
+                *call = CallState {
+                    pending: true,
+                    ..CallState::default()
+                };
+            }
         }
     }
 
     /// The violations found, in the order found.
     pub fn finish(self) -> Vec<Violation> {
         self.violations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(seq: u64, t: f64, mut kind: serde_json::Value) -> Event {
+        kind["seq"] = json!(seq);
+        kind["t"] = json!(t);
+        serde_json::from_value(kind).expect("an event")
+    }
+
+    fn request(seq: u64, call_id: &str, mbox: u64) -> Event {
+        event(
+            seq,
+            0.0,
+            json!({"event": "request", "callId": call_id, "agent": "root", "schema": "timed", "keyed": true,
+                   "questions": [], "timeout": 5.0, "window_s": 5.0, "mbox": mbox}),
+        )
+    }
+
+    /// Feeds `events` (following spawns and signals on a turn tree as the invariant
+    /// checker does) and returns (seq, detail) of each violation.
+    fn run(events: &[Event]) -> Vec<(u64, String)> {
+        let mut turns = TurnTree::default();
+        let mut checker = ProtocolChecker::default();
+        for e in events {
+            match &e.kind {
+                EventKind::Spawn { agent, owner, .. } => turns.spawn(agent, owner.as_deref()),
+                EventKind::Cancel { agent } => {
+                    turns.fire(agent, crate::sim::judge::turns::Fire { seq: e.seq, t: e.t })
+                }
+                _ => {}
+            }
+            checker.visit(e, &turns);
+        }
+        checker.finish().into_iter().map(|v| (v.seq, v.detail)).collect()
+    }
+
+    #[test]
+    fn each_sender_keeps_its_own_mailbox_order() {
+        let spawn = event(
+            1,
+            0.0,
+            json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+        );
+        // Two senders interleaved out of order with each other, each in order alone.
+        let accept = |seq, answerer: &str, mbox| {
+            event(
+                seq,
+                0.0,
+                json!({"event": "accept", "callId": "root/1", "answerer": answerer, "mbox": mbox}),
+            )
+        };
+        let offer = event(
+            3,
+            0.0,
+            json!({"event": "offer", "callId": "root/1", "answerer": "a"}),
+        );
+        let events = [spawn.clone(), request(2, "root/1", 9), offer, accept(4, "a", 5)];
+        assert_eq!(run(&events), []);
+        let late = [
+            spawn,
+            request(2, "root/1", 9),
+            accept(3, "a", 5),
+            accept(4, "a", 4),
+        ];
+        let found = run(&late);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|(seq, d)| *seq == 4 && d.contains("handled after a later one"))
+        );
+    }
+
+    #[test]
+    fn a_process_loss_makes_open_calls_pending_and_every_answerer_alive_again() {
+        let events = [
+            event(
+                1,
+                0.0,
+                json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+            ),
+            request(2, "root/1", 1),
+            event(
+                3,
+                0.0,
+                json!({"event": "offer", "callId": "root/1", "answerer": "web"}),
+            ),
+            event(4, 1.0, json!({"event": "crash", "answerer": "web", "mbox": 2})),
+            event(5, 2.0, json!({"event": "process_loss", "restart_after": 1.0})),
+            event(6, 3.0, json!({"event": "restart"})),
+            event(
+                7,
+                3.0,
+                json!({"event": "offer", "callId": "root/1", "answerer": "web"}),
+            ),
+            // web lives again, and its mailbox places count from the new life.
+            event(
+                8,
+                3.0,
+                json!({"event": "accept", "callId": "root/1", "answerer": "web", "mbox": 1}),
+            ),
+            // Pending since the loss: a hold is not taken any more.
+            event(
+                9,
+                3.5,
+                json!({"event": "hold", "callId": "root/1", "answerer": "web", "mbox": 2}),
+            ),
+        ];
+        let found = run(&events);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 9);
+        assert!(found[0].1.contains("after the call went pending"), "{found:?}");
+    }
+
+    #[test]
+    fn a_request_made_under_a_fired_turn_is_doomed_also_for_a_child_born_under_it() {
+        let events = [
+            event(
+                1,
+                0.0,
+                json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+            ),
+            event(2, 0.0, json!({"event": "cancel", "agent": "root"})),
+            event(
+                3,
+                0.0,
+                json!({"event": "spawn", "agent": "kid", "owner": "root", "lineage": null}),
+            ),
+            event(
+                4,
+                0.0,
+                json!({"event": "request", "callId": "kid/1", "agent": "kid", "schema": "timed", "keyed": true,
+                       "questions": [], "timeout": 5.0, "window_s": 5.0}),
+            ),
+            event(
+                5,
+                0.0,
+                json!({"event": "offer", "callId": "kid/1", "answerer": "web"}),
+            ),
+        ];
+        let found = run(&events);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].1.contains("whose turn had fired"));
     }
 }

@@ -209,8 +209,9 @@ fn analyse(scenario: &Scenario, file: &str, output: &RunOutput) -> Summary {
         Some(checked) => checked.clone(),
         None if cut_short => Checked::default(),
         None => Checked {
-            violations: check(output.events(), Some(&output.open), tolerance_s),
+            violations: check(output.events(), Some(&output.broker()), tolerance_s),
             coverage: crate::sim::judge::coverage::coverage(output.events(), scenario),
+            first_results: crate::sim::judge::first_results::FirstResults::of(scenario, output.events()),
         },
     };
     let violations = if cut_short { Vec::new() } else { checked.violations };

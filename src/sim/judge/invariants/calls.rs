@@ -1,0 +1,346 @@
+//! What the invariant checker knows of each call, and the indexes that keep every
+//! event's work independent of the run's size: the open calls of each agent (a
+//! `stop` settles them), the open calls each answerer attends as offeree or owner
+//! (its death fails them over), and the open calls overall (a process loss takes
+//! them). Each index holds open calls only, so a call enters and leaves each once.
+//! It decides nothing: the checker's parts read and update it.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::event::RawQuestions;
+use crate::protocol::{CallId, Name};
+use crate::sim::judge::turns::TurnIx;
+use crate::tool::{ResultKind, Schema};
+
+/// Something that must close a call at one instant: a `cancel_call` or a `stop`
+/// of its agent.
+#[derive(Clone, Copy, Debug)]
+pub struct MustClose {
+    /// The invariant it is.
+    pub invariant: &'static str,
+    /// The `seq` and time of the event that obliged it.
+    pub seq: u64,
+    pub t: f64,
+}
+
+/// One call, from its `request` on.
+pub struct CallInfo {
+    pub agent: Name,
+    pub schema: Schema,
+    pub questions: Option<RawQuestions>,
+    pub window_s: Option<f64>,
+    pub request_seq: u64,
+    pub request_t: f64,
+    /// The turn its agent was in when the broker received it.
+    pub turn: Option<TurnIx>,
+    /// Its first tool result: seq, time, kind.
+    pub result: Option<(u64, f64, ResultKind)>,
+    pub pending: bool,
+    pub held_at: Option<f64>,
+    pub holder: Option<Name>,
+    /// When a hold that died with its holder was released: the window's end moves
+    /// there if it had passed.
+    pub released_at: Option<f64>,
+    /// A window or delegation violation was raised already (one per call).
+    pub window_violated: bool,
+    pub delegation_violated: bool,
+    /// The request came from a live child owned by a live agent.
+    pub delegated: bool,
+    /// It was offered to an answerer, at least once.
+    pub offered: bool,
+    /// A pending call that closed (late answer or withdrawal).
+    pub closed: bool,
+    /// Open at a process loss: a legacy call must never settle after it; a timed
+    /// one is pending and must be taken up again after the restart.
+    pub lost: Option<u64>,
+    pub survived: Option<u64>,
+    pub taken_up: bool,
+    /// The answerer whose reply to an offer is awaited, and the one that owns it.
+    pub offeree: Option<Name>,
+    pub owner: Option<Name>,
+    /// What must close it at one instant, if anything does.
+    pub must_close: Option<MustClose>,
+    /// User messages about it that reached its agent.
+    pub delivered: u32,
+    /// A `no_orphaned_wait` violation was raised already.
+    pub orphan_reported: bool,
+}
+
+impl CallInfo {
+    /// A call the broker just received.
+    pub fn new(agent: Name, schema: Schema, request_seq: u64, request_t: f64) -> CallInfo {
+        CallInfo {
+            agent,
+            schema,
+            questions: None,
+            window_s: None,
+            request_seq,
+            request_t,
+            turn: None,
+            result: None,
+            pending: false,
+            held_at: None,
+            holder: None,
+            released_at: None,
+            window_violated: false,
+            delegation_violated: false,
+            delegated: false,
+            offered: false,
+            closed: false,
+            lost: None,
+            survived: None,
+            taken_up: false,
+            offeree: None,
+            owner: None,
+            must_close: None,
+            delivered: 0,
+            orphan_reported: false,
+        }
+    }
+
+    /// Still waiting for its tool result (in its window or blocking), in the life
+    /// of the runtime that received it.
+    pub fn waiting(&self) -> bool {
+        self.result.is_none() && self.lost.is_none() && self.survived.is_none() && !self.closed
+    }
+
+    /// Open: waiting, or pending and not closed.
+    pub fn open(&self) -> bool {
+        self.waiting() || (self.pending && !self.closed)
+    }
+}
+
+/// Every call the log requested, and the indexes over the open ones.
+#[derive(Default)]
+pub struct Calls {
+    by_id: FxHashMap<CallId, CallInfo>,
+    /// Open calls by agent.
+    of_agent: FxHashMap<Name, FxHashSet<CallId>>,
+    /// Open calls by the answerer that is their offeree or owner.
+    attended_by: FxHashMap<Name, FxHashSet<CallId>>,
+}
+
+fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_id: &str) {
+    if let Some(set) = index.get_mut(key) {
+        set.remove(call_id);
+        if set.is_empty() {
+            index.remove(key);
+        }
+    }
+}
+
+impl Calls {
+    /// Whether the log requested `call_id`.
+    pub fn contains(&self, call_id: &str) -> bool {
+        self.by_id.contains_key(call_id)
+    }
+
+    pub fn get(&self, call_id: &str) -> Option<&CallInfo> {
+        self.by_id.get(call_id)
+    }
+
+    pub fn get_mut(&mut self, call_id: &str) -> Option<&mut CallInfo> {
+        self.by_id.get_mut(call_id)
+    }
+
+    /// A new call, open from now on (a second request under one callId replaces
+    /// the first).
+    pub fn insert(&mut self, call_id: &CallId, info: CallInfo) {
+        self.of_agent
+            .entry(info.agent.clone())
+            .or_default()
+            .insert(call_id.clone());
+        if let Some(old) = self.by_id.insert(call_id.clone(), info) {
+            self.unattend(call_id, old.offeree.as_deref(), old.owner.as_deref());
+        }
+    }
+
+    fn unattend(&mut self, call_id: &str, offeree: Option<&str>, owner: Option<&str>) {
+        for answerer in offeree.into_iter().chain(owner) {
+            remove_from(&mut self.attended_by, answerer, call_id);
+        }
+    }
+
+    /// The call was offered to `answerer`: it is the offeree now.
+    pub fn offer(&mut self, call_id: &CallId, answerer: &Name) {
+        let Some(info) = self.by_id.get_mut(&**call_id) else {
+            return;
+        };
+        info.offered = true;
+        let old = info.offeree.replace(answerer.clone());
+        if let Some(old) = old {
+            remove_from(&mut self.attended_by, &old, call_id);
+        }
+        if info.open() {
+            self.attended_by
+                .entry(answerer.clone())
+                .or_default()
+                .insert(call_id.clone());
+        }
+    }
+
+    /// `answerer` accepted: no offer is out any more, and it owns the call.
+    pub fn accept(&mut self, call_id: &CallId, answerer: &Name) {
+        let Some(info) = self.by_id.get_mut(&**call_id) else {
+            return;
+        };
+        let (offeree, owner) = (info.offeree.take(), info.owner.replace(answerer.clone()));
+        let open = info.open();
+        self.unattend(call_id, offeree.as_deref(), owner.as_deref());
+        if open {
+            self.attended_by
+                .entry(answerer.clone())
+                .or_default()
+                .insert(call_id.clone());
+        }
+    }
+
+    /// `answerer` declined, let its offer time out, or died (`dead`): it is the
+    /// offeree no more, and a dead owner owns nothing.
+    pub fn decline(&mut self, call_id: &str, answerer: &str, dead: bool) {
+        let Some(info) = self.by_id.get_mut(call_id) else {
+            return;
+        };
+        if info.offeree.as_deref() == Some(answerer) {
+            info.offeree = None;
+            remove_from(&mut self.attended_by, answerer, call_id);
+        }
+        if dead && info.owner.as_deref() == Some(answerer) {
+            info.owner = None;
+            remove_from(&mut self.attended_by, answerer, call_id);
+        }
+    }
+
+    /// The call is no longer open: it leaves every index.
+    pub fn detach(&mut self, call_id: &str) {
+        let Some(info) = self.by_id.get_mut(call_id) else {
+            return;
+        };
+        let (offeree, owner) = (info.offeree.take(), info.owner.take());
+        let agent = info.agent.clone();
+        self.unattend(call_id, offeree.as_deref(), owner.as_deref());
+        remove_from(&mut self.of_agent, &agent, call_id);
+    }
+
+    /// The open calls of `agent`.
+    pub fn open_of(&self, agent: &str) -> Vec<CallId> {
+        self.of_agent
+            .get(agent)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The open calls `answerer` is offered or owns.
+    pub fn attended_by(&self, answerer: &str) -> Vec<CallId> {
+        self.attended_by
+            .get(answerer)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every open call.
+    pub fn open_ids(&self) -> Vec<CallId> {
+        self.of_agent.values().flatten().cloned().collect()
+    }
+
+    /// A process loss: every answerer is gone, so no call is offered or owned.
+    pub fn nobody_attends(&mut self) {
+        for (_, calls) in self.attended_by.drain() {
+            for call_id in calls {
+                if let Some(info) = self.by_id.get_mut(&call_id) {
+                    info.offeree = None;
+                    info.owner = None;
+                }
+            }
+        }
+    }
+
+    /// Every call, in no set order (for what is checked once, at the end).
+    pub fn iter(&self) -> impl Iterator<Item = (&CallId, &CallInfo)> {
+        self.by_id.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(agent: &str) -> CallInfo {
+        CallInfo::new(agent.into(), Schema::Timed, 1, 0.0)
+    }
+
+    fn names(ids: Vec<CallId>) -> Vec<String> {
+        let mut names: Vec<String> = ids.iter().map(|c| c.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_indexes_hold_open_calls_only_and_follow_who_attends_them() {
+        let mut calls = Calls::default();
+        let (one, two): (CallId, CallId) = ("root/1".into(), "root/2".into());
+        calls.insert(&one, info("root"));
+        calls.insert(&two, info("root"));
+        assert_eq!(names(calls.open_of("root")), ["root/1", "root/2"]);
+        calls.offer(&one, &"web".into());
+        assert_eq!(names(calls.attended_by("web")), ["root/1"]);
+        calls.accept(&one, &"web".into());
+        assert_eq!(
+            names(calls.attended_by("web")),
+            ["root/1"],
+            "the offeree became the owner"
+        );
+        calls.decline(&one, "web", false);
+        assert_eq!(
+            names(calls.attended_by("web")),
+            ["root/1"],
+            "an owner's decline changes nothing"
+        );
+        calls.decline(&one, "web", true);
+        assert!(calls.attended_by("web").is_empty(), "a dead owner owns nothing");
+        calls.offer(&two, &"web".into());
+        calls.offer(&two, &"terminal".into());
+        assert!(calls.attended_by("web").is_empty(), "the waterfall moved on");
+        assert_eq!(names(calls.attended_by("terminal")), ["root/2"]);
+        calls.detach(&two);
+        assert!(calls.attended_by("terminal").is_empty());
+        assert_eq!(names(calls.open_of("root")), ["root/1"]);
+        assert_eq!(names(calls.open_ids()), ["root/1"]);
+    }
+
+    #[test]
+    fn a_process_loss_leaves_nobody_attending() {
+        let mut calls = Calls::default();
+        let one: CallId = "root/1".into();
+        calls.insert(&one, info("root"));
+        calls.offer(&one, &"web".into());
+        calls.accept(&one, &"web".into());
+        calls.nobody_attends();
+        assert!(calls.attended_by("web").is_empty());
+        assert!(
+            calls
+                .get("root/1")
+                .is_some_and(|i| i.owner.is_none() && i.offeree.is_none())
+        );
+        assert_eq!(
+            names(calls.open_of("root")),
+            ["root/1"],
+            "still open: a timed call survives"
+        );
+        let _ = one;
+    }
+
+    #[test]
+    fn waiting_and_open_follow_the_calls_life() {
+        let mut call = info("root");
+        assert!(call.waiting() && call.open());
+        call.result = Some((2, 1.0, ResultKind::Pending));
+        call.pending = true;
+        assert!(!call.waiting() && call.open());
+        call.closed = true;
+        assert!(!call.open());
+        let mut lost = info("root");
+        lost.lost = Some(3);
+        assert!(!lost.waiting() && !lost.open());
+    }
+}
