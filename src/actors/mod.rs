@@ -19,6 +19,8 @@
 mod agent;
 mod answerer;
 mod broker;
+mod counts;
+mod journal;
 mod order;
 mod recover;
 mod runtime;
@@ -35,10 +37,11 @@ use tokio_util::sync::CancellationToken;
 use crate::durable::{Gate, LogFile};
 use crate::effect::{Effect, Out, Spawn, TimerId};
 use crate::protocol::{AgentId, AnswererInput, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
-use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
+pub use counts::RuntimeCounts;
+pub(crate) use journal::Journal;
 pub(crate) use recover::resumed_clock;
 pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
@@ -53,7 +56,7 @@ pub(crate) struct Shared {
     names: Mutex<BTreeMap<Name, AgentId>>,
     /// The waterfall's actors.
     answerers: OnceLock<Vec<AnswererRef>>,
-    recorder: Arc<Mutex<Recorder>>,
+    recorder: Arc<Journal>,
     /// The run's start (shared across restarts): every `t` counts from it.
     start: tokio::time::Instant,
     /// Messages the runtime's actors sent and have not handled yet.
@@ -72,6 +75,8 @@ pub(crate) struct Shared {
     stamps: Mutex<order::Stamps>,
     /// The durable log, when the runtime has one.
     log: Option<LogFile>,
+    /// What the runtime did, counted.
+    counts: counts::Counters,
     /// What leaves the process waits here for its lines (with a log).
     gate: Option<Arc<Gate<Envelope>>>,
 }
@@ -94,6 +99,7 @@ impl Shared {
     /// counted). What goes to an agent or an answerer passes the write-ahead
     /// gate when there is a log.
     fn route(&self, envelope: Envelope) {
+        self.counts.message(&envelope);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         match (&self.gate, &envelope) {
             (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => gate.pass(envelope),
@@ -271,6 +277,7 @@ impl TimerSink for Timers {
             Due(Some(shared.due.clone()))
         });
         let shared_for_task = shared.clone();
+        shared.counts.task();
         let task = tokio::spawn(async move {
             let _due = due;
             tokio::select! {
@@ -319,9 +326,9 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
     timers: &mut T,
     host: &mut H,
 ) {
-    let now = out.now();
-    let effects = record_first(shared, now, out);
-    for effect in effects {
+    let t = crate::protocol::seconds(out.now());
+    shared.recorder.record(t, out.take_records());
+    for effect in out.drain() {
         match effect {
             Effect::Send(envelope) => {
                 host.before_send(shared, &envelope);
@@ -343,22 +350,6 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             }
         }
     }
-}
-
-/// Records every event of `out` (the recorder locked once) and hands back the
-/// other effects, in order.
-fn record_first(shared: &Shared, now: Nanos, out: &mut Out) -> Vec<Effect> {
-    let mut effects = Vec::new();
-    let mut recorder = None;
-    for effect in out.drain() {
-        match effect {
-            Effect::Record(kind) => recorder
-                .get_or_insert_with(|| shared.recorder.lock().expect("recorder poisoned"))
-                .record(crate::protocol::seconds(now), kind),
-            other => effects.push(other),
-        }
-    }
-    effects
 }
 
 /// Runs a handler, turning a panic into the runtime's crash report.
