@@ -24,6 +24,7 @@ mod journal;
 mod order;
 mod recover;
 mod runtime;
+mod timers;
 mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,7 +32,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ractor::ActorRef;
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::durable::{Gate, LogFile};
@@ -46,6 +46,7 @@ pub(crate) use recover::resumed_clock;
 pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
+pub(crate) use timers::Timers;
 
 use agent::AgentMail;
 
@@ -244,8 +245,8 @@ impl AnswererRef {
     }
 }
 
-/// Where an actor's timers run: a task each ([`Timers`], agents and answerers)
-/// or the broker's [`wheel::Wheel`].
+/// Where an actor's timers run: one sleeper per actor ([`Timers`], agents and
+/// answerers) or the broker's [`wheel::Wheel`].
 pub(crate) trait TimerSink {
     /// Starts timer `id`: `envelope` goes out `after` nanoseconds from now.
     fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool);
@@ -253,57 +254,6 @@ pub(crate) trait TimerSink {
     fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId);
     /// Cancels every timer (the actor stops).
     fn cancel_all(&mut self, shared: &Arc<Shared>);
-}
-
-/// One actor's running timers, a task each.
-#[derive(Default)]
-pub(crate) struct Timers {
-    running: HashMap<TimerId, AbortHandle>,
-    swept_at: usize,
-}
-
-impl TimerSink for Timers {
-    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
-        struct Due(Option<Arc<AtomicI64>>);
-        impl Drop for Due {
-            fn drop(&mut self) {
-                if let Some(due) = &self.0 {
-                    due.fetch_sub(1, Ordering::SeqCst);
-                }
-            }
-        }
-        let due = (!fault).then(|| {
-            shared.due.fetch_add(1, Ordering::SeqCst);
-            Due(Some(shared.due.clone()))
-        });
-        let shared_for_task = shared.clone();
-        shared.counts.task();
-        let task = tokio::spawn(async move {
-            let _due = due;
-            tokio::select! {
-                biased;
-                _ = shared_for_task.epoch.cancelled() => {}
-                _ = tokio::time::sleep(std::time::Duration::from_nanos(after)) => shared_for_task.route(envelope),
-            }
-        });
-        self.running.insert(id, task.abort_handle());
-        if self.running.len() > 2 * self.swept_at.max(64) {
-            self.running.retain(|_, task| !task.is_finished());
-            self.swept_at = self.running.len();
-        }
-    }
-
-    fn cancel(&mut self, _: &Arc<Shared>, id: TimerId) {
-        if let Some(task) = self.running.remove(&id) {
-            task.abort();
-        }
-    }
-
-    fn cancel_all(&mut self, _: &Arc<Shared>) {
-        for (_, task) in self.running.drain() {
-            task.abort();
-        }
-    }
 }
 
 /// What an actor's effects may need from the actor itself.
