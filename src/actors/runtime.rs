@@ -221,6 +221,28 @@ fn new_log(config: &LogConfig, header: &LogHeader) -> Result<LogFile, StartError
     LogFile::create(&config.path, header, config.sync).map_err(|e| error(e.to_string()))
 }
 
+/// The broker's waterfall as `answerers` make it up, the built-in answerers'
+/// streams drawn from `seed`.
+fn slots(answerers: Vec<AnswererSlot>, seed: u64) -> Vec<Slot> {
+    answerers
+        .into_iter()
+        .enumerate()
+        .map(|(index, slot)| match slot {
+            AnswererSlot::Policy { name, policy } => {
+                let stream = answerer_stream(seed, index);
+                Slot::Machine(Box::new(PolicyAnswerer::new(
+                    index,
+                    name.as_str().into(),
+                    policy,
+                    stream,
+                )))
+            }
+            AnswererSlot::Machine { machine, .. } => Slot::Machine(machine),
+            AnswererSlot::Actor { actor, .. } => Slot::User(actor),
+        })
+        .collect()
+}
+
 /// A running runtime: a broker, its answerers and the agents spawned on it.
 /// Cheap to clone.
 #[derive(Clone)]
@@ -273,24 +295,7 @@ impl Runtime {
             offer_timeout_s: config.offer_timeout_s,
             limits: config.limits,
         })?;
-        let slots = config
-            .answerers
-            .into_iter()
-            .enumerate()
-            .map(|(index, slot)| match slot {
-                AnswererSlot::Policy { name, policy } => {
-                    let stream = answerer_stream(config.seed, index);
-                    Slot::Machine(Box::new(PolicyAnswerer::new(
-                        index,
-                        name.as_str().into(),
-                        policy,
-                        stream,
-                    )))
-                }
-                AnswererSlot::Machine { machine, .. } => Slot::Machine(machine),
-                AnswererSlot::Actor { actor, .. } => Slot::User(actor),
-            })
-            .collect();
+        let slots = slots(config.answerers, config.seed);
         let log = continuity.log.clone();
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| Shared {
             gate: log.as_ref().map(|log| {
