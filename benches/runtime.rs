@@ -3,6 +3,7 @@
 //! the measured closures.
 
 mod baseline;
+mod floor;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -112,6 +113,33 @@ fn waterfall_depth(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Messages per burst of the floor's one-way benches.
+const FLOOR_BURST: u64 = 1_000;
+
+/// The floor (issue #23): a bare ractor request/reply and one-way send beside
+/// the same on plain tokio, on the runtime flavour of `round_trip`.
+fn floor(c: &mut Criterion) {
+    let mut group = c.benchmark_group("floor");
+    let rt = current_thread(false);
+    let actor = rt.block_on(floor::start_actor());
+    let task = rt.block_on(async { floor::FloorTask::start() });
+    group.bench_function("ractor_call", |b| {
+        b.iter(|| rt.block_on(async { black_box(floor::actor_call(&actor).await) }))
+    });
+    group.bench_function("tokio_call", |b| {
+        b.iter(|| rt.block_on(async { black_box(task.call().await) }))
+    });
+    group.throughput(Throughput::Elements(FLOOR_BURST));
+    group.bench_function("ractor_cast", |b| {
+        b.iter(|| rt.block_on(async { black_box(floor::actor_casts(&actor, FLOOR_BURST).await) }))
+    });
+    group.bench_function("tokio_cast", |b| {
+        b.iter(|| rt.block_on(async { black_box(task.casts(FLOOR_BURST).await) }))
+    });
+    group.finish();
+    actor.stop(None);
 }
 
 /// Calls per iteration of the throughput bench.
@@ -304,6 +332,6 @@ fn virtual_speed(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
-    targets = round_trip, waterfall_depth, pending_throughput, pending_throughput_every, virtual_speed
+    targets = floor, round_trip, waterfall_depth, pending_throughput, pending_throughput_every, virtual_speed
 }
 criterion_main!(benches);

@@ -162,6 +162,18 @@ impl Out {
         self.effects.push(Effect::Finished { agent, final_result });
     }
 
+    /// Takes the events recorded, in the order they were made, and leaves the
+    /// other effects in theirs (an executor records a handler's events before
+    /// it carries out the rest). Drop it only once it is exhausted.
+    pub fn take_records(&mut self) -> impl Iterator<Item = EventKind> + '_ {
+        self.effects
+            .extract_if(.., |effect| matches!(effect, Effect::Record(_)))
+            .map(|effect| match effect {
+                Effect::Record(kind) => kind,
+                _ => unreachable!("only records are extracted"),
+            })
+    }
+
     /// Takes the effects, in the order they were made.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.effects.drain(..)

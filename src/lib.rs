@@ -95,8 +95,8 @@ pub mod tool;
 pub mod wire;
 
 pub use actors::{
-    AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, StartError,
-    panic_message,
+    AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, RuntimeCounts,
+    StartError, panic_message,
 };
 pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};
 pub use durable::{LogConfig, SyncPolicy};

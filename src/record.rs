@@ -111,6 +111,11 @@ impl Recorder {
         self.file = Some(sink);
     }
 
+    /// Whether event lines go to a sink (a durable log file).
+    pub fn has_sink(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Takes back an event the log already holds (read back from its file, as
     /// `line`): it counts, hashes and folds as if recorded now, and is not
     /// written again. Events must come in `seq` order, before any new one.

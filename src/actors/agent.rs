@@ -67,6 +67,7 @@ impl AgentShell {
 /// Tells the broker when `token` fires, unless the runtime dies first.
 fn watch(shared: &Arc<Shared>, agent: AgentId, token: &CancellationToken, turn: Turn) {
     let (shared, token) = (shared.clone(), token.clone());
+    shared.counts.task();
     tokio::spawn(async move {
         tokio::select! {
             biased;
@@ -237,9 +238,19 @@ impl AgentHandle {
     }
 
     fn tell(&self, msg: AgentMsg) -> bool {
-        self.actor
-            .send_message(AgentMail::Core { msg, counted: false })
-            .is_ok()
+        self.mail(AgentMail::Core { msg, counted: false })
+    }
+
+    /// Sends the agent `mail` from this handle (counted, [`super::RuntimeCounts`]).
+    fn mail(&self, mail: AgentMail) -> bool {
+        self.runtime.shared().counts.agent_mail(&mail);
+        self.actor.send_message(mail).is_ok()
+    }
+
+    /// A oneshot channel, counted.
+    fn oneshot<T>(&self) -> (oneshot::Sender<T>, oneshot::Receiver<T>) {
+        self.runtime.shared().counts.oneshot();
+        oneshot::channel()
     }
 
     /// Makes an `ask_user_question` call with the model's raw JSON arguments and
@@ -250,8 +261,8 @@ impl AgentHandle {
     }
 
     async fn ask_in(&self, arguments: &str, span: tracing::Span) -> CallOutcome {
-        let (numbered, numbered_rx) = oneshot::channel();
-        let (result, result_rx) = oneshot::channel();
+        let (numbered, numbered_rx) = self.oneshot();
+        let (result, result_rx) = self.oneshot();
         let msg = AgentMsg::Call {
             arguments: arguments.to_owned(),
             reply: CallReply { numbered, result },
@@ -293,8 +304,10 @@ impl AgentHandle {
     }
 
     async fn token(&self, new: bool) -> Option<(CancellationToken, Turn)> {
-        let (reply, rx) = oneshot::channel();
-        self.actor.send_message(AgentMail::Token { new, reply }).ok()?;
+        let (reply, rx) = self.oneshot();
+        if !self.mail(AgentMail::Token { new, reply }) {
+            return None;
+        }
         rx.await.ok()
     }
 
@@ -321,7 +334,7 @@ impl AgentHandle {
     /// withdrawal). Only calls that went `pending` ever close this way; the
     /// message, if any, is read with [`AgentHandle::user_messages`].
     pub async fn closed(&self, call_id: &str) {
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = self.oneshot();
         if self.tell(AgentMsg::AwaitClosed {
             call_id: call_id.to_owned(),
             reply,
@@ -334,7 +347,7 @@ impl AgentHandle {
     /// log, once their lines are durable: a message handed out here is never
     /// delivered again after a crash).
     pub async fn user_messages(&self) -> Vec<String> {
-        let (reply, rx) = oneshot::channel();
+        let (reply, rx) = self.oneshot();
         if !self.tell(AgentMsg::Messages(reply)) {
             return Vec::new();
         }

@@ -19,9 +19,12 @@
 mod agent;
 mod answerer;
 mod broker;
+mod counts;
+mod journal;
 mod order;
 mod recover;
 mod runtime;
+mod timers;
 mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,20 +32,21 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ractor::ActorRef;
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::durable::{Gate, LogFile};
 use crate::effect::{Effect, Out, Spawn, TimerId};
 use crate::protocol::{AgentId, AnswererInput, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
-use crate::record::Recorder;
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
+pub use counts::RuntimeCounts;
+pub(crate) use journal::Journal;
 pub(crate) use recover::resumed_clock;
 pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
+pub(crate) use timers::Timers;
 
 use agent::AgentMail;
 
@@ -53,7 +57,7 @@ pub(crate) struct Shared {
     names: Mutex<BTreeMap<Name, AgentId>>,
     /// The waterfall's actors.
     answerers: OnceLock<Vec<AnswererRef>>,
-    recorder: Arc<Mutex<Recorder>>,
+    recorder: Arc<Journal>,
     /// The run's start (shared across restarts): every `t` counts from it.
     start: tokio::time::Instant,
     /// Messages the runtime's actors sent and have not handled yet.
@@ -72,6 +76,8 @@ pub(crate) struct Shared {
     stamps: Mutex<order::Stamps>,
     /// The durable log, when the runtime has one.
     log: Option<LogFile>,
+    /// What the runtime did, counted.
+    counts: counts::Counters,
     /// What leaves the process waits here for its lines (with a log).
     gate: Option<Arc<Gate<Envelope>>>,
 }
@@ -94,6 +100,7 @@ impl Shared {
     /// counted). What goes to an agent or an answerer passes the write-ahead
     /// gate when there is a log.
     fn route(&self, envelope: Envelope) {
+        self.counts.message(&envelope);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         match (&self.gate, &envelope) {
             (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => gate.pass(envelope),
@@ -238,8 +245,8 @@ impl AnswererRef {
     }
 }
 
-/// Where an actor's timers run: a task each ([`Timers`], agents and answerers)
-/// or the broker's [`wheel::Wheel`].
+/// Where an actor's timers run: one sleeper per actor ([`Timers`], agents and
+/// answerers) or the broker's [`wheel::Wheel`].
 pub(crate) trait TimerSink {
     /// Starts timer `id`: `envelope` goes out `after` nanoseconds from now.
     fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool);
@@ -247,56 +254,6 @@ pub(crate) trait TimerSink {
     fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId);
     /// Cancels every timer (the actor stops).
     fn cancel_all(&mut self, shared: &Arc<Shared>);
-}
-
-/// One actor's running timers, a task each.
-#[derive(Default)]
-pub(crate) struct Timers {
-    running: HashMap<TimerId, AbortHandle>,
-    swept_at: usize,
-}
-
-impl TimerSink for Timers {
-    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
-        struct Due(Option<Arc<AtomicI64>>);
-        impl Drop for Due {
-            fn drop(&mut self) {
-                if let Some(due) = &self.0 {
-                    due.fetch_sub(1, Ordering::SeqCst);
-                }
-            }
-        }
-        let due = (!fault).then(|| {
-            shared.due.fetch_add(1, Ordering::SeqCst);
-            Due(Some(shared.due.clone()))
-        });
-        let shared_for_task = shared.clone();
-        let task = tokio::spawn(async move {
-            let _due = due;
-            tokio::select! {
-                biased;
-                _ = shared_for_task.epoch.cancelled() => {}
-                _ = tokio::time::sleep(std::time::Duration::from_nanos(after)) => shared_for_task.route(envelope),
-            }
-        });
-        self.running.insert(id, task.abort_handle());
-        if self.running.len() > 2 * self.swept_at.max(64) {
-            self.running.retain(|_, task| !task.is_finished());
-            self.swept_at = self.running.len();
-        }
-    }
-
-    fn cancel(&mut self, _: &Arc<Shared>, id: TimerId) {
-        if let Some(task) = self.running.remove(&id) {
-            task.abort();
-        }
-    }
-
-    fn cancel_all(&mut self, _: &Arc<Shared>) {
-        for (_, task) in self.running.drain() {
-            task.abort();
-        }
-    }
 }
 
 /// What an actor's effects may need from the actor itself.
@@ -319,9 +276,9 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
     timers: &mut T,
     host: &mut H,
 ) {
-    let now = out.now();
-    let effects = record_first(shared, now, out);
-    for effect in effects {
+    let t = crate::protocol::seconds(out.now());
+    shared.recorder.record(t, out.take_records());
+    for effect in out.drain() {
         match effect {
             Effect::Send(envelope) => {
                 host.before_send(shared, &envelope);
@@ -343,22 +300,6 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             }
         }
     }
-}
-
-/// Records every event of `out` (the recorder locked once) and hands back the
-/// other effects, in order.
-fn record_first(shared: &Shared, now: Nanos, out: &mut Out) -> Vec<Effect> {
-    let mut effects = Vec::new();
-    let mut recorder = None;
-    for effect in out.drain() {
-        match effect {
-            Effect::Record(kind) => recorder
-                .get_or_insert_with(|| shared.recorder.lock().expect("recorder poisoned"))
-                .record(crate::protocol::seconds(now), kind),
-            other => effects.push(other),
-        }
-    }
-    effects
 }
 
 /// Runs a handler, turning a panic into the runtime's crash report.

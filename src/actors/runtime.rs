@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::{AgentArgs, AgentMail};
 use super::broker::{BrokerActor, BrokerArgs, Slot};
-use super::{AgentHandle, Shared};
+use super::{AgentHandle, Journal, Shared};
 use crate::agent::{AgentSetup, AgentState};
 use crate::answerer::{Answerer, PolicyAnswerer};
 use crate::broker::{BrokerConfig, BrokerState};
@@ -147,23 +147,23 @@ pub enum StartError {
 /// The recorded events of a runtime (none kept when it was started with
 /// [`Runtime::start_without_events`]: then only the count).
 #[derive(Clone)]
-pub struct EventLog(Arc<Mutex<Recorder>>);
+pub struct EventLog(Arc<Journal>);
 
 impl EventLog {
     /// Every event so far.
     pub fn snapshot(&self) -> Vec<Event> {
-        self.0.lock().expect("recorder poisoned").events().to_vec()
+        self.0.lock().events().to_vec()
     }
 
     /// Moves every event out, leaving the kept list empty (the hashes and the
     /// count go on).
     pub fn take(&self) -> Vec<Event> {
-        self.0.lock().expect("recorder poisoned").take_events()
+        self.0.lock().take_events()
     }
 
     /// How many events so far.
     pub fn len(&self) -> u64 {
-        self.0.lock().expect("recorder poisoned").len()
+        self.0.lock().len()
     }
 
     /// Whether none was recorded.
@@ -176,7 +176,7 @@ impl EventLog {
 /// the clock, the recorder, the agent ids, the final results and any crash.
 #[derive(Clone)]
 pub(crate) struct Continuity {
-    pub recorder: Arc<Mutex<Recorder>>,
+    pub recorder: Arc<Journal>,
     pub start: tokio::time::Instant,
     pub next_agent: Arc<AtomicU64>,
     pub finals: Arc<Mutex<BTreeMap<String, crate::effect::FinalResult>>>,
@@ -188,7 +188,7 @@ pub(crate) struct Continuity {
 impl Continuity {
     pub fn new(recorder: Recorder) -> Continuity {
         Continuity {
-            recorder: Arc::new(Mutex::new(recorder)),
+            recorder: Arc::new(Journal::new(recorder)),
             start: tokio::time::Instant::now(),
             next_agent: Arc::new(AtomicU64::new(0)),
             finals: Arc::new(Mutex::new(BTreeMap::new())),
@@ -219,6 +219,28 @@ fn new_log(config: &LogConfig, header: &LogHeader) -> Result<LogFile, StartError
         ));
     }
     LogFile::create(&config.path, header, config.sync).map_err(|e| error(e.to_string()))
+}
+
+/// The broker's waterfall as `answerers` make it up, the built-in answerers'
+/// streams drawn from `seed`.
+fn slots(answerers: Vec<AnswererSlot>, seed: u64) -> Vec<Slot> {
+    answerers
+        .into_iter()
+        .enumerate()
+        .map(|(index, slot)| match slot {
+            AnswererSlot::Policy { name, policy } => {
+                let stream = answerer_stream(seed, index);
+                Slot::Machine(Box::new(PolicyAnswerer::new(
+                    index,
+                    name.as_str().into(),
+                    policy,
+                    stream,
+                )))
+            }
+            AnswererSlot::Machine { machine, .. } => Slot::Machine(machine),
+            AnswererSlot::Actor { actor, .. } => Slot::User(actor),
+        })
+        .collect()
 }
 
 /// A running runtime: a broker, its answerers and the agents spawned on it.
@@ -273,24 +295,7 @@ impl Runtime {
             offer_timeout_s: config.offer_timeout_s,
             limits: config.limits,
         })?;
-        let slots = config
-            .answerers
-            .into_iter()
-            .enumerate()
-            .map(|(index, slot)| match slot {
-                AnswererSlot::Policy { name, policy } => {
-                    let stream = answerer_stream(config.seed, index);
-                    Slot::Machine(Box::new(PolicyAnswerer::new(
-                        index,
-                        name.as_str().into(),
-                        policy,
-                        stream,
-                    )))
-                }
-                AnswererSlot::Machine { machine, .. } => Slot::Machine(machine),
-                AnswererSlot::Actor { actor, .. } => Slot::User(actor),
-            })
-            .collect();
+        let slots = slots(config.answerers, config.seed);
         let log = continuity.log.clone();
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| Shared {
             gate: log.as_ref().map(|log| {
@@ -317,6 +322,7 @@ impl Runtime {
             crashed: continuity.crashed,
             shutting_down: AtomicBool::new(false),
             stamps: Mutex::new(Default::default()),
+            counts: Default::default(),
         });
         let args = BrokerArgs {
             shared: shared.clone(),
@@ -394,6 +400,7 @@ impl Runtime {
     ) -> Result<AgentHandle, SpawnError> {
         let shared = &self.inner.shared;
         let (id, name, turn) = (state.id(), state.name().clone(), state.turn().clone());
+        shared.counts.oneshot();
         let (registered, registered_rx) = oneshot::channel();
         let args = AgentArgs {
             shared: shared.clone(),
@@ -459,12 +466,11 @@ impl Runtime {
         for (call_id, message) in redeliver {
             state.redeliver(call_id, message, &mut out);
         }
-        for effect in out.drain() {
-            if let crate::effect::Effect::Record(kind) = effect {
-                let mut recorder = shared.recorder.lock().expect("recorder poisoned");
-                recorder.record(crate::protocol::seconds(now), kind);
-            }
-        }
+        let events = out.drain().filter_map(|effect| match effect {
+            crate::effect::Effect::Record(kind) => Some(kind),
+            _ => None,
+        });
+        shared.recorder.record(crate::protocol::seconds(now), events);
         let args = AgentArgs {
             shared: shared.clone(),
             state,
@@ -514,6 +520,7 @@ impl Runtime {
 
     /// The broker's open calls now.
     pub async fn status(&self) -> BrokerStatus {
+        self.inner.shared.counts.oneshot();
         let (reply, rx) = oneshot::channel();
         self.send(BrokerMsg::Status(reply));
         rx.await.unwrap_or_default()
@@ -540,6 +547,17 @@ impl Runtime {
         self.inner.shared.tool
     }
 
+    /// What the runtime did so far, counted: messages by kind, tasks, oneshots,
+    /// recorder and journal locks (for tests and benches of its cost).
+    pub fn counts(&self) -> super::RuntimeCounts {
+        let shared = &self.inner.shared;
+        shared.counts.read(shared.recorder.path_counts())
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
     /// The recorded events.
     pub fn events(&self) -> EventLog {
         EventLog(self.inner.shared.recorder.clone())
@@ -559,7 +577,7 @@ impl Runtime {
         let Some(log) = self.log() else {
             return Ok(None);
         };
-        let recorder = self.inner.shared.recorder.lock().expect("recorder poisoned");
+        let recorder = self.inner.shared.recorder.lock();
         crate::durable::compact_live(&recorder, log).map(Some)
     }
 
@@ -570,6 +588,7 @@ impl Runtime {
         let Some(log) = self.log() else {
             return;
         };
+        self.inner.shared.counts.oneshot();
         let (reply, rx) = oneshot::channel();
         if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
             let _ = rx.await;
@@ -603,6 +622,7 @@ impl Runtime {
         else {
             return false;
         };
+        shared.counts.oneshot();
         let (reply, rx) = oneshot::channel();
         let _ = actor.send_message(AgentMail::Token { new: false, reply });
         if let Ok((token, turn)) = rx.await {

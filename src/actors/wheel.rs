@@ -128,6 +128,7 @@ impl Wheel {
         }
         let shared_for_task = shared.clone();
         let wake_at = shared.start + std::time::Duration::from_nanos(earliest);
+        shared.counts.task();
         let task = tokio::spawn(async move {
             tokio::select! {
                 biased;
@@ -146,6 +147,7 @@ fn wake(shared: &Shared) {
     };
     let mut stamps = shared.stamps.lock().expect("stamps poisoned");
     stamps.push_wake(shared.now());
+    shared.counts.broker(&BrokerMsg::Wake);
     if broker.send_message(wake_mail()).is_err() {
         stamps.pop_wake_back();
     }

@@ -247,25 +247,12 @@ impl ActorBroker {
                 what,
                 reason,
                 ..
-            } => {
-                let ticket = match paired {
-                    Some(Effect::Send(Envelope::Answerer(
-                        _,
-                        AnswererInput::Broker(AnswererMsg::Withdraw { ticket }),
-                    )))
-                    | Some(Effect::Send(Envelope::Answerer(
-                        _,
-                        AnswererInput::Broker(AnswererMsg::Refused { ticket, .. }),
-                    ))) => ticket,
-                    _ => return None,
-                };
-                BrokerEffect::Refused {
-                    answerer,
-                    ticket,
-                    what,
-                    reason,
-                }
-            }
+            } => BrokerEffect::Refused {
+                answerer,
+                ticket: refused_ticket(paired)?,
+                what,
+                reason,
+            },
             EventKind::LateAnswer {
                 call_id,
                 answers,
@@ -350,6 +337,21 @@ fn pairs(event: &EventKind, next: &Effect) -> bool {
             Effect::Send(Envelope::Agent(_, AgentMsg::Closed { call_id: closed, .. })),
         ) => call_id == closed,
         _ => false,
+    }
+}
+
+/// The ticket of the withdrawal or refusal that carried a refusal, if one did.
+fn refused_ticket(paired: Option<Effect>) -> Option<Ticket> {
+    match paired {
+        Some(Effect::Send(Envelope::Answerer(
+            _,
+            AnswererInput::Broker(AnswererMsg::Withdraw { ticket }),
+        )))
+        | Some(Effect::Send(Envelope::Answerer(
+            _,
+            AnswererInput::Broker(AnswererMsg::Refused { ticket, .. }),
+        ))) => Some(ticket),
+        _ => None,
     }
 }
 

@@ -97,10 +97,7 @@ fn block_on<V>(seed: u64, driver: Driver<'_>) -> (Output<V>, std::io::Result<()>
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(tokio) => tokio,
         Err(error) => {
-            let recorder = std::mem::replace(
-                &mut *driver.continuity.recorder.lock().expect("recorder poisoned"),
-                placeholder(),
-            );
+            let recorder = std::mem::replace(&mut *driver.continuity.recorder.lock(), placeholder());
             return (empty_output(seed, recorder), Err(error));
         }
     };
@@ -217,11 +214,7 @@ impl<'s> Driver<'s> {
 
     fn record(&self, kind: EventKind) {
         let t = self.now_s();
-        self.continuity
-            .recorder
-            .lock()
-            .expect("recorder poisoned")
-            .record(t, kind);
+        self.continuity.recorder.lock().record(t, kind);
     }
 
     async fn drive<V>(mut self) -> (Output<V>, std::io::Result<()>) {
@@ -302,10 +295,7 @@ impl<'s> Driver<'s> {
         limit: Option<Limit>,
         broker: crate::protocol::BrokerStatus,
     ) -> (Output<V>, std::io::Result<()>) {
-        let mut recorder = std::mem::replace(
-            &mut *self.continuity.recorder.lock().expect("recorder poisoned"),
-            placeholder(),
-        );
+        let mut recorder = std::mem::replace(&mut *self.continuity.recorder.lock(), placeholder());
         let virtual_s = recorder.last_t();
         let limit = limit.or(recorder.overflowed().then_some(Limit::EventsMax));
         let crashed = self
@@ -363,11 +353,7 @@ impl<'s> Driver<'s> {
     }
 
     fn overflowed(&self) -> bool {
-        self.continuity
-            .recorder
-            .lock()
-            .expect("recorder poisoned")
-            .overflowed()
+        self.continuity.recorder.lock().overflowed()
     }
 
     fn crashed(&self) -> bool {
@@ -393,7 +379,7 @@ impl<'s> Driver<'s> {
             if self.now_s() > self.scenario.limits.virtual_s_max {
                 return Some(Limit::VirtualSMax);
             }
-            let events = self.continuity.recorder.lock().expect("recorder poisoned").len();
+            let events = self.continuity.recorder.lock().len();
             let (in_flight, due) = runtime.in_flight();
             let idle = in_flight <= 0 && due <= 0;
             quiet = if idle && events == seen { quiet + 1 } else { 0 };
@@ -474,7 +460,7 @@ impl<'s> Driver<'s> {
         let recovery =
             crate::sim::engine::log_file::recover_log(self.scenario, self.seed, log.path(), log.policy())?;
         debug_assert!(!recovery.crashed, "a scheduled loss is on the log already");
-        *self.continuity.recorder.lock().expect("recorder poisoned") = recovery.recorder;
+        *self.continuity.recorder.lock() = recovery.recorder;
         self.continuity.log = Some(recovery.log);
         Ok(())
     }
@@ -486,7 +472,7 @@ impl<'s> Driver<'s> {
         let recovered = matches!(kind, EventKind::Restart { recovered: true, .. });
         self.record(kind);
         let (mut plan, known) = {
-            let recorder = self.continuity.recorder.lock().expect("recorder poisoned");
+            let recorder = self.continuity.recorder.lock();
             let known: BTreeSet<String> = recorder.projection().agents.keys().cloned().collect();
             (crate::restart::plan(recorder.projection()), known)
         };

@@ -1,0 +1,284 @@
+//! The runtime's recorder as every actor reaches it (issue #23). With no log
+//! file, recording is off the actors' path: a handler's events go into a queue
+//! under a short lock, in the order handlers record them, and a thread of the
+//! journal's own serialises, hashes, folds and keeps them, in that order. Every
+//! reader locks the recorder through [`Journal::lock`], which first records what
+//! is queued, so what a reader sees is exactly what the recorder would hold had
+//! each event been recorded in place. With a log file every event is recorded
+//! in place, under the lock, before the handler's sends go: the write-ahead
+//! gate reads the file's last appended line when a send passes it (SPEC §4.1).
+//!
+//! It never decides what is recorded or in what order: only where the work is
+//! done.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::event::EventKind;
+use crate::record::Recorder;
+
+/// How long the journal's thread waits for more events after it caught up
+/// before it sleeps until woken (a wake-up costs the recording actor a
+/// syscall; a short linger saves one per event under load).
+const LINGER: Duration = Duration::from_micros(200);
+
+/// The recorder, and the queue in front of it when there is one.
+pub(crate) struct Journal {
+    core: Arc<Core>,
+    /// Recorder locks taken by an actor recording in place.
+    locks: AtomicU64,
+    /// Queue locks taken by an actor recording.
+    pushes: AtomicU64,
+}
+
+struct Core {
+    recorder: Mutex<Recorder>,
+    queue: Option<Queue>,
+}
+
+struct Queue {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    events: Vec<(f64, EventKind)>,
+    /// An emptied batch, its room kept for the next one.
+    spare: Vec<(f64, EventKind)>,
+    /// The thread sleeps until woken.
+    idle: bool,
+    /// The journal is gone: the thread records what is left and ends.
+    closed: bool,
+}
+
+impl Journal {
+    /// A journal of `recorder`: queued (with a thread of its own) unless the
+    /// recorder writes a log file, or no thread can be started.
+    pub(crate) fn new(recorder: Recorder) -> Journal {
+        let queued = !recorder.has_sink();
+        let core = Arc::new(Core {
+            recorder: Mutex::new(recorder),
+            queue: queued.then(|| Queue {
+                pending: Mutex::new(Pending::default()),
+                wake: Condvar::new(),
+            }),
+        });
+        let core = match core.queue.is_some() {
+            true => start_thread(core),
+            false => core,
+        };
+        Journal {
+            core,
+            locks: AtomicU64::new(0),
+            pushes: AtomicU64::new(0),
+        }
+    }
+
+    /// Recorder locks and queue locks taken by actors recording, so far.
+    pub(crate) fn path_counts(&self) -> (u64, u64) {
+        (
+            self.locks.load(Ordering::Relaxed),
+            self.pushes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The recorder, with every queued event recorded.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Recorder> {
+        self.core.lock()
+    }
+
+    /// Records `events` at `t` seconds, in order, after everything recorded
+    /// before: queued, or in place (the recorder locked once).
+    pub(crate) fn record(&self, t: f64, events: impl IntoIterator<Item = EventKind>) {
+        let mut events = events.into_iter().peekable();
+        if events.peek().is_none() {
+            return;
+        }
+        match &self.core.queue {
+            Some(queue) => {
+                self.pushes.fetch_add(1, Ordering::Relaxed);
+                let mut pending = queue.pending.lock().expect("journal poisoned");
+                pending.events.extend(events.map(|kind| (t, kind)));
+                if pending.idle {
+                    pending.idle = false;
+                    queue.wake.notify_one();
+                }
+            }
+            None => {
+                self.locks.fetch_add(1, Ordering::Relaxed);
+                let mut recorder = self.lock();
+                events.for_each(|kind| recorder.record(t, kind));
+            }
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if let Some(queue) = &self.core.queue {
+            let mut pending = queue.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.closed = true;
+            queue.wake.notify_one();
+        }
+    }
+}
+
+impl Core {
+    fn lock(&self) -> MutexGuard<'_, Recorder> {
+        let mut recorder = self.recorder.lock().expect("recorder poisoned");
+        self.drain(&mut recorder);
+        recorder
+    }
+
+    /// Records what is queued (the recorder locked by the caller, so two
+    /// drains never interleave); how many events that was.
+    fn drain(&self, recorder: &mut Recorder) -> usize {
+        let Some(queue) = &self.queue else {
+            return 0;
+        };
+        let mut batch = {
+            let mut pending = queue.pending.lock().expect("journal poisoned");
+            let spare = std::mem::take(&mut pending.spare);
+            std::mem::replace(&mut pending.events, spare)
+        };
+        let n = batch.len();
+        for (t, kind) in batch.drain(..) {
+            recorder.record(t, kind);
+        }
+        let mut pending = queue.pending.lock().expect("journal poisoned");
+        if pending.spare.capacity() < batch.capacity() {
+            pending.spare = batch;
+        }
+        n
+    }
+}
+
+/// Starts the journal's thread; without one (the system refused a thread),
+/// a journal that records in place.
+fn start_thread(core: Arc<Core>) -> Arc<Core> {
+    let for_thread = core.clone();
+    let started = std::thread::Builder::new()
+        .name("asksim-journal".into())
+        .spawn(move || run(&for_thread));
+    match started {
+        Ok(_) => core,
+        Err(_) => {
+            let recorder = Arc::into_inner(core)
+                .map(|core| core.recorder.into_inner().expect("recorder poisoned"))
+                .expect("the thread that was not started holds no journal");
+            Arc::new(Core {
+                recorder: Mutex::new(recorder),
+                queue: None,
+            })
+        }
+    }
+}
+
+/// The journal's thread: records what is queued until the journal is gone.
+fn run(core: &Core) {
+    let queue = core.queue.as_ref().expect("a queued journal");
+    loop {
+        let recorded = core.drain(&mut core.recorder.lock().expect("recorder poisoned"));
+        let mut pending = queue.pending.lock().expect("journal poisoned");
+        if !pending.events.is_empty() {
+            continue;
+        }
+        if pending.closed {
+            return;
+        }
+        if recorded > 0 {
+            pending = queue
+                .wake
+                .wait_timeout(pending, LINGER)
+                .expect("journal poisoned")
+                .0;
+            if !pending.events.is_empty() || pending.closed {
+                continue;
+            }
+        }
+        pending.idle = true;
+        let _woken = queue
+            .wake
+            .wait_while(pending, |p| p.idle && !p.closed)
+            .expect("journal poisoned");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::{LogHeader, LogSink};
+
+    fn stop(agent: String) -> EventKind {
+        EventKind::Stop { agent: agent.into() }
+    }
+
+    /// Every event recorded from two threads is there when read, each thread's
+    /// in its order, the same as recorded in place would give.
+    #[test]
+    fn a_reader_sees_every_queued_event_in_order() {
+        let journal = Arc::new(Journal::new(Recorder::new(
+            &LogHeader::real("t", 1),
+            u64::MAX,
+            true,
+        )));
+        assert!(journal.core.queue.is_some());
+        let threads: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let journal = journal.clone();
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        journal.record(i as f64, [stop(format!("{name}{i}"))]);
+                    }
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .for_each(|t| t.join().expect("a recording thread"));
+        let recorder = journal.lock();
+        assert_eq!(recorder.len(), 1000);
+        for name in ["a", "b"] {
+            let mine: Vec<String> = recorder
+                .events()
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::Stop { agent } if agent.starts_with(name) => Some(agent.to_string()),
+                    _ => None,
+                })
+                .collect();
+            let expected: Vec<String> = (0..500).map(|i| format!("{name}{i}")).collect();
+            assert_eq!(mine, expected);
+        }
+    }
+
+    struct Lines(Arc<Mutex<u64>>);
+
+    impl LogSink for Lines {
+        fn append(&mut self, seq: u64, _: &[u8]) -> std::io::Result<()> {
+            *self.0.lock().unwrap() = seq;
+            Ok(())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// With a log file each event is written before `record` returns (the
+    /// write-ahead gate reads the file's last line when a send passes it).
+    #[test]
+    fn with_a_log_file_an_event_is_written_before_record_returns() {
+        let mut recorder = Recorder::new(&LogHeader::real("t", 1), u64::MAX, false);
+        let appended = Arc::new(Mutex::new(0));
+        recorder.sink_to(Box::new(Lines(appended.clone())));
+        let journal = Journal::new(recorder);
+        assert!(journal.core.queue.is_none());
+        for seq in 1..=3 {
+            journal.record(0.0, [stop("root".into())]);
+            assert_eq!(*appended.lock().unwrap(), seq);
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The cost of one call through the actor runtime, counted (issue #23): the
+//! messages its actors get (by kind), the tasks and oneshots it makes, the
+//! recorder's and the journal's locks on the actors' path, and the heap
+//! allocations, for one round trip (answered at once) and for one pending call
+//! (its window passes, then the late answer closes it). Each count is held to
+//! an upper bound the runtime meets today, so a change that adds a hop, a task
+//! or an allocation per call fails here; BENCHMARKS.md has the figures
+//! (`cargo test --release --test runtime_counts -- --nocapture` prints them).
+//!
+//! Paused time on a current-thread runtime: every actor runs on the test's own
+//! thread, so the thread's allocation count is the actors' path exactly (the
+//! journal's thread, which records off that path, is counted apart).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
+use asksim::tool::{Timeout, ToolConfig};
+use asksim::{AnswererSlot, Runtime, RuntimeConfig, RuntimeCounts};
+
+/// Counts every allocation, per thread and in all.
+struct Counting;
+
+static ALL: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static MINE: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    ALL.fetch_add(1, Ordering::Relaxed);
+    let _ = MINE.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call goes to the system allocator unchanged, with the caller's
+// own arguments, so each of its promises is the system allocator's; the only
+// addition is counting, which neither allocates (a const thread-local Cell has
+// no destructor to register, and `try_with` never panics) nor touches memory
+// handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn mine() -> u64 {
+    MINE.with(Cell::get)
+}
+
+const ARGS_5S: &str = r#"{"questions":[{"id":"go","question":"Proceed with the cleanup?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":5}"#;
+const ARGS_1S: &str = r#"{"questions":[{"id":"go","question":"Proceed with the cleanup?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":1}"#;
+
+/// Calls measured (after as many to warm up): counts are per call, rounded up.
+const CALLS: u64 = 50;
+
+fn answering_after(latency_s: f64) -> RuntimeConfig {
+    let policy = Policy {
+        accepts: Accepts::All,
+        offer_latency: Latency::Fixed(0.0),
+        latency: Latency::Fixed(latency_s),
+        answer: AnswerPolicy::Recommended,
+        hold_after_s: None,
+        crash_at_s: None,
+        crash_after_accepts: None,
+    };
+    RuntimeConfig {
+        tool: ToolConfig::timed(Timeout::Window(30.0)),
+        answerers: vec![AnswererSlot::Policy {
+            name: "yes".into(),
+            policy,
+        }],
+        ..RuntimeConfig::default()
+    }
+}
+
+/// What one call costs, on average over [`CALLS`].
+#[derive(Debug)]
+struct PerCall {
+    counts: RuntimeCounts,
+    messages: u64,
+    allocations: u64,
+    events: u64,
+}
+
+/// Runs `call` [`CALLS`] times to warm up, then [`CALLS`] times counted.
+async fn per_call<F: std::future::Future<Output = ()>>(runtime: &Runtime, call: impl Fn() -> F) -> PerCall {
+    for _ in 0..CALLS {
+        call().await;
+    }
+    let (before, events_before, allocations_before) = (runtime.counts(), runtime.events().len(), mine());
+    for _ in 0..CALLS {
+        call().await;
+    }
+    let allocations = mine() - allocations_before;
+    let events = runtime.events().len() - events_before;
+    let mut counts = runtime.counts().since(&before);
+    let per = |n: u64| n.div_ceil(CALLS);
+    counts.messages.values_mut().for_each(|n| *n = per(*n));
+    let messages = counts.messages_total();
+    counts.tasks = per(counts.tasks);
+    counts.oneshots = per(counts.oneshots);
+    counts.recorder_locks = per(counts.recorder_locks);
+    counts.queue_pushes = per(counts.queue_pushes);
+    PerCall {
+        counts,
+        messages,
+        allocations: per(allocations),
+        events: per(events),
+    }
+}
+
+/// Holds `got` to the bounds (messages, tasks, oneshots, allocations, events).
+fn within(what: &str, got: &PerCall, bounds: [u64; 5]) {
+    eprintln!("{what}: {got:#?}");
+    let figures = [
+        ("messages", got.messages),
+        ("tasks", got.counts.tasks),
+        ("oneshots", got.counts.oneshots),
+        ("allocations", got.allocations),
+        ("events", got.events),
+    ];
+    for ((name, n), bound) in figures.into_iter().zip(bounds) {
+        assert!(
+            n <= bound,
+            "{what}: {n} {name} per call, over the bound of {bound}"
+        );
+    }
+    // No log file: every event goes through the journal's queue, none locks
+    // the recorder on the actors' path.
+    assert_eq!(
+        got.counts.recorder_locks, 0,
+        "{what}: the recorder locked on the actors' path"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_round_trip_costs_no_more_than_it_does_today() {
+    let runtime = Runtime::start(answering_after(0.0)).await.expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let got = per_call(&runtime, || async {
+        let outcome = root.ask(ARGS_5S).await;
+        assert!(outcome.result.text.contains("answers"), "{}", outcome.result.text);
+    })
+    .await;
+    // Today: 6 messages (agent:Call, broker:Request, answerer:Offer,
+    // broker:Accept, broker:Submit, agent:Settled: an answer at once needs no
+    // timer), no task, 2 oneshots (the call's number and its result), 96
+    // allocations on the actors' path (108 with the recorder in place, before
+    // issue #23), 5 events.
+    within("round trip", &got, [6, 0, 2, 100, 5]);
+    runtime.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_pending_call_costs_no_more_than_it_does_today() {
+    let runtime = Runtime::start(answering_after(2.0)).await.expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let got = per_call(&runtime, || async {
+        let outcome = root.ask(ARGS_1S).await;
+        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+        root.closed(&outcome.call_id).await;
+    })
+    .await;
+    // Today: 10 messages (the round trip's, and broker:Wake for the window,
+    // answerer:Timer for the late answer, agent:AwaitClosed, agent:Closed), 1
+    // task (the broker's sleeper, armed again for each call as the calls here
+    // come one after another; the answerer's one sleeper serves every call,
+    // where a task per timer made 2 before issue #23), 3 oneshots, 115
+    // allocations on the actors' path (133 before issue #23), 7 events.
+    within("pending call", &got, [10, 1, 3, 120, 7]);
+    runtime.shutdown().await;
+}
+
+/// The counts fire: a bound under today's figure fails.
+#[test]
+#[should_panic(expected = "over the bound")]
+fn a_bound_under_the_figure_fails() {
+    let got = PerCall {
+        counts: RuntimeCounts::default(),
+        messages: 7,
+        allocations: 0,
+        events: 0,
+    };
+    within("planted", &got, [6, 0, 2, 100, 5]);
+}
+
+#[test]
+fn the_allocator_counts_this_thread() {
+    let before = mine();
+    let boxed = std::hint::black_box(Box::new([0u8; 64]));
+    assert_eq!(mine() - before, 1);
+    drop(boxed);
+}
