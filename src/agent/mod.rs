@@ -247,7 +247,14 @@ impl AgentState {
         if result.kind == ResultKind::Pending {
             self.pending.insert(call_id.clone());
         }
-        match self.waiting.remove(&call_id) {
+        let waiter = self.waiting.remove(&call_id);
+        if self.waiting.is_empty() {
+            // An emptied B-tree keeps its root node (a leaf of eleven slots, 368
+            // bytes here): give it back, as most agents wait on one call at a time
+            // and a run holds many agents that wait on nothing any more.
+            self.waiting = BTreeMap::new();
+        }
+        match waiter {
             Some(Waiter::Caller(reply)) => {
                 let _ = reply.send(result);
             }
@@ -267,6 +274,9 @@ impl AgentState {
         }
         for waiter in self.await_closed.remove(&call_id).unwrap_or_default() {
             let _ = waiter.send(());
+        }
+        if self.await_closed.is_empty() {
+            self.await_closed = BTreeMap::new(); // its root node back, as for `waiting`
         }
         self.closed.insert(call_id.clone());
         self.script_closed(&call_id, out);
