@@ -19,6 +19,13 @@
 //! number of lines (none included); `…` inside a line stands for any run of
 //! characters (wall times, hashes). A block that shows no output after its last
 //! command only runs it.
+//!
+//! Links: every relative Markdown link of these pages (`[text](docs/verdicts.md)`,
+//! `[text](#a-heading)`, `[text](../README.md#the-command-line)`), outside code,
+//! must name a file that exists, and where it names a heading (`#…`) of a
+//! Markdown file, a heading that file has (GitHub's anchors: lower case,
+//! punctuation dropped, spaces as hyphens). So moving a section between pages
+//! cannot leave a link behind.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -259,4 +266,146 @@ fn the_matcher_takes_ellipses_and_nothing_else() {
     assert!(lines_match(&lines(&["head", "…", "tail"]), &["head", "tail"]).is_ok());
     assert!(lines_match(&lines(&["head", "tail"]), &["head", "x", "tail"]).is_err());
     assert!(lines_match(&lines(&["head"]), &["head", "more"]).is_err());
+}
+
+/// `text` with every fenced block blanked (its lines kept empty, so positions
+/// keep their line numbers).
+fn prose(text: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let fence = line.trim_start().starts_with("```");
+        if !fenced && !fence {
+            out.push_str(line);
+        }
+        if fence {
+            fenced = !fenced;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Every link target of `text` outside code, with the line it is on.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let text = prose(text);
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            // A code span: skip to the closing run of as many backticks.
+            let run = bytes[i..].iter().take_while(|&&b| b == b'`').count();
+            let fence = "`".repeat(run);
+            i += run;
+            i = text[i..].find(&fence).map_or(bytes.len(), |at| i + at + run);
+            continue;
+        }
+        if bytes[i..].starts_with(b"](") {
+            let start = i + 2;
+            if let Some(len) = text[start..].find(')') {
+                let line = text[..i].matches('\n').count() + 1;
+                out.push((line, text[start..start + len].trim().to_owned()));
+                i = start + len;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The anchors GitHub gives the headings of a Markdown text: lower case,
+/// punctuation but `-` and `_` dropped, spaces as hyphens, a repeated one
+/// suffixed `-1`, `-2`, ….
+fn anchors(text: &str) -> std::collections::BTreeSet<String> {
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut out = std::collections::BTreeSet::new();
+    for line in prose(text).lines() {
+        let Some(title) = line.strip_prefix('#') else {
+            continue;
+        };
+        let title = title.trim_start_matches('#').trim();
+        let slug: String = title
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let n = seen.entry(slug.clone()).or_insert(0);
+        out.insert(if *n == 0 {
+            slug.clone()
+        } else {
+            format!("{slug}-{n}")
+        });
+        *n += 1;
+    }
+    out
+}
+
+/// The links of `page` (whose text is `text`) that lead nowhere, one message each.
+fn broken_links(page: &Path, text: &str) -> Vec<String> {
+    let name = page.strip_prefix(root()).unwrap_or(page).display().to_string();
+    let dir = page.parent().unwrap_or(root());
+    let mut failures = Vec::new();
+    for (line, target) in links(text) {
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+        let file = if path.is_empty() {
+            page.to_path_buf()
+        } else {
+            dir.join(path)
+        };
+        if !file.exists() {
+            failures.push(format!("{name}:{line}: ({target}): no file {}", file.display()));
+            continue;
+        }
+        if anchor.is_empty() || file.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let heads = if path.is_empty() {
+            anchors(text)
+        } else {
+            anchors(&std::fs::read_to_string(&file).unwrap_or_default())
+        };
+        if !heads.contains(anchor) {
+            failures.push(format!(
+                "{name}:{line}: ({target}): {} has no heading #{anchor}",
+                file.display()
+            ));
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_relative_link_leads_to_a_file_and_heading_that_exist() {
+    let mut failures = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("the page");
+        failures.extend(broken_links(&page, &text));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The link check itself, on a page made to break it: a missing file, a
+/// missing heading, and links it must leave alone (code, the web, what exists).
+#[test]
+fn the_link_check_names_a_missing_file_and_a_missing_heading() {
+    let page = root().join("README.md");
+    let text = "# A title, with `code`\n\n## Two\n\n## Two\n\
+                [ok](#a-title-with-code) [ok](#two-1) [ok](PROTOCOL.md) [web](https://example.com/x)\n\
+                `[in code](nowhere.md)` and\n```\n[fenced](nowhere.md)\n```\n\
+                [gone](docs/no-such-page.md) [no heading](#three) [no heading there](PROTOCOL.md#no-such-part)\n";
+    let failures = broken_links(&page, text);
+    assert_eq!(failures.len(), 3, "{failures:#?}");
+    assert!(
+        failures[0].starts_with("README.md:11: (docs/no-such-page.md): no file"),
+        "{}",
+        failures[0]
+    );
+    assert!(failures[1].contains("(#three)") && failures[1].contains("no heading #three"));
+    assert!(failures[2].contains("no heading #no-such-part"));
 }
