@@ -26,6 +26,11 @@
 //! Markdown file, a heading that file has (GitHub's anchors: lower case,
 //! punctuation dropped, spaces as hyphens). So moving a section between pages
 //! cannot leave a link behind.
+//!
+//! The README's first 150 lines are a newcomer's path (issue #22): a scenario
+//! the reader writes (a `file=` block), a sweep or a seeded run of it, `explore
+//! --all` of it, `shrink` of it, and a run of the file the shrink wrote that
+//! fails. Being examples, each of them is also a run checked above.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -408,4 +413,107 @@ fn the_link_check_names_a_missing_file_and_a_missing_heading() {
     );
     assert!(failures[1].contains("(#three)") && failures[1].contains("no heading #three"));
     assert!(failures[2].contains("no heading #no-such-part"));
+}
+
+/// The README's first lines that must hold the newcomer's path.
+const NEWCOMER_LINES_MAX: usize = 150;
+
+/// The commands (`$ ` lines, without it) of the checked blocks that end by
+/// line `lines_max` of `text`, each with the output shown under it; and the
+/// files its `file=` blocks write.
+fn commands_within(text: &str, lines_max: usize) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let (mut commands, mut files) = (Vec::new(), Vec::new());
+    for block in blocks(text)
+        .into_iter()
+        .filter(|b| b.at + b.lines.len() < lines_max)
+    {
+        if let Some(file) = block
+            .info
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("file="))
+        {
+            files.push(file.to_owned());
+            continue;
+        }
+        for line in &block.lines {
+            match line.strip_prefix("$ ") {
+                Some(command) => commands.push((command.to_owned(), Vec::new())),
+                None => commands
+                    .last_mut()
+                    .into_iter()
+                    .for_each(|(_, out)| out.push(line.clone())),
+            }
+        }
+    }
+    (commands, files)
+}
+
+/// Whether the first `lines_max` lines of `text` take a reader from a scenario
+/// of their own to a failing run of its shrunk file; else what is missing.
+fn newcomer_path(text: &str, lines_max: usize) -> Result<(), String> {
+    let (commands, files) = commands_within(text, lines_max);
+    let of = |verb: &str, file: &str| {
+        commands
+            .iter()
+            .position(|(c, _)| c.starts_with(&format!("asksim {verb} {file}")))
+    };
+    let mine = files
+        .first()
+        .ok_or("no scenario of the reader's own (a file= block)")?;
+    let found = of("sweep", mine)
+        .or_else(|| {
+            commands
+                .iter()
+                .position(|(c, _)| c.starts_with(&format!("asksim run {mine} --seed")))
+        })
+        .ok_or(format!("no sweep or seeded run of {mine}"))?;
+    let explored = of("explore", mine).ok_or(format!("no explore of {mine}"))?;
+    let shrunk = of("shrink", mine).ok_or(format!("no shrink of {mine}"))?;
+    let wrote = commands[shrunk]
+        .1
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("wrote").map(|w| w.trim().to_owned()))
+        .ok_or("the shrink shows no `wrote` line")?;
+    let replayed = commands
+        .iter()
+        .position(|(c, out)| {
+            c.starts_with(&format!("asksim run {wrote}")) && out.iter().any(|l| l.contains("FAIL"))
+        })
+        .ok_or(format!("no failing run of the shrunk {wrote}"))?;
+    let order = [found, explored, shrunk, replayed];
+    if order.windows(2).all(|w| w[0] < w[1]) {
+        Ok(())
+    } else {
+        Err(format!(
+            "out of order (found, explored, shrunk, replayed at commands {order:?})"
+        ))
+    }
+}
+
+#[test]
+fn the_readme_takes_a_newcomer_to_a_shrunk_failure_of_their_own_within_150_lines() {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("the README");
+    newcomer_path(&text, NEWCOMER_LINES_MAX).unwrap_or_else(|why| panic!("README.md: {why}"));
+}
+
+/// The path check fires: on a page that shows every step but runs the shrunk
+/// file only after the bound, and on one that shrinks a file the reader did
+/// not write.
+#[test]
+fn the_newcomer_check_names_a_missing_step() {
+    let page = "# x\n```json file=mine.json\n{}\n```\n```\n$ asksim sweep mine.json --seeds 0..2\n\
+                $ asksim explore mine.json --all\n$ asksim shrink mine.json\n  wrote           mine.min.json\n```\n\
+                \n\n\n```\n$ asksim run mine.min.json\n  result          FAIL\n```\n";
+    assert!(newcomer_path(page, 30).is_ok());
+    let late = newcomer_path(page, 13).unwrap_err();
+    assert!(
+        late.contains("no failing run of the shrunk mine.min.json"),
+        "{late}"
+    );
+    let theirs = page.replace("asksim shrink mine.json", "asksim shrink scenarios/x.json");
+    assert!(
+        newcomer_path(&theirs, 30)
+            .unwrap_err()
+            .contains("no shrink of mine.json")
+    );
 }
