@@ -29,11 +29,15 @@ pub enum Family {
     Waterfall(usize),
     /// N roots go pending and are answered late, at times spread over 100 s.
     Late,
+    /// N roots blocked in a call, their turns cancelled one by one.
+    CancelTurns,
+    /// N roots with a pending question, stopped one by one.
+    Stops,
 }
 
 impl Family {
     /// Every family, with the waterfall at depths 1, 8 and 64.
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 10] = [
         Family::Tie,
         Family::Loss,
         Family::Children,
@@ -42,6 +46,8 @@ impl Family {
         Family::Waterfall(8),
         Family::Waterfall(64),
         Family::Late,
+        Family::CancelTurns,
+        Family::Stops,
     ];
 
     /// The family's name, as the bench ids and the example take it.
@@ -53,6 +59,8 @@ impl Family {
             Family::CancelTree => "cancel_tree".into(),
             Family::Waterfall(d) => format!("waterfall_{d}"),
             Family::Late => "late".into(),
+            Family::CancelTurns => "cancel_turns".into(),
+            Family::Stops => "stops".into(),
         }
     }
 
@@ -74,6 +82,8 @@ impl Family {
             Family::CancelTree => cancel_tree(n),
             Family::Waterfall(d) => waterfall(n, d),
             Family::Late => late(n),
+            Family::CancelTurns => cancel_turns(n),
+            Family::Stops => stops(n),
         };
         serde_json::to_string_pretty(&value).expect("JSON")
     }
@@ -180,5 +190,37 @@ fn late(n: usize) -> Value {
         "answerers": [{"name": "web", "accepts": "all", "latency": {"uniform": [2.0, 100.0]}, "answer": "recommended"}],
         "agents": [{"name": "root-{i}", "count": n, "script": [ask("a", 1.0), {"await_answer": "root-{i}/1"}]}],
         "expect": {"counts": {"pending": n, "late_answered": n}}
+    })
+}
+
+/// N scheduled events, each naming one agent: each must cost what it touches,
+/// not every agent or call of the run.
+fn one_by_one(n: usize, action: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({"at": 1.0 + i as f64 * 0.001, action: format!("root-{i}")}))
+        .collect()
+}
+
+fn cancel_turns(n: usize) -> Value {
+    json!({
+        "name": format!("family-cancel-turns-{n}"),
+        "about": "N roots block on a -1 call; their turns are cancelled one by one, a millisecond apart.",
+        "tool": {"mode": "timed", "timeout": -1},
+        "answerers": [{"name": "web", "accepts": "all", "latency": "never", "answer": "recommended"}],
+        "agents": [{"name": "root-{i}", "count": n, "script": [ask("a", -1.0)]}],
+        "events": one_by_one(n, "cancel_turn"),
+        "expect": {"counts": {"ABORTED": n}}
+    })
+}
+
+fn stops(n: usize) -> Value {
+    json!({
+        "name": format!("family-stops-{n}"),
+        "about": "N roots go pending after 0.5 s and work on; they are stopped one by one, a millisecond apart, which withdraws their questions.",
+        "tool": {"mode": "timed", "timeout": 0.5},
+        "answerers": [{"name": "web", "accepts": "all", "latency": "never", "answer": "recommended"}],
+        "agents": [{"name": "root-{i}", "count": n, "script": [ask("a", 0.5), {"work": 1000.0}]}],
+        "events": one_by_one(n, "stop_agent"),
+        "expect": {"counts": {"pending": n, "withdrawn": n}}
     })
 }

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
 
+use super::turn_index::TurnIndex;
+
 /// One registered agent.
 #[derive(Debug)]
 struct Entry {
@@ -37,6 +39,8 @@ pub struct AgentTree {
     names: BTreeMap<Name, AgentId>,
     tree_sizes: BTreeMap<AgentId, usize>,
     agents_per_tree_max: usize,
+    /// Live agents by their current turn.
+    by_turn: TurnIndex<AgentId>,
 }
 
 impl AgentTree {
@@ -78,6 +82,7 @@ impl AgentTree {
                 .insert(reg.agent);
         }
         self.names.insert(reg.name.clone(), reg.agent);
+        self.by_turn.insert(&reg.turn, reg.agent);
         self.agents.insert(
             reg.agent,
             Entry {
@@ -97,6 +102,7 @@ impl AgentTree {
     pub fn stop(&mut self, agent: AgentId) -> Option<Name> {
         let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
         entry.live = false;
+        self.by_turn.remove(&entry.turn, agent);
         let name = entry.name.clone();
         let children = std::mem::take(&mut entry.children);
         let owner = entry.owner.take();
@@ -133,16 +139,14 @@ impl AgentTree {
 
     /// The live agents whose current turn is fired by `turn`, in id order.
     pub fn fired_by(&self, turn: TurnId) -> Vec<AgentId> {
-        self.agents
-            .iter()
-            .filter(|(_, e)| e.live && e.turn.fired_by(turn))
-            .map(|(id, _)| *id)
-            .collect()
+        self.by_turn.at_or_below(turn)
     }
 
     /// Records a live agent's new current turn; its name, or `None` if not live.
     pub fn set_turn(&mut self, agent: AgentId, turn: Turn) -> Option<Name> {
         let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
+        self.by_turn.remove(&entry.turn, agent);
+        self.by_turn.insert(&turn, agent);
         entry.turn = turn;
         Some(entry.name.clone())
     }

@@ -1,11 +1,13 @@
 //! The broker's call table: every open call by ticket, the callId index, and how
 //! closed tickets closed (for the reason a late message is refused with).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::effect::TimerId;
 use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId, WithdrawReason};
 use crate::tool::{AnswerItem, Ask};
+
+use super::turn_index::TurnIndex;
 
 /// Where an open call stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +55,8 @@ pub struct Call {
     pub ask: Ask,
     pub phase: Phase,
     /// The caller's turn; `None` for a question restored after a restart, which
-    /// belongs to no turn (it is pending).
+    /// belongs to no turn (it is pending). Fixed when the call opens (the table
+    /// indexes it).
     pub turn: Option<Turn>,
     /// The next waterfall place to offer.
     pub next: AnswererIx,
@@ -115,6 +118,10 @@ pub struct CallTable {
     /// withdrawn at a restart as not restorable.
     unopened: Vec<(CallId, Closed)>,
     next_ticket: Ticket,
+    /// Open calls with a turn, by it: what a fired turn ends.
+    by_turn: TurnIndex<Ticket>,
+    /// Open calls by agent: what a stopped agent ends.
+    by_agent: BTreeSet<(AgentId, Ticket)>,
 }
 
 impl CallTable {
@@ -124,6 +131,10 @@ impl CallTable {
         let ticket = self.next_ticket;
         let previous = self.by_call_id.insert(call.call_id.clone(), ticket);
         assert!(previous.is_none(), "callId {} opened twice", call.call_id);
+        if let Some(turn) = &call.turn {
+            self.by_turn.insert(turn, ticket);
+        }
+        self.by_agent.insert((call.agent, ticket));
         self.open.insert(ticket, call);
         ticket
     }
@@ -132,6 +143,10 @@ impl CallTable {
     pub fn close(&mut self, ticket: Ticket, how: Closed) -> Option<Call> {
         let call = self.open.remove(&ticket)?;
         self.by_call_id.remove(&call.call_id);
+        if let Some(turn) = &call.turn {
+            self.by_turn.remove(turn, ticket);
+        }
+        self.by_agent.remove(&(call.agent, ticket));
         self.closed.insert(ticket, (call.call_id.clone(), how));
         Some(call)
     }
@@ -177,20 +192,19 @@ impl CallTable {
     }
 
     /// Waiting calls whose turn `turn` fires, in ticket order.
+    /// Costs the open calls at or below `turn` (a pending call stays indexed
+    /// under its turn until it closes), never every open call.
     pub fn waiting_fired_by(&self, turn: TurnId) -> Vec<Ticket> {
-        self.open
-            .iter()
-            .filter(|(_, c)| c.phase == Phase::Waiting && c.turn.as_ref().is_some_and(|t| t.fired_by(turn)))
-            .map(|(t, _)| *t)
-            .collect()
+        let mut tickets = self.by_turn.at_or_below(turn);
+        tickets.retain(|t| self.open.get(t).is_some_and(|c| c.phase == Phase::Waiting));
+        tickets
     }
 
     /// Open calls of `agent`, in ticket order.
     pub fn of_agent(&self, agent: AgentId) -> Vec<Ticket> {
-        self.open
-            .iter()
-            .filter(|(_, c)| c.agent == agent)
-            .map(|(t, _)| *t)
+        self.by_agent
+            .range((agent, Ticket::MIN)..=(agent, Ticket::MAX))
+            .map(|(_, t)| *t)
             .collect()
     }
 

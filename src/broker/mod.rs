@@ -14,6 +14,7 @@
 mod agents;
 mod calls;
 mod settle;
+mod turn_index;
 mod waterfall;
 
 use std::collections::BTreeSet;

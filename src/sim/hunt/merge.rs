@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::scenario::{self, Clock, FILE_BYTES_MAX, Strategy};
 use crate::sim::hunt::seeds::{SeedRange, Shard};
 use crate::sim::hunt::shard::{Line, SeedContext, SeedRecord, ShardEnd, sha256_hex};
-use crate::sim::hunt::sweep::{self, SeedResult, SweepOptions, SweepReport};
+use crate::sim::hunt::sweep::{self, SweepOptions, SweepReport};
 
 /// Longest line of a shard file: a closing line holds the scenario's text, at most
 /// `FILE_BYTES_MAX` bytes, which JSON escaping at most doubles (newlines and
@@ -54,20 +54,23 @@ fn file_error(file: &str, what: impl Into<String>) -> MergeError {
     }
 }
 
-/// One shard file, read and checked on its own.
+/// One shard file, checked on its own. Its seed lines are not kept: the first
+/// pass over the files checks them, the second folds them one line at a time, so
+/// merging holds one seed line and the report in the making, never every seed's
+/// result (a sharded sweep of 10^8 seeds merges in the memory of its report).
 struct ShardFile {
+    path: PathBuf,
     file: String,
     end: ShardEnd,
     seeds: SeedRange,
-    /// The seed lines, with their line numbers.
-    records: Vec<(usize, SeedRecord)>,
+    lines_sha256: String,
 }
 
 /// Merges the shard files at `paths` into the report of one sweep over their seeds.
 pub fn merge(paths: &[PathBuf]) -> Result<SweepReport, MergeError> {
     let mut shards = Vec::with_capacity(paths.len());
     for path in paths {
-        shards.push(read_shard(path)?);
+        shards.push(check_shard(path)?);
     }
     let Some(first) = shards.first() else {
         return Err(MergeError::Set("no shard file given".into()));
@@ -76,76 +79,94 @@ pub fn merge(paths: &[PathBuf]) -> Result<SweepReport, MergeError> {
         same_sweep(first, other)?;
     }
     every_shard_once(&shards)?;
-    fold(shards)
+    fold(&shards)
 }
 
-/// Reads one file: its lines, its closing line, its checksum and its seeds.
-fn read_shard(path: &Path) -> Result<ShardFile, MergeError> {
-    let file = path.display().to_string();
-    let opened = File::open(path).map_err(|e| file_error(&file, format!("cannot read it: {e}")))?;
+/// Reads one file's lines: each seed line goes to `each` with its line number;
+/// the closing line and the SHA-256 of the seed lines come back, the checksum
+/// checked against the closing line's.
+fn read_lines(
+    path: &Path,
+    file: &str,
+    mut each: impl FnMut(usize, SeedRecord) -> Result<(), MergeError>,
+) -> Result<(ShardEnd, String), MergeError> {
+    let opened = File::open(path).map_err(|e| file_error(file, format!("cannot read it: {e}")))?;
     let mut reader = BufReader::new(opened);
-    let (mut records, mut end, mut hasher) = (Vec::new(), None, Sha256::new());
+    let (mut end, mut hasher) = (None, Sha256::new());
     let mut line = Vec::new();
     for number in 1.. {
         line.clear();
         let n = (&mut reader)
             .take(LINE_BYTES_MAX + 1)
             .read_until(b'\n', &mut line)
-            .map_err(|e| file_error(&file, format!("line {number}: cannot read it: {e}")))?;
+            .map_err(|e| file_error(file, format!("line {number}: cannot read it: {e}")))?;
         if n == 0 {
             break;
         }
         if n as u64 > LINE_BYTES_MAX {
             return Err(file_error(
-                &file,
+                file,
                 format!("line {number}: longer than {LINE_BYTES_MAX} bytes"),
             ));
         }
         if end.is_some() {
             return Err(file_error(
-                &file,
+                file,
                 format!("line {number}: a line after the closing line"),
             ));
         }
         match serde_json::from_slice::<Line>(&line) {
             Ok(Line::Run(record)) => {
                 hasher.update(&line);
-                records.push((number, record));
+                each(number, record)?;
             }
             Ok(Line::End(closing)) => end = Some(closing),
-            Err(e) => return Err(file_error(&file, format!("line {number}: not a shard line: {e}"))),
+            Err(e) => return Err(file_error(file, format!("line {number}: not a shard line: {e}"))),
         }
     }
     let Some(end) = end else {
         return Err(file_error(
-            &file,
+            file,
             "truncated: no closing line (the shard did not finish, or the file was cut short)",
         ));
     };
     let lines_sha256: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     if lines_sha256 != end.lines_sha256 {
         return Err(file_error(
-            &file,
+            file,
             "damaged: its seed lines do not match the closing line's lines_sha256",
         ));
     }
+    Ok((end, lines_sha256))
+}
+
+/// The first pass over one file: its lines, its closing line, its checksum and its
+/// seeds (only the seed numbers are kept, 8 bytes a line, until the file is checked).
+fn check_shard(path: &Path) -> Result<ShardFile, MergeError> {
+    let file = path.display().to_string();
+    let mut seeds_seen = Vec::new();
+    let (end, lines_sha256) = read_lines(path, &file, |_, record| {
+        seeds_seen.push(record.seed);
+        Ok(())
+    })?;
     let seeds = end
         .seeds
         .range()
         .map_err(|e| file_error(&file, format!("closing line: seeds: {e}")))?;
     let shard = ShardFile {
+        path: path.to_owned(),
         file,
         end,
         seeds,
-        records,
+        lines_sha256,
     };
-    check_own(&shard)?;
+    check_own(&shard, &seeds_seen)?;
     Ok(shard)
 }
 
 /// A file on its own: this version wrote it, its scenario text is the one hashed,
 /// and it holds every seed of its shard exactly once and no other.
-fn check_own(shard: &ShardFile) -> Result<(), MergeError> {
+fn check_own(shard: &ShardFile, seeds_seen: &[u64]) -> Result<(), MergeError> {
     let (file, end) = (shard.file.as_str(), &shard.end);
     let version = env!("CARGO_PKG_VERSION");
     if end.asksim != version {
@@ -164,38 +185,43 @@ fn check_own(shard: &ShardFile) -> Result<(), MergeError> {
         ));
     }
     let (seeds, k) = (shard.seeds, end.shard);
-    let mut lines = BTreeMap::new();
-    for (number, record) in &shard.records {
-        if let Some(first) = lines.insert(record.seed, *number) {
+    // Every line before the closing one is a seed line, so the i-th seed (from 0)
+    // stands on line i + 1.
+    let mut seen = vec![0u64; k.len(seeds).div_ceil(64) as usize];
+    for (i, &seed) in seeds_seen.iter().enumerate() {
+        let number = i + 1;
+        if !k.holds(seeds, seed) {
             return Err(file_error(
                 file,
-                format!("seed {} twice (lines {first} and {number})", record.seed),
+                format!("line {number}: seed {seed} is not in shard {k} of {seeds}"),
             ));
         }
-        if !k.holds(seeds, record.seed) {
+        let nth = (seed - seeds.from - k.index()) / k.count();
+        let (word, bit) = ((nth / 64) as usize, 1u64 << (nth % 64));
+        if seen[word] & bit != 0 {
+            let first = seeds_seen.iter().position(|s| *s == seed).expect("seen before") + 1;
             return Err(file_error(
                 file,
-                format!(
-                    "line {number}: seed {} is not in shard {k} of {seeds}",
-                    record.seed
-                ),
+                format!("seed {seed} twice (lines {first} and {number})"),
             ));
         }
+        seen[word] |= bit;
     }
-    if let Some(nth) = (0..k.len(seeds)).find(|nth| !lines.contains_key(&k.seed(seeds, *nth))) {
+    let held = |nth: u64| seen[(nth / 64) as usize] & (1u64 << (nth % 64)) != 0;
+    if let Some(nth) = (0..k.len(seeds)).find(|nth| !held(*nth)) {
         let (seed, count) = (k.seed(seeds, nth), k.len(seeds));
         return Err(file_error(
             file,
             format!("seed {seed} is missing (shard {k} of {seeds} holds {count} seeds)"),
         ));
     }
-    if end.runs != shard.records.len() as u64 {
+    if end.runs != seeds_seen.len() as u64 {
         return Err(file_error(
             file,
             format!(
                 "damaged: the closing line counts {} runs, the file holds {}",
                 end.runs,
-                shard.records.len()
+                seeds_seen.len()
             ),
         ));
     }
@@ -300,35 +326,63 @@ fn every_shard_once(shards: &[ShardFile]) -> Result<(), MergeError> {
     )))
 }
 
-/// Folds the checked files through `sweep::report`, with the scenario the shards
-/// ran (parsed again from its text) and the options they shared.
-fn fold(shards: Vec<ShardFile>) -> Result<SweepReport, MergeError> {
+/// The second pass: the checked files folded line by line through the fold a
+/// sweep uses (`sweep::Fold`), with the scenario the shards ran (parsed again from
+/// its text) and the options they shared. A file that changed since it was checked
+/// is an error, not a merge of what it holds now.
+fn fold(shards: &[ShardFile]) -> Result<SweepReport, MergeError> {
     let first = &shards[0];
-    let end = &first.end;
-    let file = first.file.clone();
+    let (options, scenario) = swept_again(first)?;
+    let context = SeedContext {
+        scenario: &scenario.name,
+        clock: options.clock,
+        strategy: options.strategy,
+    };
+    let wall_s = shards.iter().map(|s| s.end.wall_s).fold(0.0, f64::max);
+    let mut fold = sweep::Fold::default();
+    for shard in shards {
+        let (_, lines_sha256) = read_lines(&shard.path, &shard.file, |number, record| {
+            let seed = record.seed;
+            let result = record
+                .into_result(&context)
+                .map_err(|e| file_error(&shard.file, format!("line {number}: {e}")))?;
+            fold.add(seed, &result);
+            Ok(())
+        })?;
+        if lines_sha256 != shard.lines_sha256 {
+            return Err(file_error(&shard.file, "changed while it was being merged"));
+        }
+    }
+    Ok(fold.report(&scenario, &options, wall_s))
+}
+
+/// The options and the swept scenario of the sweep `shard` belongs to, from its
+/// closing line.
+fn swept_again(shard: &ShardFile) -> Result<(SweepOptions, scenario::Scenario), MergeError> {
+    let (end, file) = (&shard.end, shard.file.as_str());
     let parsed = scenario::parse(&end.scenario_file, &end.scenario_text)
-        .map_err(|e| file_error(&file, format!("its scenario does not parse: {e}")))?;
+        .map_err(|e| file_error(file, format!("its scenario does not parse: {e}")))?;
     let strategy: Strategy = end
         .explore
         .parse()
-        .map_err(|e| file_error(&file, format!("closing line: explore: {e}")))?;
+        .map_err(|e| file_error(file, format!("closing line: explore: {e}")))?;
     let clock = Clock::named(&end.clock).ok_or_else(|| {
         file_error(
-            &file,
+            file,
             format!("closing line: clock: {:?} is not a clock", end.clock),
         )
     })?;
     let broker = match &end.broker_cmd {
         Some(cmd) => Some(
             crate::wire::Endpoint::parse(cmd)
-                .map_err(|e| file_error(&file, format!("closing line: broker_cmd: {e}")))?,
+                .map_err(|e| file_error(file, format!("closing line: broker_cmd: {e}")))?,
         ),
         None => None,
     };
     let options = SweepOptions {
         broker,
         file: end.scenario_file.clone(),
-        seeds: first.seeds,
+        seeds: shard.seeds,
         jobs: 1,
         clock,
         strategy,
@@ -337,21 +391,53 @@ fn fold(shards: Vec<ShardFile>) -> Result<SweepReport, MergeError> {
         answerers: Default::default(),
     };
     let scenario = sweep::swept(&parsed, &options);
-    let context = SeedContext {
-        scenario: &scenario.name,
-        clock,
-        strategy,
-    };
-    let wall_s = shards.iter().map(|s| s.end.wall_s).fold(0.0, f64::max);
-    let mut results: BTreeMap<u64, SeedResult> = BTreeMap::new();
-    for shard in shards {
-        for (number, record) in shard.records {
-            let seed = record.seed;
-            let result = record
-                .into_result(&context)
-                .map_err(|e| file_error(&shard.file, format!("line {number}: {e}")))?;
-            results.insert(seed, result);
-        }
+    Ok((options, scenario))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::hunt::shard::sweep_to_file;
+
+    fn write_shard(path: &Path, invariants_only: bool) {
+        let name = "race-two-answerers-tie.json";
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name);
+        let text = std::fs::read_to_string(&file).expect("the scenario");
+        let scenario = scenario::parse(name, &text).expect("it parses");
+        let options = SweepOptions {
+            file: name.to_owned(),
+            seeds: "0..6".parse().expect("a range"),
+            jobs: 1,
+            clock: Clock::Virtual,
+            strategy: Strategy::Random,
+            invariants_only,
+            shard: Shard::WHOLE,
+            answerers: Default::default(),
+            broker: None,
+        };
+        sweep_to_file(&scenario, &text, &options, path, |_| {}).expect("the shard is written");
     }
-    Ok(sweep::report(&scenario, &options, results, wall_s))
+
+    /// The two passes read the file twice: a file replaced between them (by
+    /// another whole shard file of the same name) is refused, not merged as it
+    /// stands now.
+    #[test]
+    fn a_file_that_changes_between_check_and_fold_is_refused() {
+        let dir = std::env::temp_dir().join(format!("asksim-merge-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let path = dir.join("shard.jsonl");
+        write_shard(&path, false);
+        let checked = check_shard(&path).expect("a whole shard file");
+        assert!(
+            fold(std::slice::from_ref(&checked)).is_ok(),
+            "unchanged, it folds"
+        );
+        write_shard(&path, true);
+        let error = fold(&[checked]).expect_err("changed since it was checked");
+        assert!(
+            error.to_string().ends_with("changed while it was being merged"),
+            "{error}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

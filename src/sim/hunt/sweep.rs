@@ -202,20 +202,6 @@ pub fn run_seeds(
     wall.elapsed().as_secs_f64()
 }
 
-/// Folds the results of every seed into the report.
-pub fn report(
-    scenario: &Scenario,
-    options: &SweepOptions,
-    results: BTreeMap<u64, SeedResult>,
-    wall_s: f64,
-) -> SweepReport {
-    let mut fold = Fold::default();
-    for (seed, result) in &results {
-        fold.add(*seed, result);
-    }
-    fold.report(scenario, options, wall_s)
-}
-
 /// A sweep's report in the making: seed results folded in seed order, each
 /// dropped once folded. Distinct traces and timings are counted by their hashes'
 /// first 16 bytes (a collision among 10^7 runs has odds below 10^-24).
@@ -230,7 +216,8 @@ pub struct Fold {
 }
 
 impl Fold {
-    /// Folds in the result of `seed` (seeds in increasing order).
+    /// Folds in the result of `seed`, in any order of seeds (a merge folds shard
+    /// after shard, whose seeds interleave); the report lists failures by seed.
     pub fn add(&mut self, seed: u64, result: &SeedResult) {
         let summary = &result.summary;
         self.runs += 1;
@@ -248,7 +235,8 @@ impl Fold {
     }
 
     /// The report of the seeds folded in.
-    pub fn report(self, scenario: &Scenario, options: &SweepOptions, wall_s: f64) -> SweepReport {
+    pub fn report(mut self, scenario: &Scenario, options: &SweepOptions, wall_s: f64) -> SweepReport {
+        self.failed.sort_by_key(|f| f.seed); // stable: a sweep's own list is in order already
         SweepReport {
             scenario: scenario.name.clone(),
             seeds: options.seeds,

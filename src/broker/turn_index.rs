@@ -1,0 +1,169 @@
+//! Which holders (live agents, open calls) sit at which turn, and which turns
+//! derive from which: firing a turn finds everything it fires by walking its own
+//! subtree of turns, never every agent or every call (SPEC §6 "Cost": N turns
+//! cancelled one after another cost N walks of what each fires, not N x N).
+//!
+//! A holder is indexed under its turn's id; a link from a turn to each turn
+//! derived from it is kept while something is indexed at or below the derived
+//! one, so the index holds as many links as there are turns with something
+//! under them. It never decides what a fired turn means: it answers "who is at
+//! or below this turn", and the broker filters by its own rules.
+
+use std::collections::BTreeSet;
+
+use crate::protocol::{Turn, TurnId};
+
+/// Holders of type `K` by turn.
+#[derive(Debug)]
+pub struct TurnIndex<K> {
+    /// (turn, holder): ordered so a turn's holders are one range.
+    holders: BTreeSet<(TurnId, K)>,
+    /// (turn, turn derived from it directly).
+    links: BTreeSet<(TurnId, TurnId)>,
+}
+
+impl<K> Default for TurnIndex<K> {
+    fn default() -> Self {
+        TurnIndex {
+            holders: BTreeSet::new(),
+            links: BTreeSet::new(),
+        }
+    }
+}
+
+/// The smallest and largest turn ids: the bounds of one turn's range.
+const FIRST: TurnId = TurnId { agent: 0, n: 0 };
+const LAST: TurnId = TurnId {
+    agent: u64::MAX,
+    n: u32::MAX,
+};
+
+impl<K: Ord + Copy + Bounded> TurnIndex<K> {
+    /// Indexes `holder` at `turn`. O(log n) plus the links `turn`'s chain did not
+    /// have yet.
+    pub fn insert(&mut self, turn: &Turn, holder: K) {
+        self.holders.insert((turn.id(), holder));
+        for pair in turn.chain().windows(2).rev() {
+            if !self.links.insert((pair[0], pair[1])) {
+                break; // the rest of the chain is linked already
+            }
+        }
+    }
+
+    /// Removes `holder` from `turn` (the turn it was indexed at), and the links
+    /// that led only to it.
+    pub fn remove(&mut self, turn: &Turn, holder: K) {
+        if !self.holders.remove(&(turn.id(), holder)) {
+            return;
+        }
+        let chain = turn.chain();
+        for i in (1..chain.len()).rev() {
+            if self.holds_anything(chain[i]) {
+                break;
+            }
+            self.links.remove(&(chain[i - 1], chain[i]));
+        }
+    }
+
+    fn holds_anything(&self, turn: TurnId) -> bool {
+        self.at(turn).next().is_some() || self.links.range((turn, FIRST)..=(turn, LAST)).next().is_some()
+    }
+
+    fn at(&self, turn: TurnId) -> impl Iterator<Item = K> + '_ {
+        self.holders
+            .range((turn, K::MIN)..=(turn, K::MAX))
+            .map(|(_, k)| *k)
+    }
+
+    /// Every holder at `turn` or at a turn derived from it, in order. Costs what
+    /// it returns plus the turns walked.
+    pub fn at_or_below(&self, turn: TurnId) -> Vec<K> {
+        let mut found = Vec::new();
+        let mut stack = vec![turn];
+        while let Some(next) = stack.pop() {
+            found.extend(self.at(next));
+            stack.extend(
+                self.links
+                    .range((next, FIRST)..=(next, LAST))
+                    .map(|(_, derived)| *derived),
+            );
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// How many holders and links are indexed (for tests of what is dropped).
+    #[cfg(test)]
+    pub fn size(&self) -> (usize, usize) {
+        (self.holders.len(), self.links.len())
+    }
+}
+
+/// A key type's smallest and largest values, for range queries.
+pub trait Bounded {
+    const MIN: Self;
+    const MAX: Self;
+}
+
+impl Bounded for u64 {
+    const MIN: u64 = u64::MIN;
+    const MAX: u64 = u64::MAX;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(agent: u64, n: u32) -> TurnId {
+        TurnId { agent, n }
+    }
+
+    #[test]
+    fn a_turn_reaches_what_derives_from_it_and_nothing_else() {
+        let mut index = TurnIndex::<u64>::default();
+        let root = Turn::root(id(1, 1));
+        let child = root.derive(id(2, 1));
+        let grandchild = child.derive(id(3, 1));
+        let other = Turn::root(id(4, 1));
+        index.insert(&root, 10);
+        index.insert(&grandchild, 30);
+        index.insert(&child, 20);
+        index.insert(&other, 40);
+        assert_eq!(index.at_or_below(id(1, 1)), vec![10, 20, 30]);
+        assert_eq!(index.at_or_below(id(2, 1)), vec![20, 30]);
+        assert_eq!(index.at_or_below(id(3, 1)), vec![30]);
+        assert_eq!(index.at_or_below(id(4, 1)), vec![40]);
+        assert_eq!(index.at_or_below(id(1, 2)), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn removing_the_last_holder_below_a_turn_drops_its_links() {
+        let mut index = TurnIndex::<u64>::default();
+        let root = Turn::root(id(1, 1));
+        let child = root.derive(id(2, 1));
+        let grandchild = child.derive(id(3, 1));
+        index.insert(&grandchild, 30);
+        index.insert(&child, 20);
+        assert_eq!(index.size(), (2, 2));
+        index.remove(&grandchild, 30);
+        assert_eq!(index.size(), (1, 1), "the link to the grandchild's turn goes");
+        index.remove(&child, 20);
+        assert_eq!(index.size(), (0, 0));
+        assert_eq!(index.at_or_below(id(1, 1)), Vec::<u64>::new());
+        index.remove(&child, 20); // removing what is not there changes nothing
+        index.insert(&grandchild, 31);
+        assert_eq!(index.at_or_below(id(1, 1)), vec![31], "links come back");
+    }
+
+    #[test]
+    fn a_turn_with_a_holder_keeps_its_link_when_one_below_it_goes() {
+        let mut index = TurnIndex::<u64>::default();
+        let root = Turn::root(id(1, 1));
+        let child = root.derive(id(2, 1));
+        let grandchild = child.derive(id(3, 1));
+        index.insert(&child, 20);
+        index.insert(&grandchild, 30);
+        index.remove(&grandchild, 30);
+        assert_eq!(index.at_or_below(id(1, 1)), vec![20]);
+    }
+}
