@@ -246,7 +246,7 @@ fn an_independent_python_broker_gives_the_same_verdicts_and_outcomes_on_every_sc
 /// One planted bug and where the repo's scenarios catch it.
 struct Planted {
     bug: &'static str,
-    /// The race it is a loser of (README "Finding races").
+    /// The race it is a loser of (docs/exploration.md, "Coverage").
     race: &'static str,
     scenario: &'static str,
     /// What must be named: an invariant (a sweep checks invariants only, as

@@ -39,8 +39,8 @@ fn every_scenario_passes_and_is_deterministic() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The failing examples (`scenarios/failing/`, the inputs of the README's `shrink`
-/// example and its tests) fail as their `about` says: under their own seed, only an
+/// The failing examples (`scenarios/failing/`, the inputs of docs/shrinking.md's
+/// `shrink` example and its tests) fail as their `about` says: under their own seed, only an
 /// expectation breaks (one result of the call the file names), never an invariant,
 /// and the same way on every run.
 #[test]
