@@ -25,26 +25,63 @@ pub(super) fn cancel_calls(raw: &[Obj<RawEvent>]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// How many tool calls each agent of a built scenario can make at most.
+pub(crate) struct Reach<'s> {
+    restarts: u64,
+    agents: BTreeMap<&'s str, &'s AgentSpec>,
+}
+
+impl<'s> Reach<'s> {
+    /// The reach of `scenario`'s agents (children included).
+    pub(crate) fn of(scenario: &'s Scenario) -> Reach<'s> {
+        let restarts = (scenario.events.iter())
+            .filter(|event| matches!(event.action, Action::ProcessLoss { .. }))
+            .count() as u64;
+        let agents = (scenario.all_agents().into_iter())
+            .map(|agent| (agent.name.as_str(), agent))
+            .collect();
+        Reach { restarts, agents }
+    }
+
+    /// Most calls `agent` makes in a run, with what its script and its
+    /// `on_resume` make; `None` if no agent has that name.
+    fn most(&self, agent: &str) -> Option<(u64, u64, u64)> {
+        let agent = self.agents.get(agent)?;
+        let (script, on_resume) = (calls(&agent.script), calls(&agent.on_resume));
+        Some((
+            script.saturating_add(self.restarts.saturating_mul(on_resume)),
+            script,
+            on_resume,
+        ))
+    }
+
+    /// Whether `call` (`"<agent>/<n>"`) can exist in a run: its agent is there and
+    /// makes at least `n` calls at most. (A callId of another form: `false`.)
+    pub(crate) fn can_exist(&self, call: &str) -> bool {
+        let Some((name, n)) = call.rsplit_once('/') else {
+            return false;
+        };
+        match (self.most(name), n.parse::<u64>()) {
+            (Some((most, _, _)), Ok(n)) => n >= 1 && n <= most,
+            _ => false,
+        }
+    }
+}
+
 /// Every `cancel_call` names a call its agent can make; else the JSON path of the
 /// first that does not, and why.
 pub(super) fn check(scenario: &Scenario, cancels: &[(usize, String)]) -> Result<(), (String, String)> {
-    let restarts = (scenario.events.iter())
-        .filter(|event| matches!(event.action, Action::ProcessLoss { .. }))
-        .count() as u64;
-    let agents: BTreeMap<&str, &AgentSpec> = (scenario.all_agents().into_iter())
-        .map(|agent| (agent.name.as_str(), agent))
-        .collect();
+    let reach = Reach::of(scenario);
     for (k, call) in cancels {
         // The build checked the callId's form and that its agent is in the run.
         let Some((name, n)) = call.rsplit_once('/') else {
             continue;
         };
-        let (Some(agent), Ok(n)) = (agents.get(name), n.parse::<u64>()) else {
+        let (Some((most, script, on_resume)), Ok(n)) = (reach.most(name), n.parse::<u64>()) else {
             continue;
         };
-        let (script, on_resume) = (calls(&agent.script), calls(&agent.on_resume));
-        let most = script.saturating_add(restarts.saturating_mul(on_resume));
         if n > most {
+            let restarts = reach.restarts;
             let reruns = match (restarts, on_resume) {
                 (0, _) => "no process_loss reruns its on_resume".to_owned(),
                 (_, 0) => "its on_resume makes none".to_owned(),
@@ -73,4 +110,32 @@ fn calls(steps: &[Step]) -> u64 {
             )
         })
         .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_can_exist_up_to_what_its_agent_makes_in_the_run() {
+        let ask = r#"{"ask":{"questions":[{"id":"q","question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}}"#;
+        let text = format!(
+            r#"{{"name":"reach","tool":{{"mode":"timed","timeout":5}},
+                "answerers":[{{"name":"web","accepts":"all","latency":1.0,"answer":"recommended"}}],
+                "agents":[{{"name":"r-{{i}}","count":2,"script":[{ask},{ask}],"on_resume":[{ask}]}}],
+                "events":[{{"at":1.0,"process_loss":{{"restart_after":1.0}}}},
+                          {{"at":5.0,"process_loss":{{"restart_after":1.0}}}}]}}"#
+        );
+        let scenario = crate::scenario::parse("reach.json", &text).expect("it parses");
+        let reach = Reach::of(&scenario);
+        assert!(reach.can_exist("r-1/1"), "an expanded count row's agent");
+        assert!(
+            reach.can_exist("r-0/4"),
+            "two calls, then one after each of two restarts"
+        );
+        assert!(!reach.can_exist("r-0/5"), "past the most it makes");
+        assert!(!reach.can_exist("r-0/0"), "calls count from 1");
+        assert!(!reach.can_exist("r-2/1"), "no such agent");
+        assert!(!reach.can_exist("r-0"), "not a callId");
+    }
 }

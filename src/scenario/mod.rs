@@ -100,6 +100,7 @@
 
 mod build;
 mod calls;
+pub(crate) use calls::Reach;
 mod explore;
 mod plain;
 mod position;

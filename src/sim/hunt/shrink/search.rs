@@ -89,7 +89,8 @@ pub(super) struct Search<'a> {
     primary: Failure,
     /// The smallest scenario found so far that fails the same way.
     pub current: Value,
-    /// Candidates run (memo hits not counted).
+    /// Candidates tried: run, or ruled out by their file alone
+    /// ([`Search::may_fail`]); memo hits not counted.
     pub runs: u64,
     memo: HashMap<[u8; 32], bool>,
     deadline: Option<Instant>,
@@ -177,11 +178,31 @@ impl<'a> Search<'a> {
             return false;
         }
         self.runs += 1;
-        let verdict =
-            (self.runner.signature(&text)).is_some_and(|signature| signature.contains(&self.primary));
+        let verdict = match scenario::parse(self.runner.label, &text) {
+            Ok(scenario) if self.may_fail(&scenario) => {
+                (self.runner.run(&scenario)).is_some_and(|signature| signature.contains(&self.primary))
+            }
+            _ => false,
+        };
         self.memo.insert(key, verdict);
         self.report();
         verdict
+    }
+
+    /// Whether `candidate` can fail the same way at all, as its file shows: a
+    /// `counts` failure needs every call that made the count differ, so a
+    /// candidate whose agents can no longer make one of them (the agent is gone,
+    /// or makes fewer calls: the rule of `cancel_call` references) would only run
+    /// to be rejected. A load whose count is off by one holds thousands of such
+    /// calls, and each such candidate was a run of the whole load.
+    fn may_fail(&self, candidate: &scenario::Scenario) -> bool {
+        match &self.primary {
+            Failure::Count { calls, .. } => {
+                let reach = scenario::Reach::of(candidate);
+                calls.keys().all(|call| reach.can_exist(call))
+            }
+            _ => true,
+        }
     }
 
     /// Makes `candidate` current if it fails the same way.
