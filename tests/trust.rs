@@ -205,6 +205,34 @@ fn a_crash_still_ahead_does_not_keep_a_finished_run_going() {
     assert!(output.limit.is_none());
 }
 
+/// A dead answerer's timers die with it, as on the real clock: killed by a
+/// `crash_answerer` event (its own `crash_at` cancels them itself), its decision
+/// due at 100 s does not keep a run whose calls all settled by 2 s going until
+/// then (the run ended at 100 s before, with nothing after 2 s to show for it).
+#[test]
+fn a_dead_answerers_timers_do_not_keep_the_run_going() {
+    let scenario = asksim::scenario::parse(
+        "dead-timers.json",
+        &json!({
+            "name": "dead-timers",
+            "tool": {"mode": "timed", "timeout": 30},
+            "answerers": [
+                {"name": "slow", "accepts": "all", "latency": 100.0, "answer": "recommended"},
+                {"name": "web", "accepts": "all", "latency": 1.0, "answer": "recommended"}
+            ],
+            "agents": [{"name": "root", "script": [
+                {"ask": {"questions": serde_json::from_str::<Value>(QUESTIONS).unwrap()}}]}],
+            "events": [{"at": 1.0, "crash_answerer": "slow"}],
+            "expect": {"counts": {"answered": 1}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let output = run(&scenario, 0);
+    assert_eq!(output.virtual_s, 2.0, "web answers at 2 s; nothing is due after");
+    assert!(asksim::sim::summarise(&scenario, "dead-timers.json", &output).passed());
+}
+
 /// Issue #9.6: an event past `limits.virtual_s_max` never fires; the run runs
 /// everything before it, stops at the limit and fails naming it.
 #[test]

@@ -231,6 +231,30 @@ impl Queue {
         }
     }
 
+    /// Drops every timer of `owner`, an actor that died: a dead actor's timers
+    /// would fire into nothing, yet count as work and keep the run going (on the
+    /// real clock they die with their actor). O(live timers): an actor dies at
+    /// most once a life, and only answerers die on their own.
+    pub fn drop_timers_of(&mut self, owner: Addr) {
+        let mut gone = Vec::new();
+        self.timers.retain(|(of, _), timer| {
+            let mine = *of == owner;
+            if mine {
+                gone.push((timer.fault, timer.seq));
+            }
+            !mine
+        });
+        gone.sort_unstable_by_key(|(_, seq)| *seq); // the map's order is no order
+        for (fault, seq) in gone {
+            if fault {
+                self.faults -= 1;
+            } else {
+                self.work -= 1;
+            }
+            self.ready.remove(seq);
+        }
+    }
+
     /// Drops every channel and timer that `keep` rejects (process loss: only the
     /// driver's own schedule survives).
     pub fn retain(&mut self, keep: impl Fn(Addr, Addr) -> bool) {
