@@ -296,7 +296,7 @@ const PLANTED: [Planted; 8] = [
         bug: "no-fail-over",
         race: "submit_vs_owner_death",
         scenario: "race-submit-vs-owner-death-tie.json",
-        named: "counts[answered]",
+        named: "no_orphaned_wait",
         explore: true,
     },
     Planted {
