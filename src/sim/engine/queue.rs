@@ -17,10 +17,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::effect::TimerId;
-use crate::protocol::{Addr, Envelope, Nanos};
+use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
 pub use crate::sim::engine::ready::{Candidate, Ready};
 
 /// Picks the next delivery among what is ready (at least two, in `seq` order).
@@ -134,6 +134,9 @@ pub struct Queue {
     mbox: u64,
     channels: FxHashMap<(Addr, Addr), Channel>,
     timers: FxHashMap<(Addr, TimerId), Timer>,
+    /// The live timers of each answerer, the one kind of actor that dies on its
+    /// own: its death drops them without a look at anyone else's.
+    answerer_timers: FxHashMap<AnswererIx, FxHashSet<TimerId>>,
     /// What is due later (and stale entries, skipped when they come up).
     heap: BinaryHeap<Reverse<Entry>>,
     /// Deliverable at `now`: live entries only.
@@ -203,6 +206,9 @@ impl Queue {
             },
         );
         assert!(previous.is_none(), "timer {id} of {owner:?} started twice");
+        if let Addr::Answerer(index) = owner {
+            self.answerer_timers.entry(index).or_default().insert(id);
+        }
         if fault {
             self.faults += 1;
         } else {
@@ -218,8 +224,20 @@ impl Queue {
     /// Cancels a timer if it has not fired.
     pub fn cancel(&mut self, owner: Addr, id: TimerId) {
         if let Some(timer) = self.timers.remove(&(owner, id)) {
+            self.unindex(owner, id);
             self.forget(&timer);
             self.ready.remove(timer.seq);
+        }
+    }
+
+    fn unindex(&mut self, owner: Addr, id: TimerId) {
+        if let Addr::Answerer(index) = owner
+            && let Some(ids) = self.answerer_timers.get_mut(&index)
+        {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.answerer_timers.remove(&index);
+            }
         }
     }
 
@@ -231,27 +249,20 @@ impl Queue {
         }
     }
 
-    /// Drops every timer of `owner`, an actor that died: a dead actor's timers
+    /// Drops every timer of answerer `index`, which died: a dead answerer's timers
     /// would fire into nothing, yet count as work and keep the run going (on the
-    /// real clock they die with their actor). O(live timers): an actor dies at
-    /// most once a life, and only answerers die on their own.
-    pub fn drop_timers_of(&mut self, owner: Addr) {
-        let mut gone = Vec::new();
-        self.timers.retain(|(of, _), timer| {
-            let mine = *of == owner;
-            if mine {
-                gone.push((timer.fault, timer.seq));
+    /// real clock they die with their actor). Costs its own timers, not everyone's.
+    pub fn drop_answerer_timers(&mut self, index: AnswererIx) {
+        let owner = Addr::Answerer(index);
+        let mut ids: Vec<TimerId> = (self.answerer_timers.remove(&index))
+            .map(|ids| ids.into_iter().collect())
+            .unwrap_or_default();
+        ids.sort_unstable(); // a set's order is no order
+        for id in ids {
+            if let Some(timer) = self.timers.remove(&(owner, id)) {
+                self.forget(&timer);
+                self.ready.remove(timer.seq);
             }
-            !mine
-        });
-        gone.sort_unstable_by_key(|(_, seq)| *seq); // the map's order is no order
-        for (fault, seq) in gone {
-            if fault {
-                self.faults -= 1;
-            } else {
-                self.work -= 1;
-            }
-            self.ready.remove(seq);
         }
     }
 
@@ -277,6 +288,11 @@ impl Queue {
         });
         self.work -= dropped;
         self.faults -= faults;
+        let timers = &self.timers;
+        self.answerer_timers.retain(|index, ids| {
+            ids.retain(|id| timers.contains_key(&(Addr::Answerer(*index), *id)));
+            !ids.is_empty()
+        });
         // Stale entries in the heap are skipped when they come up; the ready set
         // holds live entries only.
         let mut ready = std::mem::take(&mut self.ready);
@@ -372,6 +388,7 @@ impl Queue {
         match key {
             Key::Timer(owner, id) => {
                 let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == seq)?;
+                self.unindex(owner, id);
                 self.forget(&timer);
                 Some(Delivery {
                     from: owner,
@@ -468,6 +485,32 @@ mod tests {
             let delivery = queue.next(chooser, u64::MAX, false).unwrap();
             assert_eq!(agent_of(&delivery), expected);
         }
+    }
+
+    #[test]
+    fn a_dead_answerers_timers_go_and_nobody_elses() {
+        let mut queue = Queue::new();
+        queue.timer(Addr::Answerer(0), 1, stop(1), 100, false);
+        queue.timer(Addr::Answerer(0), 2, stop(2), 100, true);
+        queue.timer(Addr::Answerer(0), 3, stop(3), 10, false);
+        queue.cancel(Addr::Answerer(0), 3);
+        queue.timer(Addr::Answerer(1), 1, stop(4), 100, false);
+        queue.timer(Addr::Agent(7), 1, stop(5), 50, false);
+        assert_eq!((queue.work(), queue.faults), (3, 1));
+        queue.drop_answerer_timers(0);
+        assert_eq!((queue.work(), queue.faults), (2, 0), "its work and its fault go");
+        let first = queue.next(&mut First, u64::MAX, true).unwrap();
+        let second = queue.next(&mut First, u64::MAX, true).unwrap();
+        assert_eq!((agent_of(&first), first.at), (5, 50));
+        assert_eq!(
+            (agent_of(&second), second.at),
+            (4, 100),
+            "another answerer's stays"
+        );
+        assert!(queue.answerer_timers.is_empty(), "a fired timer leaves the index");
+        assert_eq!(queue.next(&mut First, u64::MAX, true).unwrap_err(), Stop::Done);
+        queue.drop_answerer_timers(1); // nothing left: nothing happens
+        assert_eq!(queue.work(), 0);
     }
 
     #[test]

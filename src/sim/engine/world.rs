@@ -494,7 +494,7 @@ impl<'s> World<'s> {
             return;
         };
         *slot = None;
-        self.queue.drop_timers_of(Addr::Answerer(index));
+        self.queue.drop_answerer_timers(index);
         let died = Envelope::Broker(BrokerMsg::AnswererDied { answerer: index });
         self.queue.send(Addr::Answerer(index), died, self.now());
     }
