@@ -267,8 +267,9 @@ pub enum BrokerMsg {
         ticket: Ticket,
         /// The sender.
         answerer: AnswererIx,
-        /// The batch, unchecked.
-        batch: Value,
+        /// The batch, unchecked (boxed: a batch is rare beside the messages a
+        /// mailbox and a timer carry, which take the size of the largest variant).
+        batch: Box<Value>,
     },
     /// Timer: an offer got no reply within the offer timeout.
     OfferTimeout {
@@ -457,8 +458,8 @@ pub enum AgentMsg {
     ChildEnded {
         /// The child.
         child: Name,
-        /// Its final result (SPEC §5).
-        final_result: Value,
+        /// Its final result (SPEC §5), boxed like [`BrokerMsg::Submit`]'s batch.
+        final_result: Box<Value>,
         /// The turn whose firing ended its script, if one did.
         fired: Option<TurnId>,
     },
@@ -552,7 +553,7 @@ impl Reply {
             Reply::Submit(batch) => BrokerMsg::Submit {
                 ticket,
                 answerer,
-                batch,
+                batch: Box::new(batch),
             },
         }
     }
@@ -694,8 +695,9 @@ pub type TimerId = u64;
 #[derive(Debug)]
 pub enum AnswererMsg {
     /// A request is offered: accept or decline it (or say nothing, and the
-    /// broker's offer timeout counts it as a decline).
-    Offer(Offer),
+    /// broker's offer timeout counts it as a decline). Boxed, so that every
+    /// message and timer of a run is not as large as an offer.
+    Offer(Box<Offer>),
     /// Stop working on this request: it settled, was cancelled, or the offer timed out.
     Withdraw {
         /// The request.

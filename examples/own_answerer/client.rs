@@ -102,7 +102,7 @@ impl Answerer for WebClient {
                 self.cards.insert(
                     ticket,
                     Card {
-                        offer,
+                        offer: *offer,
                         timers: Vec::new(),
                     },
                 );

@@ -57,7 +57,7 @@ use crate::scenario::Scenario;
 ///             AnswererInput::Broker(AnswererMsg::Offer(offer)) => {
 ///                 out.reply(offer.ticket, Reply::Accept);
 ///                 out.start_timer(offer.ticket, Duration::from_secs(4));
-///                 self.due.insert(offer.ticket, offer);
+///                 self.due.insert(offer.ticket, *offer);
 ///             }
 ///             AnswererInput::Timer(ticket) => {
 ///                 if let Some(offer) = self.due.remove(&ticket) {

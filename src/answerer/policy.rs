@@ -183,7 +183,7 @@ impl Answerer for PolicyAnswerer {
 
     fn handle(&mut self, input: AnswererInput, out: &mut Replies<'_>) {
         match input {
-            AnswererInput::Broker(AnswererMsg::Offer(offer)) => self.offered(offer, out),
+            AnswererInput::Broker(AnswererMsg::Offer(offer)) => self.offered(*offer, out),
             AnswererInput::Broker(AnswererMsg::Withdraw { ticket }) => {
                 if let Some(work) = self.offers.remove(&ticket) {
                     self.cancel_timers(work.timers, out);

@@ -44,7 +44,7 @@ impl BrokerState {
             let attempt = call.attempt;
             let msg = BrokerMsg::OfferTimeout { ticket, attempt };
             out.timer(timer, offer_timeout, Envelope::Broker(msg));
-            out.tell_answerer(index, AnswererMsg::Offer(offer));
+            out.tell_answerer(index, AnswererMsg::Offer(Box::new(offer)));
             return;
         }
         self.end_call(ticket, End::NoAnswerer, out);

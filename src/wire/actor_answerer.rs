@@ -49,7 +49,7 @@ impl ActorAnswerer {
                 reply.protocol = Some(PROTOCOL_VERSION);
                 None
             }
-            AnswererInput::Offer(offer) => Some(Input::Broker(AnswererMsg::Offer(Offer {
+            AnswererInput::Offer(offer) => Some(Input::Broker(AnswererMsg::Offer(Box::new(Offer {
                 ticket: offer.ticket,
                 answerer: self.index()?,
                 call_id: offer.call_id,
@@ -57,7 +57,7 @@ impl ActorAnswerer {
                 schema: offer.schema,
                 questions: offer.questions.0,
                 broker: None,
-            }))),
+            })))),
             AnswererInput::Withdraw { ticket } => Some(Input::Broker(AnswererMsg::Withdraw { ticket })),
             AnswererInput::Refused { ticket, what, reason } => Some(Input::Broker(AnswererMsg::Refused {
                 ticket,
@@ -98,7 +98,10 @@ impl ActorAnswerer {
                     BrokerMsg::Accept { ticket, .. } => AnswererEffect::Accept { ticket },
                     BrokerMsg::Decline { ticket, .. } => AnswererEffect::Decline { ticket },
                     BrokerMsg::Hold { ticket, .. } => AnswererEffect::Hold { ticket },
-                    BrokerMsg::Submit { ticket, batch, .. } => AnswererEffect::Submit { ticket, batch },
+                    BrokerMsg::Submit { ticket, batch, .. } => AnswererEffect::Submit {
+                        ticket,
+                        batch: *batch,
+                    },
                     _ => continue,
                 },
                 Effect::Timer { id, after, fault, .. } => {

@@ -154,7 +154,7 @@ impl ActorBroker {
             } => BrokerMsg::Submit {
                 ticket,
                 answerer: self.answerer(&answerer)?,
-                batch,
+                batch: Box::new(batch),
             },
             BrokerInput::Timer { id } => self.timers.remove(&id).ok_or(format!("no timer {id} runs"))?,
             BrokerInput::CancelTurn { agent, turn: chain } => BrokerMsg::CancelTurn {

@@ -206,7 +206,7 @@ impl OutsideBroker {
             } => BrokerInput::Submit {
                 ticket,
                 answerer: name(answerer),
-                batch,
+                batch: *batch,
             },
             BrokerMsg::OutsideTimer { id } => BrokerInput::Timer { id },
             BrokerMsg::CancelTurn { agent, turn } => BrokerInput::CancelTurn {
@@ -510,7 +510,7 @@ impl OutsideBroker {
         }
         let answerer = self.view.answerer_name(index);
         out.record(EventKind::Offer { call_id, answerer });
-        out.tell_answerer(index, AnswererMsg::Offer(offer));
+        out.tell_answerer(index, AnswererMsg::Offer(Box::new(offer)));
         Ok(())
     }
 

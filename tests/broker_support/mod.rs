@@ -71,7 +71,7 @@ impl Actor for ScriptedActor {
         state: &mut ScriptedState,
     ) -> Result<(), ActorProcessingErr> {
         let seen = match msg {
-            AnswererMsg::Offer(offer) => Seen::Offer(offer),
+            AnswererMsg::Offer(offer) => Seen::Offer(*offer),
             AnswererMsg::Withdraw { ticket } => Seen::Withdraw(ticket),
             AnswererMsg::Refused { ticket, what, reason } => Seen::Refused {
                 ticket,
