@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use asksim::limits::{AGENTS_PER_TREE_MAX, OPEN_CALLS_MAX};
 use asksim::scenario::{
@@ -73,7 +74,7 @@ fn root(script: Value) -> Value {
     with_agents(json!([{ "name": "root", "script": script }]))
 }
 
-fn names(agents: &[AgentSpec]) -> Vec<&str> {
+fn names(agents: &[Arc<AgentSpec>]) -> Vec<&str> {
     agents.iter().map(|a| a.name.as_str()).collect()
 }
 
@@ -128,7 +129,7 @@ fn spec_example_parses_into_the_expected_structure() {
                 },
             },
         ],
-        agents: vec![AgentSpec {
+        agents: vec![Arc::new(AgentSpec {
             name: "root".into(),
             lineage_parent: None,
             script: vec![
@@ -138,7 +139,7 @@ fn spec_example_parses_into_the_expected_structure() {
                 Step::Work(1.0),
             ],
             on_resume: vec![],
-        }],
+        })],
         events: vec![EventSpec {
             at_s: 30.0,
             action: Action::CancelTurn("root".into()),

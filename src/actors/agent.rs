@@ -83,7 +83,14 @@ impl Host for AgentShell {
             .next_agent
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1;
-        let state = AgentState::child(id, spawn.spec.clone(), shared.tool, spawn.owner, &spawn.turn);
+        let state = AgentState::child(
+            id,
+            spawn.spec.clone(),
+            shared.tool,
+            shared.prepared.clone(),
+            spawn.owner,
+            &spawn.turn,
+        );
         let registration = Registration {
             agent: id,
             name: state.name().clone(),

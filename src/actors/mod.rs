@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     epoch: CancellationToken,
     next_agent: Arc<AtomicU64>,
     tool: ToolConfig,
+    /// The runtime's memo of validated script arguments, shared by its agents.
+    prepared: crate::agent::Prepared,
     finals: Arc<Mutex<BTreeMap<String, crate::effect::FinalResult>>>,
     /// The first panic in an actor of this runtime.
     crashed: Arc<Mutex<Option<String>>>,

@@ -142,6 +142,7 @@ impl Runtime {
                 calls_made: agent.calls_made,
                 pending: agent.pending.clone(),
                 script: script(&agent.name),
+                prepared: self.prepared(),
             };
             let redeliver = agent.redeliver.clone();
             if let Some(handle) = self.start_resumed(setup, agent.lineage.clone(), redeliver).await {

@@ -318,6 +318,7 @@ impl Runtime {
             epoch: CancellationToken::new(),
             next_agent: continuity.next_agent,
             tool: config.tool,
+            prepared: Default::default(),
             finals: continuity.finals,
             crashed: continuity.crashed,
             shutting_down: AtomicBool::new(false),
@@ -385,6 +386,7 @@ impl Runtime {
             calls_made,
             pending: Default::default(),
             script: None,
+            prepared: shared.prepared.clone(),
         });
         self.start_agent(state, parent_token, owner_id, lineage).await
     }
@@ -545,6 +547,11 @@ impl Runtime {
     /// The registered tool.
     pub fn tool(&self) -> ToolConfig {
         self.inner.shared.tool
+    }
+
+    /// The memo its scripted agents validate their arguments through.
+    pub fn prepared(&self) -> crate::agent::Prepared {
+        self.inner.shared.prepared.clone()
     }
 
     /// What the runtime did so far, counted: messages by kind, tasks, oneshots,

@@ -3,6 +3,7 @@
 //! its tool results and user messages, and runs its model script ([`script`]):
 //! the scenario's steps, or nothing when a library user drives it.
 
+mod prepared;
 mod script;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,8 +17,9 @@ use crate::protocol::{
     AgentId, AgentMsg, BrokerMsg, CallId, CallReply, Name, Request, SpawnError, Turn, TurnId,
 };
 use crate::scenario::AgentSpec;
-use crate::tool::{ResultKind, ToolConfig, ToolResult};
+use crate::tool::{ArgumentError, Ask, ResultKind, ToolConfig, ToolResult};
 
+pub use prepared::Prepared;
 pub use script::Script;
 
 /// Who waits for a call's result.
@@ -50,6 +52,8 @@ pub struct AgentSetup {
     pub pending: BTreeSet<CallId>,
     /// The script it runs once registered, if any.
     pub script: Option<Script>,
+    /// The run's memo of validated script arguments (a fresh one shares nothing).
+    pub prepared: Prepared,
 }
 
 /// An agent's state.
@@ -72,6 +76,7 @@ pub struct AgentState {
     registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
     messages: Vec<Arc<str>>,
     script: Option<Script>,
+    prepared: Prepared,
     next_timer: TimerId,
 }
 
@@ -94,6 +99,7 @@ impl AgentState {
             registered: None,
             messages: Vec::new(),
             script: setup.script,
+            prepared: setup.prepared,
             next_timer: 0,
         }
     }
@@ -104,6 +110,7 @@ impl AgentState {
         id: AgentId,
         spec: Arc<AgentSpec>,
         tool: ToolConfig,
+        prepared: Prepared,
         owner: AgentId,
         turn: &Turn,
     ) -> AgentState {
@@ -118,6 +125,7 @@ impl AgentState {
             calls_made: 0,
             pending: BTreeSet::new(),
             script: Some(Script::new(spec, false)),
+            prepared,
         })
     }
 
@@ -185,12 +193,12 @@ impl AgentState {
                 if let Some(turn) = fired.filter(|t| self.turn.fired_by(*t)) {
                     self.turn_fired(turn, out);
                 }
-                self.child_ended(child, final_result, out)
+                self.child_ended(child, *final_result, out)
             }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {
                 let CallReply { numbered, result } = reply;
-                let call_id = self.call(&arguments, Waiter::Caller(result), out);
+                let call_id = self.call(self.tool.prepare(&arguments), Waiter::Caller(result), out);
                 let _ = numbered.send(call_id.to_string());
             }
             AgentMsg::AwaitClosed { call_id, reply } => {
@@ -218,12 +226,13 @@ impl AgentState {
         self.closed(call_id, Some(message), out);
     }
 
-    /// Makes one tool call: numbers it, checks its arguments (SPEC §2.3: before
-    /// identity; invalid ones never reach the broker) and sends the request.
-    fn call(&mut self, arguments: &str, waiter: Waiter, out: &mut Out) -> CallId {
+    /// Makes one tool call: numbers it and, with its arguments checked
+    /// (`prepared`; SPEC §2.3: before identity, invalid ones never reach the
+    /// broker), sends the request.
+    fn call(&mut self, prepared: Result<Ask, ArgumentError>, waiter: Waiter, out: &mut Out) -> CallId {
         self.calls_made += 1;
         let call_id: CallId = format!("{}/{}", self.name, self.calls_made).into();
-        match self.tool.prepare(arguments) {
+        match prepared {
             Err(error) => {
                 let result = error.to_result();
                 out.record(EventKind::result(&call_id, &self.name, &result));

@@ -17,7 +17,7 @@ use super::{AgentState, Waiter};
 use crate::effect::{FinalResult, Out, Spawn};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
-use crate::tool::{ErrorCode, Mode, ToolResult};
+use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};
 
 /// What a parked script waits for.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,7 +47,7 @@ pub struct Script {
     pc: usize,
     wait: Option<Wait>,
     /// The arguments of the call in flight, for `unresolved` if it is delegated.
-    asking: Option<String>,
+    asking: Option<Arc<str>>,
     /// The turn fired while a call was in flight: end once its result is in.
     ending: bool,
     /// The turn whose firing ended (or is ending) the script: its owner hears it
@@ -153,10 +153,15 @@ impl AgentState {
 
     fn step(&mut self, pc: usize, step: Step, out: &mut Out) {
         match step {
-            Step::Ask { arguments } | Step::AskRaw { arguments } => self.script_call(&arguments, out),
+            Step::Ask { arguments } | Step::AskRaw { arguments } => {
+                let prepared = self.prepared.prepare(self.tool, &arguments);
+                self.script_call(arguments, prepared, out);
+            }
             Step::AskUnresolved { timeout } => {
                 if let Some(arguments) = self.unresolved_arguments(timeout) {
-                    self.script_call(&arguments, out);
+                    // Text of this call alone: validated here, not kept in the memo.
+                    let prepared = self.tool.prepare(&arguments);
+                    self.script_call(arguments.into(), prepared, out);
                 }
             }
             Step::Work(s) => {
@@ -220,13 +225,13 @@ impl AgentState {
         }
     }
 
-    fn script_call(&mut self, arguments: &str, out: &mut Out) {
+    fn script_call(&mut self, arguments: Arc<str>, prepared: Result<Ask, ArgumentError>, out: &mut Out) {
         let call_id: CallId = format!("{}/{}", self.name, self.calls_made + 1).into();
         self.park(Wait::Call(call_id.clone()));
         if let Some(script) = self.script.as_mut() {
-            script.asking = Some(arguments.to_owned());
+            script.asking = Some(arguments.clone());
         }
-        let made = self.call(arguments, Waiter::Script, out);
+        let made = self.call(prepared, Waiter::Script, out);
         debug_assert_eq!(made, call_id);
     }
 
@@ -237,9 +242,9 @@ impl AgentState {
         };
         let value = RawValue::from_string(result.text.clone())
             .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"));
-        let arguments = script.asking.take().unwrap_or_default();
+        let arguments = script.asking.take();
         if result.error_code() == Some(ErrorCode::DelegatedCaller) {
-            let questions = serde_json::from_str::<Value>(&arguments)
+            let questions = serde_json::from_str::<Value>(arguments.as_deref().unwrap_or_default())
                 .ok()
                 .and_then(|v| v.get("questions").cloned())
                 .unwrap_or(Value::Null);

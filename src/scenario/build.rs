@@ -179,7 +179,10 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         tool,
         broker,
         answerers,
-        agents: agents.into_iter().map(|agent| finish(agent, None)).collect(),
+        agents: agents
+            .into_iter()
+            .map(|agent| Arc::new(finish(agent, None)))
+            .collect(),
         events,
         jitter_max_s,
         limits,

@@ -176,7 +176,8 @@ pub struct Scenario {
     /// The waterfall, in order: `count` rows fanned out, `{i}` substituted.
     pub answerers: Vec<AnswererSpec>,
     /// The root agents, fanned out, in file order; children sit in their scripts.
-    pub agents: Vec<AgentSpec>,
+    /// Shared, so a run's agents hold the scenario's specs instead of copies.
+    pub agents: Vec<Arc<AgentSpec>>,
     /// Scheduled events, stable-sorted by time.
     pub events: Vec<EventSpec>,
     /// The largest random delay added to each message between actors, in seconds.
@@ -197,6 +198,24 @@ impl Scenario {
         let mut out = Vec::new();
         for agent in &self.agents {
             agent.collect(&mut out);
+        }
+        out
+    }
+
+    /// [`Scenario::all_agents`] as the shared specs themselves, keyed by name: what
+    /// a run starts its agents from.
+    pub fn specs(&self) -> BTreeMap<&str, Arc<AgentSpec>> {
+        fn walk<'a>(spec: &'a Arc<AgentSpec>, out: &mut BTreeMap<&'a str, Arc<AgentSpec>>) {
+            out.insert(&spec.name, spec.clone());
+            for step in spec.script.iter().chain(&spec.on_resume) {
+                if let Step::Spawn(child) = step {
+                    walk(child, out);
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        for agent in &self.agents {
+            walk(agent, &mut out);
         }
         out
     }

@@ -145,7 +145,7 @@ struct Driver<'s> {
     scenario: &'s Scenario,
     seed: u64,
     continuity: Continuity,
-    specs: BTreeMap<String, Arc<AgentSpec>>,
+    specs: BTreeMap<&'s str, Arc<AgentSpec>>,
     /// The scratch log of a run with a process loss and no `--log`.
     scratch: Option<PathBuf>,
     /// After a real crash: where the log ended (the restart's instant), and the
@@ -164,11 +164,7 @@ impl<'s> Driver<'s> {
         resumed: Option<(f64, Option<u64>)>,
         own: Answerers,
     ) -> Driver<'s> {
-        let specs = scenario
-            .all_agents()
-            .into_iter()
-            .map(|spec| (spec.name.clone(), Arc::new(spec.clone())))
-            .collect();
+        let specs = scenario.specs();
         Driver {
             scenario,
             seed,
@@ -283,7 +279,7 @@ impl<'s> Driver<'s> {
     /// Starts the scenario's roots that `start` picks, as at the start of a run.
     async fn start_roots(&self, runtime: &Runtime, start: impl Fn(&str) -> bool) {
         for spec in self.scenario.agents.iter().filter(|spec| start(&spec.name)) {
-            let spec = self.specs[&spec.name].clone();
+            let spec = spec.clone();
             let lineage = spec.lineage_parent.clone();
             self.start_agent(runtime, &spec, lineage, 0, BTreeSet::new(), false, Vec::new())
                 .await;
@@ -433,6 +429,7 @@ impl<'s> Driver<'s> {
             calls_made,
             pending,
             script: Some(Script::new(spec.clone(), resumed)),
+            prepared: runtime.prepared(),
         };
         runtime.start_scripted(setup, lineage, redeliver).await
     }
@@ -476,7 +473,8 @@ impl<'s> Driver<'s> {
             let known: BTreeSet<String> = recorder.projection().agents.keys().cloned().collect();
             (crate::restart::plan(recorder.projection()), known)
         };
-        plan.agents.retain(|agent| self.specs.contains_key(&agent.name));
+        plan.agents
+            .retain(|agent| self.specs.contains_key(agent.name.as_str()));
         let runtime = Runtime::start_in(self.config(), self.continuity.clone())
             .await
             .expect("a validated scenario starts");

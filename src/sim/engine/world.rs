@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::agent::{AgentSetup, AgentState, Script};
+use crate::agent::{AgentSetup, AgentState, Prepared, Script};
 use crate::answerer::Answerers;
 use crate::broker::BrokerConfig;
 use crate::effect::{Effect, FinalResult, Out};
@@ -131,7 +131,9 @@ pub struct World<'s> {
     answerers: Vec<Option<AnswererSlot>>,
     /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
-    specs: BTreeMap<String, Arc<AgentSpec>>,
+    specs: BTreeMap<&'s str, Arc<AgentSpec>>,
+    /// The memo every agent of the run validates its script's arguments through.
+    prepared: Prepared,
     recorder: Recorder,
     jitter: Option<Jitter>,
     next_agent: AgentId,
@@ -155,11 +157,7 @@ impl<'s> World<'s> {
         recorder: Recorder,
         own: Answerers,
     ) -> World<'s> {
-        let specs = scenario
-            .all_agents()
-            .into_iter()
-            .map(|spec| (spec.name.clone(), Arc::new(spec.clone())))
-            .collect();
+        let specs = scenario.specs();
         let jitter = (jitter_max_s > 0.0).then(|| Jitter {
             seed: jitter_stream(seed),
             max: nanos(jitter_max_s),
@@ -178,6 +176,7 @@ impl<'s> World<'s> {
             answerers: Vec::new(),
             own,
             specs,
+            prepared: Prepared::default(),
             recorder,
             jitter,
             next_agent: 0,
@@ -212,7 +211,7 @@ impl<'s> World<'s> {
         }
         self.boot();
         for spec in &self.scenario.agents {
-            let spec = self.specs[&spec.name].clone();
+            let spec = spec.clone();
             let lineage = spec.lineage_parent.clone();
             self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
         }
@@ -373,6 +372,7 @@ impl<'s> World<'s> {
             calls_made,
             pending,
             script: Some(Script::new(spec.clone(), resumed)),
+            prepared: self.prepared.clone(),
         });
         self.agents.insert(id, agent);
         self.names.insert(name.clone(), id);
@@ -467,6 +467,7 @@ impl<'s> World<'s> {
             id,
             spawn.spec.clone(),
             self.scenario.tool,
+            self.prepared.clone(),
             spawn.owner,
             &spawn.turn,
         );
@@ -600,7 +601,7 @@ impl<'s> World<'s> {
         self.boot();
         let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
         for agent in plan.agents {
-            let Some(spec) = self.specs.get(&agent.name).cloned() else {
+            let Some(spec) = self.specs.get(agent.name.as_str()).cloned() else {
                 continue;
             };
             let id = self.start_agent(&spec, agent.lineage, agent.calls_made, agent.pending, true);
@@ -630,7 +631,7 @@ impl<'s> World<'s> {
             .agents
             .iter()
             .filter(|spec| !known.contains_key(&spec.name))
-            .map(|spec| self.specs[&spec.name].clone())
+            .cloned()
             .collect()
     }
 }
