@@ -126,6 +126,9 @@ impl Candidate {
     }
 }
 
+/// Stale heap entries below this many are left for their due time.
+const STALE_MIN: usize = 1024;
+
 /// The queue.
 #[derive(Debug, Default)]
 pub struct Queue {
@@ -139,6 +142,12 @@ pub struct Queue {
     answerer_timers: FxHashMap<AnswererIx, FxHashSet<TimerId>>,
     /// What is due later (and stale entries, skipped when they come up).
     heap: BinaryHeap<Reverse<Entry>>,
+    /// How many entries of `heap` may be stale (timers cancelled or dropped,
+    /// channels dropped; an upper bound). Once they outnumber the rest the heap
+    /// is rebuilt without them: a cancelled timer costs O(1) amortised instead of
+    /// its slot until its due time (a window timer cancelled by an early answer
+    /// would otherwise stay for the whole window).
+    stale: usize,
     /// Deliverable at `now`: live entries only.
     ready: Ready,
     /// Messages queued plus live timers that are not faults.
@@ -227,7 +236,24 @@ impl Queue {
             self.unindex(owner, id);
             self.forget(&timer);
             self.ready.remove(timer.seq);
+            self.went_stale(1);
         }
+    }
+
+    /// Counts `n` more entries that may be stale, and drops them all from the
+    /// heap when they are half of it. Which entries are live does not depend on
+    /// the heap's layout, and its order is total (`seq` is unique), so what is
+    /// delivered, and when, is the same with or without the rebuild.
+    fn went_stale(&mut self, n: usize) {
+        self.stale += n;
+        if self.stale < STALE_MIN || self.stale * 2 < self.heap.len() {
+            return;
+        }
+        let heap = std::mem::take(&mut self.heap).into_vec();
+        self.heap = (heap.into_iter())
+            .filter(|Reverse(entry)| self.live(entry.key, entry.seq))
+            .collect();
+        self.stale = 0;
     }
 
     fn unindex(&mut self, owner: Addr, id: TimerId) {
@@ -262,6 +288,7 @@ impl Queue {
             if let Some(timer) = self.timers.remove(&(owner, id)) {
                 self.forget(&timer);
                 self.ready.remove(timer.seq);
+                self.went_stale(1);
             }
         }
     }
@@ -288,6 +315,7 @@ impl Queue {
         });
         self.work -= dropped;
         self.faults -= faults;
+        self.went_stale(dropped + faults);
         let timers = &self.timers;
         self.answerer_timers.retain(|index, ids| {
             ids.retain(|id| timers.contains_key(&(Addr::Answerer(*index), *id)));
@@ -359,6 +387,7 @@ impl Queue {
                 break top.due;
             }
             self.heap.pop();
+            self.stale = self.stale.saturating_sub(1);
         };
         if due > limit {
             self.now = limit.max(self.now);
@@ -373,6 +402,8 @@ impl Queue {
             self.heap.pop();
             if self.live(top.key, top.seq) {
                 batch.push(top.candidate());
+            } else {
+                self.stale = self.stale.saturating_sub(1);
             }
         }
         // In seq order, each insertion is an append.
@@ -511,6 +542,31 @@ mod tests {
         assert_eq!(queue.next(&mut First, u64::MAX, true).unwrap_err(), Stop::Done);
         queue.drop_answerer_timers(1); // nothing left: nothing happens
         assert_eq!(queue.work(), 0);
+    }
+
+    #[test]
+    fn cancelled_timers_leave_the_heap_long_before_their_due_time() {
+        let mut queue = Queue::new();
+        let n = 10 * STALE_MIN as u64;
+        for id in 0..n {
+            queue.timer(Addr::Broker, id, stop(id), 1_000_000 + id, false);
+        }
+        for id in (0..n).filter(|id| id % 10 != 0) {
+            queue.cancel(Addr::Broker, id);
+        }
+        assert!(
+            queue.heap.len() <= (n / 10) as usize * 2 + STALE_MIN,
+            "{} entries",
+            queue.heap.len()
+        );
+        let fired: Vec<u64> = std::iter::from_fn(|| queue.next(&mut First, u64::MAX, false).ok())
+            .map(|d| agent_of(&d))
+            .collect();
+        assert_eq!(
+            fired,
+            (0..n).step_by(10).collect::<Vec<_>>(),
+            "the rest fire, in due order"
+        );
     }
 
     #[test]
