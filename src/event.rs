@@ -399,12 +399,10 @@ impl EventKind {
     /// The `request` event: the call as the broker received it, with the
     /// questions exactly as the model sent them.
     pub fn request(call_id: &CallId, agent: &Name, ask: &Ask, mbox: Option<u64>) -> EventKind {
-        let questions =
-            RawQuestions::new(&ask.questions_raw).expect("validated arguments hold JSON questions");
-        let questions_text = ask
-            .questions_raw
+        let questions = RawQuestions(ask.questions_raw.clone());
+        let questions_text = (ask.questions_raw.get())
             .contains(['\n', '\r'])
-            .then(|| ask.questions_raw.to_string());
+            .then(|| ask.questions_raw.get().to_owned());
         EventKind::Request {
             call_id: call_id.clone(),
             agent: agent.clone(),

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::projection::Projection;
 use crate::protocol::{AgentId, CallId, Restored};
@@ -119,7 +120,7 @@ pub fn restored_ask(text: &str) -> Option<Ask> {
     Some(Ask {
         schema: Schema::Timed,
         questions: questions.into(),
-        questions_raw: text.into(),
+        questions_raw: RawValue::from_string(text.to_owned()).ok()?.into(),
         timeout_arg: None,
         wait: Wait::Blocking,
     })

@@ -191,7 +191,7 @@ fn assert_within_limits(config: &ToolConfig, arguments: &Value, ask: &Ask) {
         Wait::Blocking => {}
         Wait::Window(s) => assert!(s > 0.0 && s <= TIMEOUT_S_MAX),
     }
-    let raw: Value = serde_json::from_str(&ask.questions_raw).unwrap();
+    let raw: Value = serde_json::from_str(ask.questions_raw.get()).unwrap();
     assert_eq!(&raw, &arguments["questions"]);
 }
 

@@ -587,7 +587,7 @@ fn real_world_legacy_payload_is_accepted_as_is() {
     assert_eq!(ask.questions[0].options[0].label, "PostgreSQL (Recommended)");
     assert!(!ask.questions[0].multi_select);
     assert!(ask.questions[1].multi_select);
-    assert_eq!(&*ask.questions_raw, &payload[13..payload.len() - 1]);
+    assert_eq!(ask.questions_raw.get(), &payload[13..payload.len() - 1]);
 }
 
 #[test]
@@ -607,13 +607,13 @@ fn questions_raw_is_the_argument_exactly_as_sent() {
     let questions = "[ {\"options\" : [{\"label\":\"B\"} ,\n {\"label\":\"A\",\"description\":\"caf\\u00e9\"}],\t\"header\":\"H\", \"question\":\"Q?\",\"id\":\"q\" } ]";
     let arguments = format!("{{ \"timeout\" : 30 ,  \"questions\":{questions}  }}");
     let ask = accept(&timed(), &arguments);
-    assert_eq!(&*ask.questions_raw, questions);
+    assert_eq!(ask.questions_raw.get(), questions);
     assert_eq!(ask.questions[0].options[1].description, "café");
 
     let legacy_questions =
         "[{\"header\":\"H\",\"question\":\"Q?\",\"options\":[{\"label\":\"\\u0041\"},{\"label\":\"B\"}]}]";
     let ask = accept(&legacy(), &format!("{{\"questions\" :  {legacy_questions}}}"));
-    assert_eq!(&*ask.questions_raw, legacy_questions);
+    assert_eq!(ask.questions_raw.get(), legacy_questions);
     assert_eq!(ask.questions[0].options[0].label, "A");
 }
 

@@ -184,7 +184,7 @@ fn late_answer_message_embeds_questions_exactly_as_sent() {
         &json!([{"id": "q", "selected": ["A"], "custom": "both"}]),
     )
     .unwrap();
-    let message = late_answer_message("root/1", &ask.questions_raw, &items);
+    let message = late_answer_message("root/1", ask.questions_raw.get(), &items);
     assert_eq!(
         message,
         format!(
@@ -200,7 +200,7 @@ fn late_answer_message_embeds_questions_exactly_as_sent() {
 fn late_answer_message_carries_skipped_items_without_custom() {
     let ask = accept(&timed(), CLEANUP);
     let items = validate_batch(&ask.questions, &json!([{"id": "cleanup", "selected": []}])).unwrap();
-    let message = late_answer_message("root/7", &ask.questions_raw, &items);
+    let message = late_answer_message("root/7", ask.questions_raw.get(), &items);
     let questions = &CLEANUP[13..CLEANUP.find(r#","timeout""#).unwrap()];
     assert_eq!(
         message,

@@ -401,13 +401,13 @@ fn restored_questions_keep_the_text_the_model_sent() {
     let projection = asksim::projection::Projection::fold(&events);
     let plan = asksim::restart::plan(&projection);
     let ask = plan.reopened[0].ask.clone().expect("restorable");
-    assert_eq!(&*ask.questions_raw, spaced);
+    assert_eq!(ask.questions_raw.get(), spaced);
     let items = vec![asksim::tool::AnswerItem {
         id: "db".into(),
         selected: vec!["SQLite".into()],
         custom: None,
     }];
-    let message = asksim::tool::result::late_answer_message("root/1", &ask.questions_raw, &items);
+    let message = asksim::tool::result::late_answer_message("root/1", ask.questions_raw.get(), &items);
     assert!(message.contains(spaced), "{message}");
     // A text with a line break is logged compacted in `questions` and exactly in
     // `questions_text`, and read back exactly.

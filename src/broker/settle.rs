@@ -214,7 +214,7 @@ fn close_pending(call: super::calls::Call, end: End, out: &mut Out) {
     let message: Option<Arc<str>> = match end {
         End::Answers(items) => {
             let message: Arc<str> =
-                late_answer_message(&call.call_id, &call.ask.questions_raw, &items).into();
+                late_answer_message(&call.call_id, call.ask.questions_raw.get(), &items).into();
             out.record(EventKind::LateAnswer {
                 call_id: call.call_id.clone(),
                 agent: call.agent_name.clone(),

@@ -8,14 +8,13 @@
 //! golden test, and old logs replay without this code (the projection reads the
 //! recorded schema, never this module).
 
-use std::sync::Arc;
-
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::limits::{
     description_chars, header_chars, label_chars, label_unique, option_count, question_chars, question_count,
 };
+use super::walk::raw_questions;
 use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Wait};
 
 /// The legacy definition as `asksim schema --mode legacy` prints it. Frozen.
@@ -29,7 +28,7 @@ pub fn prepare(arguments: &str) -> Result<Ask, ArgumentError> {
     Ok(Ask {
         schema: Schema::Legacy,
         questions: questions.into(),
-        questions_raw: questions_as_sent(arguments)?,
+        questions_raw: raw_questions(arguments)?,
         timeout_arg: None,
         wait: Wait::Blocking,
     })
@@ -183,20 +182,6 @@ fn type_name(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// The text of the `questions` argument exactly as the model sent it (read after
-/// the walk accepted it). A repeated `questions` key is refused here: the parsed
-/// value keeps the last one, and the text could not say which the model meant.
-fn questions_as_sent(arguments: &str) -> Result<Arc<str>, ArgumentError> {
-    #[derive(serde::Deserialize)]
-    struct Arguments<'a> {
-        #[serde(borrow)]
-        questions: &'a serde_json::value::RawValue,
-    }
-    serde_json::from_str::<Arguments>(arguments)
-        .map(|arguments| Arc::from(arguments.questions.get()))
-        .map_err(|e| ArgumentError::new("questions", format!("unreadable: {e}")))
 }
 
 /// The legacy result: `{"answers":{"<question text>":"<answer text>"}}`, in

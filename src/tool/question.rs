@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 /// Which definition a call was made through. The log records it with every request,
 /// and the projection tells the two apart by it alone (SPEC §4).
@@ -108,8 +109,9 @@ pub struct Ask {
     /// Its questions, in the model's order.
     pub questions: Arc<[Question]>,
     /// The `questions` argument exactly as the model sent it (the text, not a
-    /// re-serialisation), for the late-answer message of SPEC §2.4.
-    pub questions_raw: Arc<str>,
+    /// re-serialisation), for the late-answer message of SPEC §2.4 and the log's
+    /// `request` event, which share it.
+    pub questions_raw: Arc<RawValue>,
     /// The `timeout` argument as the model gave it (timed only; `None` if omitted).
     pub timeout_arg: Option<f64>,
     /// The effective wait: the argument, else the configured default.

@@ -149,13 +149,15 @@ pub(crate) fn parse_arguments(arguments: &str) -> Result<Value, ArgumentError> {
 /// The text of the `questions` argument exactly as the model sent it. Called only
 /// after validation, so the field exists; a repeated `questions` key is refused
 /// here (serde_json's `Value` keeps the last one silently).
-pub(crate) fn raw_questions(arguments: &str) -> Result<std::sync::Arc<str>, ArgumentError> {
+pub(crate) fn raw_questions(
+    arguments: &str,
+) -> Result<std::sync::Arc<serde_json::value::RawValue>, ArgumentError> {
     #[derive(serde::Deserialize)]
     struct Raw<'a> {
         #[serde(borrow)]
         questions: &'a serde_json::value::RawValue,
     }
     serde_json::from_str::<Raw>(arguments)
-        .map(|raw| std::sync::Arc::from(raw.questions.get()))
+        .map(|raw| std::sync::Arc::from(raw.questions.to_owned()))
         .map_err(|e| ArgumentError::new("questions", format!("unreadable: {e}")))
 }

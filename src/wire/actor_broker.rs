@@ -365,9 +365,9 @@ fn closed_agent(paired: Option<Effect>) -> Option<u64> {
 
 /// The questions text a line carries, which must be JSON (the broker's
 /// `request` event embeds it).
-fn questions_text(text: String) -> Result<std::sync::Arc<str>, String> {
-    RawValue::from_string(text.clone()).map_err(|e| format!("questions_text is not JSON: {e}"))?;
-    Ok(text.into())
+fn questions_text(text: String) -> Result<std::sync::Arc<RawValue>, String> {
+    let raw = RawValue::from_string(text).map_err(|e| format!("questions_text is not JSON: {e}"))?;
+    Ok(raw.into())
 }
 
 fn request_of(request: WireRequest) -> Result<Request, String> {

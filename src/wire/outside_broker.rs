@@ -188,7 +188,7 @@ impl OutsideBroker {
                 call_id: request.call_id,
                 schema: request.ask.schema,
                 questions: Questions(request.ask.questions.clone()),
-                questions_text: request.ask.questions_raw.to_string(),
+                questions_text: request.ask.questions_raw.get().to_owned(),
                 timeout: request.ask.timeout_arg,
                 window_ns: match request.ask.wait {
                     Wait::Window(s) => Some(nanos(s)),
@@ -223,7 +223,7 @@ impl OutsideBroker {
                 agent_name: restored.agent_name,
                 call_id: restored.call_id,
                 questions: restored.ask.as_ref().map(|a| Questions(a.questions.clone())),
-                questions_text: restored.ask.as_ref().map(|a| a.questions_raw.to_string()),
+                questions_text: restored.ask.as_ref().map(|a| a.questions_raw.get().to_owned()),
             })),
             BrokerMsg::AnswererDied { answerer } => BrokerInput::AnswererDied {
                 answerer: name(answerer),
