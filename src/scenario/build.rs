@@ -179,10 +179,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         tool,
         broker,
         answerers,
-        agents: agents
-            .into_iter()
-            .map(|agent| Arc::new(finish(agent, None)))
-            .collect(),
+        agents: agents.into_iter().map(finish_root).collect(),
         events,
         jitter_max_s,
         limits,
@@ -693,6 +690,11 @@ fn unresolved_timeout(path: &str, t: f64) -> Checked<f64> {
     Timeout::from_json(&value)
         .map(Timeout::as_f64)
         .or_else(|reason| issue(format!("{path}.ask_unresolved.timeout"), reason))
+}
+
+/// A root as the scenario holds it, shared by the run's agents.
+fn finish_root(agent: XAgent) -> Arc<AgentSpec> {
+    Arc::new(finish(agent, None))
 }
 
 /// The output shape of an expanded agent; a spawned child's lineage is its spawner.
