@@ -119,24 +119,72 @@ impl Coverage {
     }
 }
 
+/// What one event of a call left for the coverage pass: an answerer's accept,
+/// refused accept, batch, offer or offer timeout, a fixed-latency batch's due
+/// time, or a hold. One vector per call, in event order (each kind's own order
+/// is then the order its events came in), with answerers by index: a call costs
+/// one small allocation, not one per kind.
+#[derive(Clone, Copy)]
+struct Mark {
+    t: f64,
+    seq: u64,
+    who: u32,
+    kind: MarkKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MarkKind {
+    Accept,
+    RefusedAccept,
+    Answer,
+    /// When the owner's batch was due, if its latency is fixed.
+    Due,
+    Hold {
+        taken: bool,
+    },
+    Offer,
+    OfferTimeout,
+}
+
+impl Mark {
+    /// Accepts, refused accepts and batches.
+    fn contact(&self) -> bool {
+        matches!(
+            self.kind,
+            MarkKind::Accept | MarkKind::RefusedAccept | MarkKind::Answer
+        )
+    }
+
+    fn accept(&self) -> bool {
+        matches!(self.kind, MarkKind::Accept | MarkKind::RefusedAccept)
+    }
+}
+
 /// What the coverage pass needs to know about one call.
 #[derive(Default)]
 struct Call {
     agent: Option<Name>,
     window_end: Option<f64>,
     first: Option<ResultKind>,
-    owner: Option<Name>,
-    /// Accepts, refused accepts and batches: (time, answerer).
-    contacts: Vec<(f64, Name)>,
-    /// Accepts and refused accepts: (time, answerer).
-    accepts: Vec<(f64, Name)>,
-    /// When each owner's batch was due, if its latency is fixed: (time, owner).
-    due: Vec<(f64, Name)>,
-    answers: Vec<(f64, Name, u64)>,
-    holds: Vec<(f64, bool)>,
+    owner: Option<u32>,
+    marks: Vec<Mark>,
     withdrawn_by_cancel: bool,
     request_seq: u64,
     request_t: f64,
+}
+
+impl Call {
+    fn marks(&self, kind: MarkKind) -> impl Iterator<Item = &Mark> {
+        self.marks.iter().filter(move |m| m.kind == kind)
+    }
+
+    fn answers(&self) -> impl Iterator<Item = &Mark> {
+        self.marks(MarkKind::Answer)
+    }
+
+    fn due(&self) -> impl Iterator<Item = &Mark> {
+        self.marks(MarkKind::Due)
+    }
 }
 
 /// The coverage of one run.
@@ -154,6 +202,9 @@ pub struct Pass {
     offer_timeout_s: f64,
     /// Each answerer's fixed latency, when it has one: when its batch is due.
     fixed: FxHashMap<String, f64>,
+    /// Answerers by the index marks give them, and the index of each name.
+    answerers: Vec<Name>,
+    answerer_ix: FxHashMap<Name, u32>,
     calls: FxHashMap<CallId, Call>,
     owners: FxHashMap<Name, Option<Name>>,
     /// Turn signals by the agent whose turn fired: (time, seq).
@@ -162,14 +213,11 @@ pub struct Pass {
     cancel_calls: FxHashMap<CallId, Vec<f64>>,
     /// Death times by answerer.
     deaths: FxHashMap<Name, Vec<f64>>,
-    offers: Vec<(f64, CallId, Name)>,
-    /// Offer timeouts by call: (time, answerer).
-    timeouts: FxHashMap<CallId, Vec<(f64, Name)>>,
     losses: Vec<(f64, u64)>,
     /// Late answers in `seq` order: (time, seq), and each call's first.
     late_answers: Vec<(f64, u64)>,
     first_late: FxHashMap<CallId, u64>,
-    refused_submits: FxHashSet<(CallId, Name)>,
+    refused_submits: FxHashSet<(CallId, u32)>,
 }
 
 impl Pass {
@@ -186,13 +234,13 @@ impl Pass {
         Pass {
             offer_timeout_s: scenario.broker.offer_timeout_s,
             fixed,
+            answerers: Vec::new(),
+            answerer_ix: FxHashMap::default(),
             calls: FxHashMap::default(),
             owners: FxHashMap::default(),
             cancels: FxHashMap::default(),
             cancel_calls: FxHashMap::default(),
             deaths: FxHashMap::default(),
-            offers: Vec::new(),
-            timeouts: FxHashMap::default(),
             losses: Vec::new(),
             late_answers: Vec::new(),
             first_late: FxHashMap::default(),
@@ -202,6 +250,23 @@ impl Pass {
 
     fn call(&mut self, call_id: &CallId) -> &mut Call {
         self.calls.entry(call_id.clone()).or_default()
+    }
+
+    fn answerer(&mut self, name: &Name) -> u32 {
+        if let Some(ix) = self.answerer_ix.get(name) {
+            return *ix;
+        }
+        let ix = u32::try_from(self.answerers.len()).expect("fewer than 2^32 answerers");
+        self.answerers.push(name.clone());
+        self.answerer_ix.insert(name.clone(), ix);
+        ix
+    }
+
+    /// Adds a mark to the call, for `answerer` (index 0 when it names none).
+    fn mark(&mut self, call_id: &CallId, answerer: Option<&Name>, kind: MarkKind, t: f64, seq: u64) {
+        let who = answerer.map_or(0, |a| self.answerer(a));
+        let call = self.call(call_id);
+        call.marks.push(Mark { t, seq, who, kind });
     }
 
     /// Takes one more event.
@@ -228,34 +293,31 @@ impl Pass {
                 call.first = call.first.or(kind);
             }
             EventKind::Offer { call_id, answerer } => {
-                self.offers.push((t, call_id.clone(), answerer.clone()));
+                self.mark(call_id, Some(answerer), MarkKind::Offer, t, seq);
             }
             EventKind::Accept {
                 call_id, answerer, ..
-            } => self.accepted(call_id, answerer, t),
+            } => self.accepted(call_id, answerer, t, seq),
             EventKind::Decline {
                 call_id,
                 answerer,
                 reason,
                 ..
             } if reason == "offer_timeout" => {
-                let timeouts = self.timeouts.entry(call_id.clone()).or_default();
-                timeouts.push((t, answerer.clone()));
+                self.mark(call_id, Some(answerer), MarkKind::OfferTimeout, t, seq);
             }
-            EventKind::Hold { call_id, .. } => self.call(call_id).holds.push((t, true)),
+            EventKind::Hold { call_id, .. } => {
+                self.mark(call_id, None, MarkKind::Hold { taken: true }, t, seq);
+            }
             EventKind::Answer {
                 call_id, answerer, ..
-            } => {
-                let call = self.call(call_id);
-                call.answers.push((t, answerer.clone(), seq));
-                call.contacts.push((t, answerer.clone()));
-            }
+            } => self.mark(call_id, Some(answerer), MarkKind::Answer, t, seq),
             EventKind::Refused {
                 call_id,
                 answerer,
                 what,
                 reason,
-            } => self.refused(call_id, answerer, what, reason, t),
+            } => self.refused(call_id, answerer, what, reason, (t, seq)),
             _ => self.visit_signal(event),
         }
     }
@@ -286,25 +348,35 @@ impl Pass {
         }
     }
 
-    fn accepted(&mut self, call_id: &CallId, answerer: &Name, t: f64) {
-        let due = self.fixed.get(&**answerer).map(|s| (t + s, answerer.clone()));
+    fn accepted(&mut self, call_id: &CallId, answerer: &Name, t: f64, seq: u64) {
+        let due = self.fixed.get(&**answerer).map(|s| t + s);
+        let who = self.answerer(answerer);
         let call = self.call(call_id);
-        call.owner = Some(answerer.clone());
-        call.due.extend(due);
-        call.accepts.push((t, answerer.clone()));
-        call.contacts.push((t, answerer.clone()));
+        call.owner = Some(who);
+        if let Some(due) = due {
+            let kind = MarkKind::Due;
+            call.marks.push(Mark {
+                t: due,
+                seq,
+                who,
+                kind,
+            });
+        }
+        call.marks.push(Mark {
+            t,
+            seq,
+            who,
+            kind: MarkKind::Accept,
+        });
     }
 
-    fn refused(&mut self, call_id: &CallId, answerer: &Name, what: &str, reason: &str, t: f64) {
+    fn refused(&mut self, call_id: &CallId, answerer: &Name, what: &str, reason: &str, (t, seq): (f64, u64)) {
         match what {
-            "accept" => {
-                let call = self.call(call_id);
-                call.contacts.push((t, answerer.clone()));
-                call.accepts.push((t, answerer.clone()));
-            }
-            "hold" => self.call(call_id).holds.push((t, false)),
+            "accept" => self.mark(call_id, Some(answerer), MarkKind::RefusedAccept, t, seq),
+            "hold" => self.mark(call_id, None, MarkKind::Hold { taken: false }, t, seq),
             "submit" if reason == "owner_dead" => {
-                self.refused_submits.insert((call_id.clone(), answerer.clone()));
+                let who = self.answerer(answerer);
+                self.refused_submits.insert((call_id.clone(), who));
             }
             _ => {}
         }
@@ -353,11 +425,15 @@ impl Pass {
         } else {
             "answer"
         };
-        if call.answers.iter().any(|(t, _, _)| close(*t)) {
+        if call.answers().any(|m| close(m.t)) {
             coverage.reached("answer_vs_expiry", side, seen);
         }
-        if let Some((_, taken)) = call.holds.iter().find(|(t, _)| close(*t)) {
-            coverage.reached("hold_vs_expiry", if *taken { "hold" } else { "expiry" }, seen);
+        let hold = call.marks.iter().find_map(|m| match m.kind {
+            MarkKind::Hold { taken } if close(m.t) => Some(taken),
+            _ => None,
+        });
+        if let Some(taken) = hold {
+            coverage.reached("hold_vs_expiry", if taken { "hold" } else { "expiry" }, seen);
         }
     }
 
@@ -382,13 +458,8 @@ impl Pass {
 
     fn cancels_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
         for (t, seq) in self.signals_of(id, call) {
-            let due_then = call.due.iter().any(|(d, _)| (d - t).abs() <= RACE_WINDOW_S);
-            if call
-                .answers
-                .iter()
-                .any(|(a, _, _)| (a - t).abs() <= RACE_WINDOW_S)
-                || due_then
-            {
+            let near = |m: &Mark| (m.t - t).abs() <= RACE_WINDOW_S;
+            if call.answers().any(near) || call.due().any(near) {
                 let cancelled =
                     call.first == Some(ResultKind::Error(ErrorCode::Aborted)) || call.withdrawn_by_cancel;
                 coverage.reached(
@@ -422,15 +493,15 @@ impl Pass {
         id: &CallId,
         call: &Call,
     ) {
-        for (due, owner) in &call.due {
-            let submitted = call.answers.iter().any(|(_, a, _)| a == owner);
-            if self.died_near(owner, *due) && !submitted {
+        for due in call.due() {
+            let submitted = call.answers().any(|a| a.who == due.who);
+            if self.died_near(&self.answerers[due.who as usize], due.t) && !submitted {
                 coverage.reached("submit_vs_owner_death", "death", seen);
             }
         }
-        for (t, answerer, _) in &call.answers {
-            if self.died_near(answerer, *t) {
-                let refused = self.refused_submits.contains(&(id.clone(), answerer.clone()));
+        for answer in call.answers() {
+            if self.died_near(&self.answerers[answer.who as usize], answer.t) {
+                let refused = self.refused_submits.contains(&(id.clone(), answer.who));
                 coverage.reached(
                     "submit_vs_owner_death",
                     if refused { "death" } else { "submit" },
@@ -441,12 +512,13 @@ impl Pass {
     }
 
     fn answerers_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, call: &Call) {
-        for (i, (t, a)) in call.contacts.iter().enumerate() {
-            let rival = call.contacts[i + 1..]
+        for (i, contact) in call.marks.iter().enumerate().filter(|(_, m)| m.contact()) {
+            let rival = call.marks[i + 1..]
                 .iter()
-                .find(|(u, b)| b != a && (u - t).abs() <= RACE_WINDOW_S);
-            if let (Some(_), Some(owner)) = (rival, call.owner.as_deref()) {
-                let side = if *a == owner { "first" } else { "second" };
+                .filter(|m| m.contact())
+                .find(|m| m.who != contact.who && (m.t - contact.t).abs() <= RACE_WINDOW_S);
+            if let (Some(_), Some(owner)) = (rival, call.owner) {
+                let side = if contact.who == owner { "first" } else { "second" };
                 coverage.reached("two_answerers", side, seen);
             }
         }
@@ -454,19 +526,17 @@ impl Pass {
 
     fn offer_timeouts(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
         let timeout = self.offer_timeout_s;
-        for (t, call_id, answerer) in &self.offers {
-            let end = t + timeout;
-            let Some(call) = self.calls.get(call_id) else {
-                continue;
-            };
-            let close = |u: f64| (u - end).abs() <= RACE_WINDOW_S;
-            let accepted_near = call.accepts.iter().any(|(u, a)| a == answerer && close(*u));
-            let accepted = call.owner.as_ref() == Some(answerer) && accepted_near;
-            let timed_out = self
-                .timeouts
-                .get(call_id)
-                .is_some_and(|ts| ts.iter().any(|(u, a)| a == answerer && close(*u)))
-                && accepted_near;
+        // Every offer, in the order the log gave them.
+        let mut offers: Vec<(&Mark, &Call)> = (self.calls.values())
+            .flat_map(|call| call.marks(MarkKind::Offer).map(move |offer| (offer, call)))
+            .collect();
+        offers.sort_unstable_by_key(|(offer, _)| offer.seq);
+        for (offer, call) in offers {
+            let end = offer.t + timeout;
+            let close = |m: &Mark| m.who == offer.who && (m.t - end).abs() <= RACE_WINDOW_S;
+            let accepted_near = call.marks.iter().any(|m| m.accept() && close(m));
+            let accepted = call.owner == Some(offer.who) && accepted_near;
+            let timed_out = call.marks(MarkKind::OfferTimeout).any(close) && accepted_near;
             if accepted {
                 coverage.reached("accept_vs_offer_timeout", "accept", seen);
             } else if timed_out {
@@ -487,7 +557,7 @@ impl Pass {
             .calls
             .iter()
             .filter(|(_, c)| c.first == Some(ResultKind::Pending))
-            .flat_map(|(id, c)| c.due.iter().map(move |(d, _)| (*d, id)))
+            .flat_map(|(id, c)| c.due().map(move |d| (d.t, id)))
             .collect();
         due.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (lost_t, lost_seq) in &self.losses {
