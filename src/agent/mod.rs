@@ -5,6 +5,7 @@
 
 mod prepared;
 mod script;
+mod waiting;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -71,7 +72,7 @@ pub struct AgentState {
     pending: BTreeSet<CallId>,
     /// Pending calls closed for good.
     closed: BTreeSet<CallId>,
-    waiting: BTreeMap<CallId, Waiter>,
+    waiting: waiting::Waiting<Waiter>,
     await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
     registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
     messages: Vec<Arc<str>>,
@@ -94,7 +95,7 @@ impl AgentState {
             calls_made: setup.calls_made,
             pending: setup.pending,
             closed: BTreeSet::new(),
-            waiting: BTreeMap::new(),
+            waiting: waiting::Waiting::default(),
             await_closed: BTreeMap::new(),
             registered: None,
             messages: Vec::new(),
@@ -257,12 +258,6 @@ impl AgentState {
             self.pending.insert(call_id.clone());
         }
         let waiter = self.waiting.remove(&call_id);
-        if self.waiting.is_empty() {
-            // An emptied B-tree keeps its root node (a leaf of eleven slots, 368
-            // bytes here): give it back, as most agents wait on one call at a time
-            // and a run holds many agents that wait on nothing any more.
-            self.waiting = BTreeMap::new();
-        }
         match waiter {
             Some(Waiter::Caller(reply)) => {
                 let _ = reply.send(result);
@@ -285,7 +280,9 @@ impl AgentState {
             let _ = waiter.send(());
         }
         if self.await_closed.is_empty() {
-            self.await_closed = BTreeMap::new(); // its root node back, as for `waiting`
+            // An emptied B-tree keeps its root node (a leaf of eleven slots): give
+            // it back, as a run holds many agents that await nothing any more.
+            self.await_closed = BTreeMap::new();
         }
         self.closed.insert(call_id.clone());
         self.script_closed(&call_id, out);
