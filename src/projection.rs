@@ -73,8 +73,9 @@ pub struct QuestionRecord {
     pub state: QuestionState,
     /// How it settled: the result text, the late answer, or the withdrawal
     /// reason; none while it waits or is pending (the pending text is
-    /// `ToolResult::pending` of its callId, not kept per question).
-    pub settled: Option<String>,
+    /// `ToolResult::pending` of its callId, not kept per question). A late
+    /// answer's text is the same `Arc` as `message`, not a copy.
+    pub settled: Option<Arc<str>>,
     /// `seq` of the event that put it in its state.
     pub seq: u64,
     /// Its first tool result, and when (none while it waits, and none for a call
@@ -240,13 +241,7 @@ impl Projection {
             }
             EventKind::LateAnswer { call_id, message, .. } => {
                 let (from, to) = (QuestionState::Pending, QuestionState::LateAnswered);
-                self.close(
-                    call_id,
-                    (from, to),
-                    message.to_string(),
-                    Some(message.clone()),
-                    seq,
-                );
+                self.close(call_id, (from, to), message.clone(), Some(message.clone()), seq);
             }
             EventKind::Withdraw {
                 call_id,
@@ -255,7 +250,8 @@ impl Projection {
                 ..
             } => {
                 let (from, to) = (QuestionState::Pending, QuestionState::Withdrawn);
-                self.close(call_id, (from, to), reason.clone(), message.clone(), seq);
+                let how = reason.as_str().into();
+                self.close(call_id, (from, to), how, message.clone(), seq);
             }
             EventKind::UserMessage {
                 call_id,
@@ -329,7 +325,7 @@ impl Projection {
         // A pending result's text is the constant message with this callId
         // (`ToolResult::pending`): it is not copied per question; the closure
         // (late answer, withdrawal) fills `settled` in.
-        question.settled = (kind != ResultKind::Pending).then(|| text.to_owned());
+        question.settled = (kind != ResultKind::Pending).then(|| text.into());
         question.seq = seq;
         if question.state != QuestionState::Pending {
             question.questions = None;
@@ -356,7 +352,7 @@ impl Projection {
                     question.went_pending = true;
                 }
                 Schema::Legacy => {
-                    question.settled = Some("process_loss".to_owned());
+                    question.settled = Some("process_loss".into());
                     question.state = QuestionState::LostOnRestart;
                     lost.push(call_id.clone());
                 }
@@ -372,7 +368,7 @@ impl Projection {
         &mut self,
         call_id: &str,
         (from, to): (QuestionState, QuestionState),
-        how: String,
+        how: Arc<str>,
         message: Option<Arc<str>>,
         seq: u64,
     ) {
@@ -411,7 +407,7 @@ impl Projection {
         call_id: &str,
         from: QuestionState,
         to: QuestionState,
-        how: String,
+        how: Arc<str>,
         seq: u64,
     ) -> Option<&mut QuestionRecord> {
         let question = self.questions.get_mut(call_id).filter(|q| q.state == from)?;

@@ -128,7 +128,7 @@ pub fn replay_from(
             agent: q.agent.clone(),
             schema: q.schema.as_str(),
             state: q.state.as_str(),
-            settled: q.settled.clone(),
+            settled: q.settled.as_deref().map(str::to_owned),
         })
         .collect();
     ReplayReport {
