@@ -9,9 +9,10 @@
 //! scheduler's choices. The broker and any answerer may be outside processes
 //! (`slots`); one that fails ends the run there, with its failure.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Prepared, Script};
@@ -38,12 +39,13 @@ const RESTART_TIMER: u64 = 1;
 /// only, and two deliveries to different actors still commute (what `explore`
 /// relies on). The driver's own messages are never delayed. A stream is a counter:
 /// the n-th delay on a channel is SplitMix64 of the channel's stream seed and n,
-/// so a channel costs 16 bytes instead of a generator's state.
+/// so a channel costs a count instead of a generator's state (its stream seed is
+/// derived again at each draw: two mixes, cheaper than keeping it).
 struct Jitter {
     seed: u64,
     max: Nanos,
-    /// Per channel: its stream seed and the delays drawn so far.
-    channels: HashMap<(Addr, Addr), (u64, u64)>,
+    /// Per channel, by its two addresses' codes: the delays drawn so far.
+    channels: FxHashMap<(u64, u64), u64>,
 }
 
 impl Jitter {
@@ -51,13 +53,11 @@ impl Jitter {
         if from == Addr::Driver {
             return 0;
         }
-        let seed = self.seed;
-        let (stream, drawn) = self
-            .channels
-            .entry((from, to))
-            .or_insert_with(|| (derive_seed(derive_seed(seed, addr_code(from)), addr_code(to)), 0));
+        let (from, to) = (addr_code(from), addr_code(to));
+        let drawn = self.channels.entry((from, to)).or_insert(0);
         *drawn += 1;
-        let draw = derive_seed(*stream, *drawn);
+        let stream = derive_seed(derive_seed(self.seed, from), to);
+        let draw = derive_seed(stream, *drawn);
         // The modulo's bias is below max / 2^64: nothing a run can show.
         draw % self.max.saturating_add(1).max(1)
     }
@@ -161,7 +161,7 @@ impl<'s> World<'s> {
         let jitter = (jitter_max_s > 0.0).then(|| Jitter {
             seed: jitter_stream(seed),
             max: nanos(jitter_max_s),
-            channels: HashMap::new(),
+            channels: FxHashMap::default(),
         });
         World {
             scenario,
