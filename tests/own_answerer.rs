@@ -45,8 +45,9 @@ fn run(seed: u64, answerers: Answerers) -> (Summary, String) {
     let output = run_options(&scenario, options).expect("no log");
     let first = output.projection().questions["root/1"]
         .settled
-        .clone()
-        .unwrap_or_default();
+        .as_deref()
+        .unwrap_or_default()
+        .to_owned();
     (summarise(&scenario, "web.json", &output), first)
 }
 

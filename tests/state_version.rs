@@ -58,7 +58,7 @@ fn a_fold_that_keeps_the_pending_text_again_does_not_pass_for_this_version() {
         .find(|(_, q)| q.state == QuestionState::Pending)
         .expect("the fixture has a pending question");
     let (call_id, question) = pending;
-    question.settled = Some(asksim::tool::ToolResult::pending(call_id).text);
+    question.settled = Some(asksim::tool::ToolResult::pending(call_id).text.into());
     assert_ne!(Some(digest(&projection).as_str()), pinned());
 }
 

@@ -23,6 +23,32 @@ pub struct MustClose {
     pub t: f64,
 }
 
+/// What few calls go through: a hold, a process loss, an obligation to close at
+/// one instant. Boxed in [`CallInfo::rare`], so a call without any costs a
+/// pointer for them (a run's checker holds a record per call).
+#[derive(Default)]
+pub struct Rare {
+    pub held_at: Option<f64>,
+    pub holder: Option<Name>,
+    /// Open at a process loss: a legacy call must never settle after it; a timed
+    /// one is pending and must be taken up again after the restart.
+    pub lost: Option<u64>,
+    pub survived: Option<u64>,
+    pub taken_up: bool,
+    /// What must close it at one instant, if anything does.
+    pub must_close: Option<MustClose>,
+}
+
+/// The rare facts of a call that has none.
+static NONE: Rare = Rare {
+    held_at: None,
+    holder: None,
+    lost: None,
+    survived: None,
+    taken_up: false,
+    must_close: None,
+};
+
 /// One call, from its `request` on.
 pub struct CallInfo {
     pub agent: Name,
@@ -36,11 +62,8 @@ pub struct CallInfo {
     /// Its first tool result: seq, time, kind.
     pub result: Option<(u64, f64, ResultKind)>,
     pub pending: bool,
-    pub held_at: Option<f64>,
-    pub holder: Option<Name>,
-    /// When a hold that died with its holder was released: the window's end moves
-    /// there if it had passed.
-    pub released_at: Option<f64>,
+    /// Its hold, loss and obligations, once it has any.
+    rare: Option<Box<Rare>>,
     /// A window or delegation violation was raised already (one per call).
     pub window_violated: bool,
     pub delegation_violated: bool,
@@ -50,16 +73,9 @@ pub struct CallInfo {
     pub offered: bool,
     /// A pending call that closed (late answer or withdrawal).
     pub closed: bool,
-    /// Open at a process loss: a legacy call must never settle after it; a timed
-    /// one is pending and must be taken up again after the restart.
-    pub lost: Option<u64>,
-    pub survived: Option<u64>,
-    pub taken_up: bool,
     /// The answerer whose reply to an offer is awaited, and the one that owns it.
     pub offeree: Option<Name>,
     pub owner: Option<Name>,
-    /// What must close it at one instant, if anything does.
-    pub must_close: Option<MustClose>,
     /// User messages about it that reached its agent.
     pub delivered: u32,
     /// A `no_orphaned_wait` violation was raised already.
@@ -79,29 +95,39 @@ impl CallInfo {
             turn: None,
             result: None,
             pending: false,
-            held_at: None,
-            holder: None,
-            released_at: None,
+            rare: None,
             window_violated: false,
             delegation_violated: false,
             delegated: false,
             offered: false,
             closed: false,
-            lost: None,
-            survived: None,
-            taken_up: false,
             offeree: None,
             owner: None,
-            must_close: None,
             delivered: 0,
             orphan_reported: false,
         }
     }
 
+    /// Its hold, loss and obligations (none, for most calls).
+    pub fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The same, to change: boxed from the first change on.
+    pub fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_default()
+    }
+
+    /// What must close it at one instant, taken (it is met or moot now).
+    pub fn take_must_close(&mut self) -> Option<MustClose> {
+        self.rare.as_mut().and_then(|rare| rare.must_close.take())
+    }
+
     /// Still waiting for its tool result (in its window or blocking), in the life
     /// of the runtime that received it.
     pub fn waiting(&self) -> bool {
-        self.result.is_none() && self.lost.is_none() && self.survived.is_none() && !self.closed
+        let rare = self.rare();
+        self.result.is_none() && rare.lost.is_none() && rare.survived.is_none() && !self.closed
     }
 
     /// Open: waiting, or pending and not closed.
@@ -340,7 +366,7 @@ mod tests {
         call.closed = true;
         assert!(!call.open());
         let mut lost = info("root");
-        lost.lost = Some(3);
+        lost.rare_mut().lost = Some(3);
         assert!(!lost.waiting() && !lost.open());
     }
 }

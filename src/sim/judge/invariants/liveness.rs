@@ -96,9 +96,9 @@ impl Liveness {
     pub fn must_close(&mut self, calls: &mut Calls, call_id: &CallId, obliged: MustClose) {
         if let Some(info) = calls
             .get_mut(call_id)
-            .filter(|i| i.open() && i.must_close.is_none())
+            .filter(|i| i.open() && i.rare().must_close.is_none())
         {
-            info.must_close = Some(obliged);
+            info.rare_mut().must_close = Some(obliged);
             self.owed.push((call_id.clone(), Owes::Closed));
         }
     }
@@ -108,7 +108,7 @@ impl Liveness {
     /// checked when the instant ends: a closure later than that finds no
     /// obligation left.)
     pub fn closed((call_id, info): (&CallId, &mut CallInfo), seq: u64, how: Closure, out: &mut Violations) {
-        let Some(obliged) = info.must_close.take() else {
+        let Some(obliged) = info.take_must_close() else {
             return;
         };
         let wanted = if obliged.invariant == CANCEL_CALL_SETTLES {
@@ -153,7 +153,7 @@ impl Liveness {
             };
             match owes {
                 Owes::Closed => {
-                    if let Some(obliged) = info.must_close.take() {
+                    if let Some(obliged) = info.take_must_close() {
                         let detail = format!("still open after its {} at {} s", what(obliged), obliged.t);
                         out.push(obliged.invariant, &call_id, obliged.seq, detail);
                     }

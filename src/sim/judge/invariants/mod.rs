@@ -220,8 +220,9 @@ impl Checker {
                 call_id, answerer, ..
             } => {
                 if let Some(info) = self.calls.get_mut(call_id) {
-                    info.held_at.get_or_insert(t);
-                    info.holder = Some(answerer.clone());
+                    let rare = info.rare_mut();
+                    rare.held_at.get_or_insert(t);
+                    rare.holder = Some(answerer.clone());
                 }
             }
             EventKind::Result { call_id, .. } => self.result(call_id, event),
@@ -374,7 +375,7 @@ impl Checker {
             let Some(info) = self.calls.get_mut(&call_id) else {
                 continue;
             };
-            let waiting = info.waiting() && info.held_at.is_none();
+            let waiting = info.waiting() && info.rare().held_at.is_none();
             if waiting && !info.window_violated {
                 info.window_violated = true;
                 let (w, from) = (info.window_s.unwrap_or(0.0), info.request_t);
@@ -391,12 +392,12 @@ impl Checker {
         let Some(info) = self.calls.get_mut(call_id) else {
             return;
         };
-        if info.holder.as_deref() != Some(answerer) || info.result.is_some() {
+        if info.rare().holder.as_deref() != Some(answerer) || info.result.is_some() {
             return;
         }
-        info.held_at = None;
-        info.holder = None;
-        info.released_at = Some(t);
+        let rare = info.rare_mut();
+        rare.held_at = None;
+        rare.holder = None;
         if let Some(w) = info.window_s.filter(|w| *w > 0.0) {
             let end = (info.request_t + w).max(t);
             self.deadlines
@@ -436,16 +437,17 @@ impl Checker {
             let Some(info) = self.calls.get_mut(&call_id) else {
                 continue;
             };
-            info.must_close = None;
+            info.take_must_close();
             let lost = match info.schema {
                 Schema::Legacy if info.result.is_none() => {
-                    info.lost = Some(seq);
+                    info.rare_mut().lost = Some(seq);
                     true
                 }
                 Schema::Timed => {
-                    info.survived = Some(seq);
+                    let rare = info.rare_mut();
+                    rare.survived = Some(seq);
+                    rare.taken_up = false;
                     info.pending = true;
-                    info.taken_up = false;
                     false
                 }
                 Schema::Legacy => false,
@@ -467,12 +469,12 @@ impl Checker {
         let Some(info) = self.calls.get_mut(call_id) else {
             return;
         };
-        if info.lost.is_some() {
+        if info.rare().lost.is_some() {
             let detail = "a legacy call lost at a process loss went on".into();
             self.violate("timed_survive_loss_legacy_do_not", call_id, seq, detail);
-        } else if info.survived.is_some() {
+        } else if info.rare().survived.is_some() {
             if restarted {
-                info.taken_up = true;
+                info.rare_mut().taken_up = true;
             }
             if is_result {
                 let detail = "a tool result after the process loss".into();
@@ -689,7 +691,7 @@ impl Checker {
             let (true, Some(turn)) = (info.result.is_none(), info.turn) else {
                 continue;
             };
-            let until = info.lost.or(info.survived).unwrap_or(u64::MAX);
+            let until = info.rare().lost.or(info.rare().survived).unwrap_or(u64::MAX);
             for fire in self.turns.fires(turn) {
                 if fire.seq > info.request_seq && fire.seq < until {
                     late.push((call_id.clone(), fire));
@@ -710,7 +712,8 @@ impl Checker {
         }
         let mut forgotten = Vec::new();
         for (call_id, info) in self.calls.iter() {
-            if let Some(seq) = info.survived.filter(|_| !info.taken_up && !info.closed) {
+            let rare = info.rare();
+            if let Some(seq) = rare.survived.filter(|_| !rare.taken_up && !info.closed) {
                 forgotten.push((call_id.clone(), seq));
             }
         }
