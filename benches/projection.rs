@@ -74,7 +74,7 @@ fn log() -> Vec<Event> {
             push(EventKind::Answer {
                 call_id: call_id.clone(),
                 answerer: "web".into(),
-                batch: json!([]),
+                batch: json!([]).into(),
                 mbox: None,
             });
             push(EventKind::Result {

@@ -5,6 +5,7 @@
 //! Run with `cargo run --example embed`. It runs on paused time: the "user" takes
 //! 40 virtual seconds to answer, and the example ends at once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 // A program adds only asksim: ractor, tokio and serde_json are re-exported, at
@@ -45,7 +46,7 @@ impl Actor for WebClient {
             // The user thinks; the actor stays free for other offers meanwhile.
             asksim::tokio::spawn(async move {
                 asksim::tokio::time::sleep(Duration::from_secs(40)).await;
-                let _ = offer.reply(Reply::Submit(batch.into()));
+                let _ = offer.reply(Reply::Submit(Arc::new(batch.into())));
             });
         }
         // Withdraw and Refused need no action from this client: the three

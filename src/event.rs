@@ -200,8 +200,8 @@ pub enum EventKind {
         call_id: CallId,
         /// The answerer.
         answerer: Name,
-        /// The batch as submitted.
-        batch: Value,
+        /// The batch as submitted (the answerer's own, shared).
+        batch: Arc<Value>,
         /// The batch's place in the broker's mailbox.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mbox: Option<u64>,

@@ -267,9 +267,11 @@ pub enum BrokerMsg {
         ticket: Ticket,
         /// The sender.
         answerer: AnswererIx,
-        /// The batch, unchecked (boxed: a batch is rare beside the messages a
-        /// mailbox and a timer carry, which take the size of the largest variant).
-        batch: Box<Value>,
+        /// The batch, unchecked (behind a pointer: a batch is rare beside the
+        /// messages a mailbox and a timer carry, which take the size of the
+        /// largest variant; shared with the `answer` event, and with every call
+        /// the answerer gave the same batch).
+        batch: Arc<Value>,
     },
     /// Timer: an offer got no reply within the offer timeout.
     OfferTimeout {
@@ -539,8 +541,10 @@ pub enum Reply {
     /// window; SPEC §3.5).
     Hold,
     /// Submit the one batch that answers the call: one item per question,
-    /// `{"id", "selected"?, "custom"?}` (the owner only; SPEC §3.6).
-    Submit(Value),
+    /// `{"id", "selected"?, "custom"?}` (the owner only; SPEC §3.6). Shared: an
+    /// answerer that gives many calls the same batch builds it once
+    /// (`Reply::Submit(batch.into())` from a `Value`).
+    Submit(Arc<Value>),
 }
 
 impl Reply {
@@ -553,7 +557,7 @@ impl Reply {
             Reply::Submit(batch) => BrokerMsg::Submit {
                 ticket,
                 answerer,
-                batch: Box::new(batch),
+                batch,
             },
         }
     }

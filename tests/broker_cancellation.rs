@@ -77,7 +77,7 @@ async fn turn_cancellation_aborts_calls_of_descendants_three_levels_deep_at_the_
             .count(),
         2
     );
-    send(&offer_root, Reply::Submit(yes_batch()));
+    send(&offer_root, Reply::Submit(yes_batch().into()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "settled"));
     check_contract(&runtime.events().snapshot());
 }
@@ -110,7 +110,7 @@ async fn pending_question_survives_turn_cancellation() {
         matches!(seen[..], [Seen::Withdraw(t)] if t == offer2.ticket),
         "only the aborted call's owner is told to withdraw: {seen:?}"
     );
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);

@@ -39,13 +39,13 @@ async fn a_call_over_the_open_calls_limit_settles_as_limit_exceeded_and_is_not_q
     );
     assert_eq!(kinds(&events_of(&runtime, "root/2")), vec!["Request", "Result"]);
     send(&offer, Reply::Accept);
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     assert_eq!(outcome(first).await.result.text, YES_RESULT);
     // The slot is free again.
     let third = spawn_ask(&root, &timed_args(Some("5")));
     let offer = web.offer().await;
     send(&offer, Reply::Accept);
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     assert_eq!(outcome(third).await.result.text, YES_RESULT);
     check_contract(&runtime.events().snapshot());
 }

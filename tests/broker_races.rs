@@ -24,7 +24,7 @@ async fn answer_and_window_expiry_at_the_same_instant() {
     send(&offer, Reply::Accept);
 
     until(start_t, 5.0).await;
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     let outcome = outcome(call).await;
 
     let events = events_of(&runtime, "root/1");
@@ -70,7 +70,7 @@ async fn answer_against_turn_cancellation() {
     // behind the broker's turn watcher, so the cancellation reaches the broker first.
     let turn = root.turn().await.unwrap();
     turn.cancel();
-    let submit = Reply::Submit(yes_batch());
+    let submit = Reply::Submit(yes_batch().into());
     let from_task = offer.clone();
     tokio::spawn(async move {
         from_task
@@ -123,10 +123,10 @@ async fn two_submits_for_one_call() {
     send(&offer_a, Reply::Accept);
 
     // Same instant: the owner submits twice.
-    send(&offer_a, Reply::Submit(yes_batch()));
+    send(&offer_a, Reply::Submit(yes_batch().into()));
     send(
         &offer_a,
-        Reply::Submit(serde_json::json!([{"id":"go","selected":["No"]}])),
+        Reply::Submit(serde_json::json!([{"id":"go","selected":["No"]}]).into()),
     );
     let outcome = outcome(call).await;
 
@@ -175,14 +175,14 @@ async fn hold_arriving_as_window_expires() {
             kinds(&events_of(&runtime, "root/1")),
             ["Request", "Offer", "Accept", "Result", "Refused"]
         );
-        send(&offer, Reply::Submit(yes_batch()));
+        send(&offer, Reply::Submit(yes_batch().into()));
         within(WAIT_S_MAX, root.closed("root/1")).await;
         assert_eq!(root.user_messages().await, [late_yes_message("root/1")]);
     } else {
         // The hold won: the window no longer counts.
         tokio::time::sleep(std::time::Duration::from_secs(1000)).await;
         assert!(!call.is_finished());
-        send(&offer, Reply::Submit(yes_batch()));
+        send(&offer, Reply::Submit(yes_batch().into()));
         assert_eq!(outcome(call).await.result.text, YES_RESULT);
         assert_eq!(
             kinds(&events_of(&runtime, "root/1")),
@@ -206,7 +206,7 @@ async fn owner_crashing_while_its_submit_is_in_flight() {
     send(&offer, Reply::Accept);
     quiesce().await;
 
-    a.crash_after_sending(&offer, vec![Reply::Submit(yes_batch())]);
+    a.crash_after_sending(&offer, vec![Reply::Submit(yes_batch().into())]);
     let outcome = outcome(call).await;
     quiesce().await;
 

@@ -63,8 +63,8 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
     quiesce().await;
     assert!(c.drain().is_empty(), "c is never offered once b owns it");
     // Only the owner may answer: a's submit is refused, b's settles.
-    send(&offer_a, Reply::Submit(yes_batch()));
-    send(&offer_b, Reply::Submit(yes_batch()));
+    send(&offer_a, Reply::Submit(yes_batch().into()));
+    send(&offer_b, Reply::Submit(yes_batch().into()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -226,12 +226,12 @@ async fn submit_from_dead_owner_is_refused_owner_dead() {
     a.actor.stop(None);
     let offer_b = b.offer().await; // fail-over: a's death reached the broker
     // A message a dead owner left behind arrives after its death.
-    send(&offer_a, Reply::Submit(yes_batch()));
+    send(&offer_a, Reply::Submit(yes_batch().into()));
     send(&offer_a, Reply::Hold);
     quiesce().await;
     assert!(runtime.status().await.open.contains_key("root/1"), "still open");
     send(&offer_b, Reply::Accept);
-    send(&offer_b, Reply::Submit(yes_batch()));
+    send(&offer_b, Reply::Submit(yes_batch().into()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);

@@ -34,7 +34,7 @@ async fn legacy_call_blocks_and_is_unkeyed() {
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
     send(
         &offer,
-        Reply::Submit(json!([{"id":"Proceed?","selected":["Yes"]}])),
+        Reply::Submit(json!([{"id":"Proceed?","selected":["Yes"]}]).into()),
     );
     let outcome = outcome(call).await;
 
@@ -77,7 +77,7 @@ async fn timed_call_returns_pending_after_window_then_late_answer_arrives_as_use
     assert!(root.user_messages().await.is_empty());
 
     until(start_t, 20.0).await;
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
 
     let message = late_yes_message("root/1");
@@ -119,7 +119,7 @@ async fn minus_one_blocks_but_is_keyed() {
 
     tokio::time::sleep(std::time::Duration::from_secs(86_400 * 10)).await;
     assert!(!call.is_finished(), "-1 never returns pending");
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -165,7 +165,7 @@ async fn hold_keeps_window_open() {
     until(start_t, 100.0).await;
     assert!(!call.is_finished(), "held: no pending at 5 s");
     assert_eq!(runtime.status().await.open.get("root/1"), Some(&"waiting"));
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     let outcome = outcome(call).await;
 
     assert_eq!(outcome.result.text, YES_RESULT);
@@ -206,7 +206,7 @@ async fn hold_after_settlement_is_refused() {
         other => panic!("{other:?}"),
     }
     // The question stays pending and answerable.
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     within(WAIT_S_MAX, root.closed("root/1")).await;
     // After the late answer too.
     send(&offer, Reply::Hold);
@@ -306,7 +306,7 @@ async fn cancel_call_withdraws_pending_without_message() {
         "the owner is told to stop"
     );
     // A submit after the withdrawal is refused back.
-    send(&offer, Reply::Submit(yes_batch()));
+    send(&offer, Reply::Submit(yes_batch().into()));
     assert!(matches!(web.next().await, Seen::Refused { ref reason, .. } if reason == "withdrawn"));
 
     assert!(
@@ -418,7 +418,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
         ),
     ];
     for (batch, why) in &bad {
-        send(&offer, Reply::Submit(batch.clone()));
+        send(&offer, Reply::Submit(batch.clone().into()));
         match web.next().await {
             Seen::Refused { what, reason, .. } => {
                 assert_eq!((what.as_str(), reason.as_str()), ("submit", *why))
@@ -430,7 +430,7 @@ async fn bad_batch_is_refused_and_call_stays_open() {
     assert!(!call.is_finished());
     send(
         &offer,
-        Reply::Submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}])),
+        Reply::Submit(json!([{"id":"go","selected":[],"custom":"only on Tuesdays"}]).into()),
     );
     let outcome = outcome(call).await;
 

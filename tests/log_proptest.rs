@@ -159,7 +159,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
             EventKind::Answer {
                 call_id,
                 answerer,
-                batch,
+                batch: batch.into(),
                 mbox,
             }
         }),

@@ -114,7 +114,7 @@ impl Answerer for WebClient {
                 Some(Step::Click(ticket)) => {
                     if let Some(card) = self.cards.get(&ticket) {
                         let batch = recommended(&card.offer);
-                        out.reply(ticket, Reply::Submit(batch));
+                        out.reply(ticket, Reply::Submit(batch.into()));
                     }
                     self.close(ticket, out);
                 }

@@ -44,6 +44,7 @@ use crate::scenario::Scenario;
 /// ```
 /// use asksim::answerer::{Answerer, AnswererInput, AnswererMsg, Replies, Reply};
 /// use asksim::serde_json::json;
+/// use std::sync::Arc;
 /// use std::time::Duration;
 ///
 /// /// Accepts every offer; answers the first option of each question 4 s later.
@@ -64,7 +65,7 @@ use crate::scenario::Scenario;
 ///                     let batch: Vec<_> = (offer.questions.iter())
 ///                         .map(|q| json!({"id": q.id, "selected": [q.options[0].label]}))
 ///                         .collect();
-///                     out.reply(ticket, Reply::Submit(batch.into()));
+///                     out.reply(ticket, Reply::Submit(Arc::new(batch.into())));
 ///                 }
 ///             }
 ///             AnswererInput::Broker(AnswererMsg::Withdraw { ticket }) => {

@@ -8,14 +8,17 @@
 //! program's own.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
+use serde_json::Value;
 
 use super::{Answerer, Replies};
 use crate::policy::Policy;
 use crate::protocol::{AnswererInput, AnswererIx, AnswererMsg, Name, Offer, Reply, Ticket, TimerId};
+use crate::tool::Question;
 
 /// Most offers one answerer works on at once: every open call of a broker.
 const OFFERS_MAX: usize = crate::broker::OPEN_CALLS_MAX;
@@ -52,6 +55,11 @@ pub struct PolicyAnswerer {
     next_timer: TimerId,
     /// Running timers and what each does.
     wakes: BTreeMap<TimerId, Wake>,
+    /// The last batch built and the questions it answers: a batch depends on the
+    /// policy and the questions alone, and calls that ask the same questions
+    /// (every copy of a `count` row) share one `Arc` of them, so consecutive
+    /// calls share one batch instead of a `Value` tree each.
+    last_batch: Option<(Arc<[Question]>, Arc<Value>)>,
 }
 
 impl PolicyAnswerer {
@@ -66,7 +74,21 @@ impl PolicyAnswerer {
             accepts: 0,
             next_timer: 0,
             wakes: BTreeMap::new(),
+            last_batch: None,
         }
+    }
+
+    /// The batch that answers `questions`, shared with the last call's when
+    /// they are the same questions.
+    fn batch(&mut self, questions: &Arc<[Question]>) -> Arc<Value> {
+        if let Some((asked, batch)) = &self.last_batch
+            && Arc::ptr_eq(asked, questions)
+        {
+            return batch.clone();
+        }
+        let batch = Arc::new(self.policy.answer.batch(questions));
+        self.last_batch = Some((questions.clone(), batch.clone()));
+        batch
     }
 
     fn timer_id(&mut self) -> TimerId {
@@ -153,7 +175,7 @@ impl PolicyAnswerer {
 
     fn submit_now(&mut self, ticket: Ticket, out: &mut Replies) {
         if let Some(work) = self.offers.remove(&ticket) {
-            let batch = self.policy.answer.batch(&work.offer.questions);
+            let batch = self.batch(&work.offer.questions);
             out.reply(ticket, Reply::Submit(batch));
             self.cancel_timers(work.timers, out);
         }
@@ -211,4 +233,38 @@ fn seconds(s: f64) -> Duration {
 /// A drawn delay, to the nanosecond as [`seconds`] rounds.
 fn exact(delay: Duration) -> Duration {
     seconds(delay.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Accepts, AnswerPolicy, Latency};
+    use crate::tool::QuestionOption;
+
+    fn questions(label: &str) -> Arc<[Question]> {
+        let option = |label: &str| QuestionOption {
+            label: label.to_owned(),
+            description: String::new(),
+        };
+        Arc::from(vec![Question {
+            id: "go".to_owned(),
+            question: "Proceed?".to_owned(),
+            header: "Go".to_owned(),
+            options: vec![option(label), option("No")],
+            multi_select: false,
+        }])
+    }
+
+    #[test]
+    fn calls_asking_the_same_questions_share_one_batch_and_others_get_their_own() {
+        let policy = Policy::new(Accepts::All, Latency::Fixed(1.0), AnswerPolicy::Recommended);
+        let mut answerer = PolicyAnswerer::new(0, "web".into(), policy, 7);
+        let (shared, other) = (questions("Yes"), questions("Sure"));
+        let first = answerer.batch(&shared);
+        assert!(Arc::ptr_eq(&first, &answerer.batch(&shared.clone())), "one batch");
+        let second = answerer.batch(&other);
+        assert_eq!(*second, serde_json::json!([{"id": "go", "selected": ["Sure"]}]));
+        assert_eq!(*answerer.batch(&shared), *first, "the same batch again");
+        assert_eq!(*first, serde_json::json!([{"id": "go", "selected": ["Yes"]}]));
+    }
 }

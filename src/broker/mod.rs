@@ -106,7 +106,7 @@ impl BrokerState {
                 ticket,
                 answerer,
                 batch,
-            } => self.submit(ticket, answerer, *batch, out),
+            } => self.submit(ticket, answerer, batch, out),
             BrokerMsg::OfferTimeout { ticket, attempt } => self.offer_timeout(ticket, attempt, out),
             BrokerMsg::WindowExpired { ticket, attempt } => self.window_expired(ticket, attempt, out),
             BrokerMsg::CancelTurn { agent, turn } => self.cancel_turn(agent, turn, out),

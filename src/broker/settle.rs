@@ -96,7 +96,7 @@ impl BrokerState {
         }
     }
 
-    pub(super) fn submit(&mut self, ticket: Ticket, answerer: AnswererIx, batch: Value, out: &mut Out) {
+    pub(super) fn submit(&mut self, ticket: Ticket, answerer: AnswererIx, batch: Arc<Value>, out: &mut Out) {
         out.record(EventKind::Answer {
             call_id: self.call_id_or_unknown(ticket),
             answerer: self.answerer_or_unknown(answerer),

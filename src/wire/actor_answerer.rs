@@ -4,6 +4,7 @@
 //! out as its own ids (a `crash_at` as a fault timer), as they do in process.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::answerer_msg::{AnswererEffect, AnswererInput};
 use super::common::{Line, PROTOCOL_VERSION, Reply};
@@ -100,7 +101,7 @@ impl ActorAnswerer {
                     BrokerMsg::Hold { ticket, .. } => AnswererEffect::Hold { ticket },
                     BrokerMsg::Submit { ticket, batch, .. } => AnswererEffect::Submit {
                         ticket,
-                        batch: *batch,
+                        batch: Arc::unwrap_or_clone(batch),
                     },
                     _ => continue,
                 },

@@ -10,6 +10,7 @@
 //! as ids while their messages wait here until the timer fires.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -154,7 +155,7 @@ impl ActorBroker {
             } => BrokerMsg::Submit {
                 ticket,
                 answerer: self.answerer(&answerer)?,
-                batch: Box::new(batch),
+                batch: Arc::new(batch),
             },
             BrokerInput::Timer { id } => self.timers.remove(&id).ok_or(format!("no timer {id} runs"))?,
             BrokerInput::CancelTurn { agent, turn: chain } => BrokerMsg::CancelTurn {

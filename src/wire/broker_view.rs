@@ -177,7 +177,7 @@ impl View {
                 let answer = EventKind::Answer {
                     call_id: self.call_of(*ticket),
                     answerer: self.answerer_name(*answerer),
-                    batch: (**batch).clone(),
+                    batch: batch.clone(),
                     mbox: out.mbox(),
                 };
                 out.record(answer);

@@ -103,7 +103,7 @@ impl OutsideAnswerer {
             AnswererEffect::Accept { ticket } => out.reply(ticket, Reply::Accept),
             AnswererEffect::Decline { ticket } => out.reply(ticket, Reply::Decline),
             AnswererEffect::Hold { ticket } => out.reply(ticket, Reply::Hold),
-            AnswererEffect::Submit { ticket, batch } => out.reply(ticket, Reply::Submit(batch)),
+            AnswererEffect::Submit { ticket, batch } => out.reply(ticket, Reply::Submit(batch.into())),
             AnswererEffect::StartTimer { id, after_ns, fault } => {
                 if !self.timers.insert(id) {
                     return Err(format!("timer {id} started while it runs"));

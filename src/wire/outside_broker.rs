@@ -206,7 +206,7 @@ impl OutsideBroker {
             } => BrokerInput::Submit {
                 ticket,
                 answerer: name(answerer),
-                batch: *batch,
+                batch: Arc::unwrap_or_clone(batch),
             },
             BrokerMsg::OutsideTimer { id } => BrokerInput::Timer { id },
             BrokerMsg::CancelTurn { agent, turn } => BrokerInput::CancelTurn {
