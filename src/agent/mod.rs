@@ -3,9 +3,9 @@
 //! its tool results and user messages, and runs its model script ([`script`]):
 //! the scenario's steps, or nothing when a library user drives it.
 
+mod call_map;
 mod prepared;
 mod script;
-mod waiting;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -69,10 +69,10 @@ pub struct AgentState {
     owner: Option<AgentId>,
     calls_made: u64,
     /// Calls that returned `pending` and may still close.
-    pending: BTreeSet<CallId>,
+    pending: call_map::CallSet,
     /// Pending calls closed for good.
-    closed: BTreeSet<CallId>,
-    waiting: waiting::Waiting<Waiter>,
+    closed: call_map::CallSet,
+    waiting: call_map::CallMap<Waiter>,
     await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
     registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
     messages: Vec<Arc<str>>,
@@ -93,9 +93,9 @@ impl AgentState {
             parent_turn: setup.parent_turn,
             owner: setup.owner,
             calls_made: setup.calls_made,
-            pending: setup.pending,
-            closed: BTreeSet::new(),
-            waiting: waiting::Waiting::default(),
+            pending: setup.pending.into_iter().collect(),
+            closed: call_map::CallSet::default(),
+            waiting: call_map::CallMap::default(),
             await_closed: BTreeMap::new(),
             registered: None,
             messages: Vec::new(),
@@ -255,7 +255,7 @@ impl AgentState {
 
     fn settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {
         if result.kind == ResultKind::Pending {
-            self.pending.insert(call_id.clone());
+            self.pending.insert(call_id.clone(), ());
         }
         let waiter = self.waiting.remove(&call_id);
         match waiter {
@@ -284,7 +284,7 @@ impl AgentState {
             // it back, as a run holds many agents that await nothing any more.
             self.await_closed = BTreeMap::new();
         }
-        self.closed.insert(call_id.clone());
+        self.closed.insert(call_id.clone(), ());
         self.script_closed(&call_id, out);
     }
 

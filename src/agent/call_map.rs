@@ -1,0 +1,106 @@
+//! What one agent keeps per call: who waits for a call's result, which calls
+//! went pending, which closed for good. Nearly every agent has one call in each
+//! at a time (a script's step, a model's tool call), and a run holds many
+//! agents: the first call is kept in place, any more in a map. (A B-tree here
+//! took a node of eleven slots per agent for its one entry: 3.7 MB of
+//! `load-10k`'s peak for the waiting calls alone.) Nothing iterates it, so no
+//! order reaches output.
+
+use rustc_hash::FxHashMap;
+
+use crate::protocol::CallId;
+
+/// A value per callId of one agent.
+#[derive(Debug)]
+pub(super) struct CallMap<V> {
+    first: Option<(CallId, V)>,
+    more: FxHashMap<CallId, V>,
+}
+
+/// The callIds of one agent in some state.
+pub(super) type CallSet = CallMap<()>;
+
+impl<V> Default for CallMap<V> {
+    fn default() -> Self {
+        CallMap {
+            first: None,
+            more: FxHashMap::default(),
+        }
+    }
+}
+
+impl<V> CallMap<V> {
+    /// `call_id` holds `value` now (in place of what it held, if anything).
+    pub(super) fn insert(&mut self, call_id: CallId, value: V) {
+        match &mut self.first {
+            Some((id, slot)) if **id == *call_id => *slot = value,
+            None if !self.more.contains_key(&call_id) => self.first = Some((call_id, value)),
+            _ => {
+                self.more.insert(call_id, value);
+            }
+        }
+    }
+
+    pub(super) fn contains(&self, call_id: &str) -> bool {
+        self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) || self.more.contains_key(call_id)
+    }
+
+    /// What `call_id` held, which it holds no more.
+    pub(super) fn remove(&mut self, call_id: &str) -> Option<V> {
+        if self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) {
+            return self.first.take().map(|(_, value)| value);
+        }
+        let value = self.more.remove(call_id);
+        if self.more.is_empty() && self.more.capacity() > 0 {
+            self.more = FxHashMap::default(); // its table back, once no call is left in it
+        }
+        value
+    }
+}
+
+impl FromIterator<CallId> for CallSet {
+    fn from_iter<I: IntoIterator<Item = CallId>>(ids: I) -> CallSet {
+        let mut set = CallSet::default();
+        for id in ids {
+            set.insert(id, ());
+        }
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_comes_back_once_in_any_order() {
+        let mut map = CallMap::default();
+        for n in 1..=5u32 {
+            map.insert(format!("a/{n}").into(), n);
+        }
+        for n in [3u32, 1, 5, 2, 4] {
+            assert!(map.contains(&format!("a/{n}")));
+            assert_eq!(map.remove(&format!("a/{n}")), Some(n), "a/{n}");
+            assert_eq!(map.remove(&format!("a/{n}")), None, "a/{n} twice");
+            assert!(!map.contains(&format!("a/{n}")));
+        }
+        assert_eq!(map.remove("a/9"), None);
+        assert!(map.first.is_none() && map.more.capacity() == 0, "nothing held");
+        map.insert("a/6".into(), 6);
+        assert_eq!(map.remove("a/6"), Some(6));
+    }
+
+    #[test]
+    fn a_call_inserted_again_holds_one_value_wherever_it_is() {
+        let mut map = CallMap::default();
+        map.insert("a/1".into(), 1);
+        map.insert("a/2".into(), 2);
+        map.insert("a/1".into(), 10); // in place
+        assert_eq!(map.remove("a/1"), Some(10));
+        map.insert("a/2".into(), 20); // in the map, with the place free
+        assert_eq!(map.remove("a/2"), Some(20));
+        assert!(!map.contains("a/1") && !map.contains("a/2"), "each held once");
+        let set: CallSet = ["a/3".into(), "a/3".into(), "a/4".into()].into_iter().collect();
+        assert!(set.contains("a/3") && set.contains("a/4") && !set.contains("a/5"));
+    }
+}
