@@ -747,6 +747,30 @@ pub enum Addr {
     Driver,
 }
 
+impl Addr {
+    /// A number for each address, distinct across kinds (the two low bits tell
+    /// the kind): the key of a jitter stream, and half of a queue entry's key.
+    /// Exact for agent ids and answerer places below 2^61.
+    pub fn code(self) -> u64 {
+        match self {
+            Addr::Driver => 0,
+            Addr::Broker => 1,
+            Addr::Agent(id) => (id << 2) | 2,
+            Addr::Answerer(index) => ((index as u64) << 2) | 3,
+        }
+    }
+
+    /// The address of a [`Addr::code`].
+    pub fn from_code(code: u64) -> Addr {
+        match code & 3 {
+            0 => Addr::Driver,
+            1 => Addr::Broker,
+            2 => Addr::Agent(code >> 2),
+            _ => Addr::Answerer((code >> 2) as AnswererIx),
+        }
+    }
+}
+
 /// What the simulator's driver acts on: its schedule, as messages to itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverMsg {

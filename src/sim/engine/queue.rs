@@ -90,16 +90,45 @@ enum Key {
     Timer(Addr, TimerId),
 }
 
+/// What the heap holds of an entry: its due time, its `seq` (unique, so the
+/// order never reaches the key) and its key packed in two words, 32 bytes in all
+/// where the enum took 48: a heap of every pending timer is a run's largest
+/// vector. A channel is (receiver's code, sender's code), a timer (owner's code
+/// with the top bit set, its id); see [`Addr::code`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
     due: Nanos,
     seq: u64,
-    key: Key,
+    packed: (u64, u64),
 }
 
+/// The top bit of a packed key's first word: a timer.
+const TIMER_BIT: u64 = 1 << 63;
+
 impl Entry {
+    fn new(due: Nanos, seq: u64, key: Key) -> Entry {
+        let packed = match key {
+            Key::Channel(from, to) => (to.code(), from.code()),
+            Key::Timer(owner, id) => (owner.code() | TIMER_BIT, id),
+        };
+        debug_assert!(
+            (packed.0 & !TIMER_BIT) < (TIMER_BIT >> 1),
+            "an address code fits its word"
+        );
+        Entry { due, seq, packed }
+    }
+
+    fn key(&self) -> Key {
+        let (first, second) = self.packed;
+        if first & TIMER_BIT != 0 {
+            Key::Timer(Addr::from_code(first & !TIMER_BIT), second)
+        } else {
+            Key::Channel(Addr::from_code(second), Addr::from_code(first))
+        }
+    }
+
     fn candidate(&self) -> Candidate {
-        match self.key {
+        match self.key() {
             Key::Channel(from, to) => Candidate {
                 to,
                 from: Some(from),
@@ -195,11 +224,7 @@ impl Queue {
         });
         self.work += 1;
         if channel.messages.len() == 1 {
-            self.schedule(Entry {
-                due,
-                seq: self.seq,
-                key: Key::Channel(from, to),
-            });
+            self.schedule(Entry::new(due, self.seq, Key::Channel(from, to)));
         }
     }
 
@@ -223,11 +248,7 @@ impl Queue {
         } else {
             self.work += 1;
         }
-        self.schedule(Entry {
-            due: due.max(self.now),
-            seq: self.seq,
-            key: Key::Timer(owner, id),
-        });
+        self.schedule(Entry::new(due.max(self.now), self.seq, Key::Timer(owner, id)));
     }
 
     /// Cancels a timer if it has not fired.
@@ -251,7 +272,7 @@ impl Queue {
         }
         let heap = std::mem::take(&mut self.heap).into_vec();
         self.heap = (heap.into_iter())
-            .filter(|Reverse(entry)| self.live(entry.key, entry.seq))
+            .filter(|Reverse(entry)| self.live(entry.key(), entry.seq))
             .collect();
         self.stale = 0;
     }
@@ -383,7 +404,7 @@ impl Queue {
             let Some(Reverse(top)) = self.heap.peek().copied() else {
                 return Err(Stop::Done);
             };
-            if self.live(top.key, top.seq) {
+            if self.live(top.key(), top.seq) {
                 break top.due;
             }
             self.heap.pop();
@@ -400,7 +421,7 @@ impl Queue {
                 break;
             }
             self.heap.pop();
-            if self.live(top.key, top.seq) {
+            if self.live(top.key(), top.seq) {
                 batch.push(top.candidate());
             } else {
                 self.stale = self.stale.saturating_sub(1);
@@ -437,11 +458,7 @@ impl Queue {
                 self.work -= 1;
                 match channel.messages.front() {
                     Some(next) => {
-                        let entry = Entry {
-                            due: next.due,
-                            seq: next.seq,
-                            key: Key::Channel(from, to),
-                        };
+                        let entry = Entry::new(next.due, next.seq, Key::Channel(from, to));
                         self.schedule(entry);
                     }
                     // An empty channel goes: a send makes it again, with nothing
@@ -465,6 +482,31 @@ impl Queue {
 mod tests {
     use super::*;
     use crate::protocol::{AgentMsg, BrokerMsg};
+
+    #[test]
+    fn a_packed_entry_gives_back_its_key() {
+        let addrs = [
+            Addr::Driver,
+            Addr::Broker,
+            Addr::Agent(0),
+            Addr::Agent(7),
+            Addr::Agent((1 << 60) - 1),
+            Addr::Answerer(0),
+            Addr::Answerer(63),
+        ];
+        for a in addrs {
+            assert_eq!(Addr::from_code(a.code()), a);
+            for b in addrs {
+                let channel = Key::Channel(a, b);
+                assert_eq!(Entry::new(5, 9, channel).key(), channel);
+            }
+            for id in [0, 1, u64::MAX] {
+                let timer = Key::Timer(a, id);
+                assert_eq!(Entry::new(5, 9, timer).key(), timer);
+            }
+        }
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
 
     struct Last;
     impl Chooser for Last {

@@ -53,23 +53,13 @@ impl Jitter {
         if from == Addr::Driver {
             return 0;
         }
-        let (from, to) = (addr_code(from), addr_code(to));
+        let (from, to) = (from.code(), to.code());
         let drawn = self.channels.entry((from, to)).or_insert(0);
         *drawn += 1;
         let stream = derive_seed(derive_seed(self.seed, from), to);
         let draw = derive_seed(stream, *drawn);
         // The modulo's bias is below max / 2^64: nothing a run can show.
         draw % self.max.saturating_add(1).max(1)
-    }
-}
-
-/// A number for each address, distinct across kinds: the key of a jitter stream.
-fn addr_code(addr: Addr) -> u64 {
-    match addr {
-        Addr::Driver => 0,
-        Addr::Broker => 1,
-        Addr::Agent(id) => (id << 2) | 2,
-        Addr::Answerer(index) => ((index as u64) << 2) | 3,
     }
 }
 
