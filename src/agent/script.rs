@@ -58,6 +58,14 @@ pub struct Script {
     ended: bool,
     /// Each call's result as the model got it, in the order they settled.
     results: Vec<(CallId, Box<RawValue>)>,
+    /// What only a script that delegates or spawns gathers; most scripts never
+    /// do, so it is boxed on first use (a tie of 10^5 roots holds 10^5 scripts).
+    kin: Option<Box<Kin>>,
+}
+
+/// A script's delegated calls, spawn failures and children.
+#[derive(Debug, Default)]
+struct Kin {
     unresolved: Vec<Value>,
     errors: Vec<Value>,
     children: BTreeMap<Name, Child>,
@@ -77,11 +85,13 @@ impl Script {
             fired: None,
             ended: false,
             results: Vec::new(),
-            unresolved: Vec::new(),
-            errors: Vec::new(),
-            children: BTreeMap::new(),
-            joined_unresolved: Vec::new(),
+            kin: None,
         }
+    }
+
+    /// Its kin, boxed on first use.
+    fn kin_mut(&mut self) -> &mut Kin {
+        self.kin.get_or_insert_default()
     }
 
     fn steps(&self) -> &[Step] {
@@ -96,16 +106,17 @@ impl Script {
     /// Taken once, when the script ends: what it gathered moves into it.
     fn final_result(&mut self, agent: &str) -> FinalResult {
         let results = std::mem::take(&mut self.results);
+        let (unresolved, errors) = match self.kin.as_deref_mut() {
+            Some(kin) => (std::mem::take(&mut kin.unresolved), std::mem::take(&mut kin.errors)),
+            None => (Vec::new(), Vec::new()),
+        };
         let shape = FinalShape {
             agent,
             results: Results(&results),
-            unresolved: &self.unresolved,
-            errors: (!self.errors.is_empty()).then_some(&self.errors),
+            unresolved: &unresolved,
+            errors: (!errors.is_empty()).then_some(&errors),
         };
-        let text = serde_json::value::to_raw_value(&shape).expect("a final result serialises");
-        self.unresolved.clear();
-        self.errors.clear();
-        text
+        serde_json::value::to_raw_value(&shape).expect("a final result serialises")
     }
 }
 
@@ -184,12 +195,12 @@ impl AgentState {
                     turn: self.turn.clone(),
                 });
                 let script = self.script.as_mut().expect("a step runs in a script");
-                script.children.insert(name.clone(), Child::Starting);
+                script.kin_mut().children.insert(name.clone(), Child::Starting);
                 self.park(Wait::Spawn(name));
             }
             Step::Join(child) => {
                 let script = self.script.as_mut().expect("a step runs in a script");
-                match script.children.get(child.as_str()) {
+                match script.kin.as_ref().and_then(|kin| kin.children.get(child.as_str())) {
                     Some(Child::Starting | Child::Running) => self.park(Wait::Join(child.as_str().into())),
                     Some(Child::Ended(final_result)) => {
                         let final_result = final_result.clone();
@@ -249,6 +260,7 @@ impl AgentState {
                 .and_then(|v| v.get("questions").cloned())
                 .unwrap_or(Value::Null);
             script
+                .kin_mut()
                 .unresolved
                 .push(json!({"callId": call_id.as_ref(), "questions": questions}));
         }
@@ -268,7 +280,10 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        let Some(entry) = script.children.get_mut(&child) else {
+        let Some(kin) = script.kin.as_deref_mut() else {
+            return;
+        };
+        let Some(entry) = kin.children.get_mut(&child) else {
             return;
         };
         match result {
@@ -279,7 +294,7 @@ impl AgentState {
             }
             Err(error) => {
                 *entry = Child::Failed;
-                script.errors.push(json!({
+                kin.errors.push(json!({
                     "spawn": child.as_ref(),
                     "error": {"code": error.as_str(), "message": error.to_string()},
                 }));
@@ -292,7 +307,7 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        if let Some(entry) = script.children.get_mut(&child) {
+        if let Some(entry) = script.kin.as_deref_mut().and_then(|kin| kin.children.get_mut(&child)) {
             *entry = Child::Ended(final_result.clone());
         }
         if script.wait.as_ref() == Some(&Wait::Join(child.clone())) {
@@ -306,7 +321,7 @@ impl AgentState {
             self.script.as_mut(),
             final_result.get("unresolved").and_then(Value::as_array),
         ) {
-            script.joined_unresolved.extend(unresolved.iter().cloned());
+            script.kin_mut().joined_unresolved.extend(unresolved.iter().cloned());
         }
     }
 
@@ -351,8 +366,9 @@ impl AgentState {
     fn unresolved_arguments(&self, timeout: Option<f64>) -> Option<String> {
         let script = self.script.as_ref()?;
         let questions: Vec<Value> = script
-            .joined_unresolved
+            .kin
             .iter()
+            .flat_map(|kin| &kin.joined_unresolved)
             .filter_map(|u| u.get("questions").and_then(Value::as_array))
             .flatten()
             .cloned()

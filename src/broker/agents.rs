@@ -35,7 +35,9 @@ pub enum Identity {
 /// The agent tree.
 #[derive(Debug, Default)]
 pub struct AgentTree {
-    agents: BTreeMap<AgentId, Entry>,
+    /// Boxed, as the broker's open calls are: ids only grow, so the B-tree's
+    /// nodes are about half full, and a pointer is what its empty slots cost.
+    agents: BTreeMap<AgentId, Box<Entry>>,
     names: BTreeMap<Name, AgentId>,
     tree_sizes: BTreeMap<AgentId, usize>,
     agents_per_tree_max: usize,
@@ -85,14 +87,14 @@ impl AgentTree {
         self.by_turn.insert(&reg.turn, reg.agent);
         self.agents.insert(
             reg.agent,
-            Entry {
+            Box::new(Entry {
                 name: reg.name.clone(),
                 owner: reg.owner,
                 children: BTreeSet::new(),
                 root,
                 live: true,
                 turn: reg.turn.clone(),
-            },
+            }),
         );
         Ok(())
     }
