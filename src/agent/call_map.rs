@@ -3,8 +3,10 @@
 //! at a time (a script's step, a model's tool call), and a run holds many
 //! agents: the first call is kept in place, any more in a map. (A B-tree here
 //! took a node of eleven slots per agent for its one entry: 3.7 MB of
-//! `load-10k`'s peak for the waiting calls alone.) Nothing iterates it, so no
-//! order reaches output.
+//! `load-10k`'s peak for the waiting calls alone.) The checker keeps each
+//! agent's open calls in one too, for the same reason (a hash set of one took a
+//! table of four). Its iteration order is no order at all: only what does not
+//! depend on it iterates (nothing that reaches output).
 
 use rustc_hash::FxHashMap;
 
@@ -12,13 +14,13 @@ use crate::protocol::CallId;
 
 /// A value per callId of one agent.
 #[derive(Debug)]
-pub(super) struct CallMap<V> {
+pub(crate) struct CallMap<V> {
     first: Option<(CallId, V)>,
     more: FxHashMap<CallId, V>,
 }
 
 /// The callIds of one agent in some state.
-pub(super) type CallSet = CallMap<()>;
+pub(crate) type CallSet = CallMap<()>;
 
 impl<V> Default for CallMap<V> {
     fn default() -> Self {
@@ -31,7 +33,7 @@ impl<V> Default for CallMap<V> {
 
 impl<V> CallMap<V> {
     /// `call_id` holds `value` now (in place of what it held, if anything).
-    pub(super) fn insert(&mut self, call_id: CallId, value: V) {
+    pub(crate) fn insert(&mut self, call_id: CallId, value: V) {
         match &mut self.first {
             Some((id, slot)) if **id == *call_id => *slot = value,
             None if !self.more.contains_key(&call_id) => self.first = Some((call_id, value)),
@@ -41,12 +43,22 @@ impl<V> CallMap<V> {
         }
     }
 
-    pub(super) fn contains(&self, call_id: &str) -> bool {
+    pub(crate) fn contains(&self, call_id: &str) -> bool {
         self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) || self.more.contains_key(call_id)
     }
 
+    /// Whether it holds no call.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first.is_none() && self.more.is_empty()
+    }
+
+    /// Every callId it holds, in no set order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &CallId> {
+        self.first.iter().map(|(id, _)| id).chain(self.more.keys())
+    }
+
     /// What `call_id` held, which it holds no more.
-    pub(super) fn remove(&mut self, call_id: &str) -> Option<V> {
+    pub(crate) fn remove(&mut self, call_id: &str) -> Option<V> {
         if self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) {
             return self.first.take().map(|(_, value)| value);
         }

@@ -3,7 +3,7 @@
 //! its tool results and user messages, and runs its model script ([`script`]):
 //! the scenario's steps, or nothing when a library user drives it.
 
-mod call_map;
+pub(crate) mod call_map;
 mod prepared;
 mod script;
 

@@ -7,6 +7,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::agent::call_map::CallSet;
 use crate::event::RawQuestions;
 use crate::protocol::{CallId, Name};
 use crate::sim::judge::turns::TurnIx;
@@ -140,8 +141,8 @@ impl CallInfo {
 #[derive(Default)]
 pub struct Calls {
     by_id: FxHashMap<CallId, CallInfo>,
-    /// Open calls by agent.
-    of_agent: FxHashMap<Name, FxHashSet<CallId>>,
+    /// Open calls by agent (the first in place: most agents have one open).
+    of_agent: FxHashMap<Name, CallSet>,
     /// Open calls by the answerer that is their offeree or owner.
     attended_by: FxHashMap<Name, FxHashSet<CallId>>,
 }
@@ -175,7 +176,7 @@ impl Calls {
         self.of_agent
             .entry(info.agent.clone())
             .or_default()
-            .insert(call_id.clone());
+            .insert(call_id.clone(), ());
         if let Some(old) = self.by_id.insert(call_id.clone(), info) {
             self.unattend(call_id, old.offeree.as_deref(), old.owner.as_deref());
         }
@@ -245,14 +246,19 @@ impl Calls {
         let (offeree, owner) = (info.offeree.take(), info.owner.take());
         let agent = info.agent.clone();
         self.unattend(call_id, offeree.as_deref(), owner.as_deref());
-        remove_from(&mut self.of_agent, &agent, call_id);
+        if let Some(set) = self.of_agent.get_mut(&agent) {
+            set.remove(call_id);
+            if set.is_empty() {
+                self.of_agent.remove(&agent);
+            }
+        }
     }
 
     /// The open calls of `agent`.
     pub fn open_of(&self, agent: &str) -> Vec<CallId> {
         self.of_agent
             .get(agent)
-            .map(|set| set.iter().cloned().collect())
+            .map(|set| set.ids().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -266,7 +272,7 @@ impl Calls {
 
     /// Every open call.
     pub fn open_ids(&self) -> Vec<CallId> {
-        self.of_agent.values().flatten().cloned().collect()
+        self.of_agent.values().flat_map(CallSet::ids).cloned().collect()
     }
 
     /// A process loss: every answerer is gone, so no call is offered or owned.
