@@ -158,6 +158,16 @@ impl Candidate {
 /// Stale heap entries below this many are left for their due time.
 const STALE_MIN: usize = 1024;
 
+/// A table or heap holding under a quarter of its capacity, above this many
+/// slots, is shrunk to twice what it holds: a run's bursts (10^5 windows at one
+/// instant) leave memory its later records can use, at O(1) amortised (each
+/// shrink at least halves the capacity, and growth back doubles as usual).
+const TRIM_MIN: usize = 4096;
+
+fn trimmed(capacity: usize, len: usize) -> Option<usize> {
+    (capacity > TRIM_MIN && len < capacity / 4).then_some(len * 2)
+}
+
 /// The queue.
 #[derive(Debug, Default)]
 pub struct Queue {
@@ -275,6 +285,20 @@ impl Queue {
             .filter(|Reverse(entry)| self.live(entry.key(), entry.seq))
             .collect();
         self.stale = 0;
+    }
+
+    /// Gives back what the heap and the tables hold far beyond their contents
+    /// (once per instant; see [`TRIM_MIN`]).
+    fn trim(&mut self) {
+        if let Some(to) = trimmed(self.heap.capacity(), self.heap.len()) {
+            self.heap.shrink_to(to);
+        }
+        if let Some(to) = trimmed(self.timers.capacity(), self.timers.len()) {
+            self.timers.shrink_to(to);
+        }
+        if let Some(to) = trimmed(self.channels.capacity(), self.channels.len()) {
+            self.channels.shrink_to(to);
+        }
     }
 
     fn unindex(&mut self, owner: Addr, id: TimerId) {
@@ -427,6 +451,7 @@ impl Queue {
                 self.stale = self.stale.saturating_sub(1);
             }
         }
+        self.trim();
         // In seq order, each insertion is an append.
         batch.sort_unstable_by_key(|c| c.seq);
         for candidate in batch {
@@ -609,6 +634,28 @@ mod tests {
             (0..n).step_by(10).collect::<Vec<_>>(),
             "the rest fire, in due order"
         );
+    }
+
+    #[test]
+    fn a_burst_gives_its_memory_back_once_it_has_fired() {
+        let mut queue = Queue::new();
+        let n = 4 * TRIM_MIN as u64;
+        for id in 0..n {
+            queue.timer(Addr::Broker, id, stop(id), 1_000 + id / 2, false);
+        }
+        queue.timer(Addr::Broker, n, stop(n), 1_000_000, false); // one left for later
+        let peak = (queue.timers.capacity(), queue.heap.capacity());
+        assert!(peak.0 >= n as usize && peak.1 >= n as usize);
+        let fired = std::iter::from_fn(|| queue.next(&mut First, 999_999, false).ok()).count();
+        assert_eq!(fired, n as usize, "every timer of the burst fires");
+        assert!(
+            queue.timers.capacity() <= TRIM_MIN && queue.heap.capacity() <= TRIM_MIN,
+            "a table of {} and a heap of {} slots hold one timer",
+            queue.timers.capacity(),
+            queue.heap.capacity()
+        );
+        let last = queue.next(&mut First, u64::MAX, false).expect("the last timer still fires");
+        assert_eq!((agent_of(&last), last.at), (n, 1_000_000));
     }
 
     #[test]
