@@ -1,7 +1,9 @@
 //! The broker's call table: every open call by ticket, the callId index, and how
 //! closed tickets closed (for the reason a late message is refused with).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 
 use crate::effect::TimerId;
 use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId, WithdrawReason};
@@ -116,8 +118,9 @@ pub struct CallTable {
     /// 232-byte call cost more than a pointer each (a tie of 10^5 open calls:
     /// 444 bytes a call unboxed).
     open: BTreeMap<Ticket, Box<Call>>,
-    by_call_id: HashMap<CallId, Ticket>,
-    closed: HashMap<Ticket, (CallId, Closed)>,
+    by_call_id: FxHashMap<CallId, Ticket>,
+    /// Never iterated into output in its own order (`BrokerStatus` sorts).
+    closed: FxHashMap<Ticket, (CallId, Closed)>,
     /// Calls closed without ever being opened: refused at their request, or
     /// withdrawn at a restart as not restorable.
     unopened: Vec<(CallId, Closed)>,
