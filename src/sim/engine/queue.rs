@@ -175,7 +175,9 @@ pub struct Queue {
     seq: u64,
     mbox: u64,
     channels: FxHashMap<(Addr, Addr), Channel>,
-    timers: FxHashMap<(Addr, TimerId), Timer>,
+    /// Keyed by the owner's [`Addr::code`] and the timer's id: 16 bytes a key,
+    /// not 24.
+    timers: FxHashMap<(u64, TimerId), Timer>,
     /// The live timers of each answerer, the one kind of actor that dies on its
     /// own: its death drops them without a look at anyone else's.
     answerer_timers: FxHashMap<AnswererIx, FxHashSet<TimerId>>,
@@ -242,7 +244,7 @@ impl Queue {
     pub fn timer(&mut self, owner: Addr, id: TimerId, envelope: Envelope, due: Nanos, fault: bool) {
         self.seq += 1;
         let previous = self.timers.insert(
-            (owner, id),
+            (owner.code(), id),
             Timer {
                 envelope,
                 fault,
@@ -263,7 +265,7 @@ impl Queue {
 
     /// Cancels a timer if it has not fired.
     pub fn cancel(&mut self, owner: Addr, id: TimerId) {
-        if let Some(timer) = self.timers.remove(&(owner, id)) {
+        if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
             self.unindex(owner, id);
             self.forget(&timer);
             self.ready.remove(timer.seq);
@@ -330,7 +332,7 @@ impl Queue {
             .unwrap_or_default();
         ids.sort_unstable(); // a set's order is no order
         for id in ids {
-            if let Some(timer) = self.timers.remove(&(owner, id)) {
+            if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
                 self.forget(&timer);
                 self.ready.remove(timer.seq);
                 self.went_stale(1);
@@ -350,7 +352,8 @@ impl Queue {
             kept
         });
         self.timers.retain(|(owner, _), timer| {
-            let kept = keep(*owner, *owner);
+            let owner = Addr::from_code(*owner);
+            let kept = keep(owner, owner);
             match (kept, timer.fault) {
                 (false, false) => dropped += 1,
                 (false, true) => faults += 1,
@@ -363,7 +366,7 @@ impl Queue {
         self.went_stale(dropped + faults);
         let timers = &self.timers;
         self.answerer_timers.retain(|index, ids| {
-            ids.retain(|id| timers.contains_key(&(Addr::Answerer(*index), *id)));
+            ids.retain(|id| timers.contains_key(&(Addr::Answerer(*index).code(), *id)));
             !ids.is_empty()
         });
         // Stale entries in the heap are skipped when they come up; the ready set
@@ -388,7 +391,7 @@ impl Queue {
                 .get(&(from, to))
                 .and_then(|c| c.messages.front())
                 .is_some_and(|head| head.seq == seq),
-            Key::Timer(owner, id) => self.timers.get(&(owner, id)).is_some_and(|t| t.seq == seq),
+            Key::Timer(owner, id) => self.timers.get(&(owner.code(), id)).is_some_and(|t| t.seq == seq),
         }
     }
 
@@ -464,7 +467,7 @@ impl Queue {
     fn take(&mut self, key: Key, seq: u64) -> Option<Delivery> {
         match key {
             Key::Timer(owner, id) => {
-                let timer = self.timers.remove(&(owner, id)).filter(|t| t.seq == seq)?;
+                let timer = self.timers.remove(&(owner.code(), id)).filter(|t| t.seq == seq)?;
                 self.unindex(owner, id);
                 self.forget(&timer);
                 Some(Delivery {
