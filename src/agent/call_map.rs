@@ -16,7 +16,9 @@ use crate::protocol::CallId;
 #[derive(Debug)]
 pub(crate) struct CallMap<V> {
     first: Option<(CallId, V)>,
-    more: FxHashMap<CallId, V>,
+    /// Boxed: most never hold a second call, and an empty table in place is
+    /// four words.
+    more: Option<Box<FxHashMap<CallId, V>>>,
 }
 
 /// The callIds of one agent in some state.
@@ -26,7 +28,7 @@ impl<V> Default for CallMap<V> {
     fn default() -> Self {
         CallMap {
             first: None,
-            more: FxHashMap::default(),
+            more: None,
         }
     }
 }
@@ -36,25 +38,28 @@ impl<V> CallMap<V> {
     pub(crate) fn insert(&mut self, call_id: CallId, value: V) {
         match &mut self.first {
             Some((id, slot)) if **id == *call_id => *slot = value,
-            None if !self.more.contains_key(&call_id) => self.first = Some((call_id, value)),
+            None if !self.more.as_ref().is_some_and(|more| more.contains_key(&call_id)) => {
+                self.first = Some((call_id, value));
+            }
             _ => {
-                self.more.insert(call_id, value);
+                self.more.get_or_insert_default().insert(call_id, value);
             }
         }
     }
 
     pub(crate) fn contains(&self, call_id: &str) -> bool {
-        self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) || self.more.contains_key(call_id)
+        self.first.as_ref().is_some_and(|(id, _)| **id == *call_id)
+            || self.more.as_ref().is_some_and(|more| more.contains_key(call_id))
     }
 
     /// Whether it holds no call.
     pub(crate) fn is_empty(&self) -> bool {
-        self.first.is_none() && self.more.is_empty()
+        self.first.is_none() && self.more.is_none()
     }
 
     /// Every callId it holds, in no set order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = &CallId> {
-        self.first.iter().map(|(id, _)| id).chain(self.more.keys())
+        self.first.iter().map(|(id, _)| id).chain(self.more.iter().flat_map(|more| more.keys()))
     }
 
     /// What `call_id` held, which it holds no more.
@@ -62,9 +67,10 @@ impl<V> CallMap<V> {
         if self.first.as_ref().is_some_and(|(id, _)| **id == *call_id) {
             return self.first.take().map(|(_, value)| value);
         }
-        let value = self.more.remove(call_id);
-        if self.more.is_empty() && self.more.capacity() > 0 {
-            self.more = FxHashMap::default(); // its table back, once no call is left in it
+        let more = self.more.as_mut()?;
+        let value = more.remove(call_id);
+        if more.is_empty() {
+            self.more = None; // its table back, once no call is left in it
         }
         value
     }
@@ -97,7 +103,7 @@ mod tests {
             assert!(!map.contains(&format!("a/{n}")));
         }
         assert_eq!(map.remove("a/9"), None);
-        assert!(map.first.is_none() && map.more.capacity() == 0, "nothing held");
+        assert!(map.first.is_none() && map.more.is_none(), "nothing held");
         map.insert("a/6".into(), 6);
         assert_eq!(map.remove("a/6"), Some(6));
     }
