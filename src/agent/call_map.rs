@@ -59,7 +59,10 @@ impl<V> CallMap<V> {
 
     /// Every callId it holds, in no set order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = &CallId> {
-        self.first.iter().map(|(id, _)| id).chain(self.more.iter().flat_map(|more| more.keys()))
+        self.first
+            .iter()
+            .map(|(id, _)| id)
+            .chain(self.more.iter().flat_map(|more| more.keys()))
     }
 
     /// What `call_id` held, which it holds no more.

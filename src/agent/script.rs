@@ -107,7 +107,10 @@ impl Script {
     fn final_result(&mut self, agent: &str) -> FinalResult {
         let results = std::mem::take(&mut self.results);
         let (unresolved, errors) = match self.kin.as_deref_mut() {
-            Some(kin) => (std::mem::take(&mut kin.unresolved), std::mem::take(&mut kin.errors)),
+            Some(kin) => (
+                std::mem::take(&mut kin.unresolved),
+                std::mem::take(&mut kin.errors),
+            ),
             None => (Vec::new(), Vec::new()),
         };
         let shape = FinalShape {
@@ -200,7 +203,11 @@ impl AgentState {
             }
             Step::Join(child) => {
                 let script = self.script.as_mut().expect("a step runs in a script");
-                match script.kin.as_ref().and_then(|kin| kin.children.get(child.as_str())) {
+                match script
+                    .kin
+                    .as_ref()
+                    .and_then(|kin| kin.children.get(child.as_str()))
+                {
                     Some(Child::Starting | Child::Running) => self.park(Wait::Join(child.as_str().into())),
                     Some(Child::Ended(final_result)) => {
                         let final_result = final_result.clone();
@@ -307,7 +314,11 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        if let Some(entry) = script.kin.as_deref_mut().and_then(|kin| kin.children.get_mut(&child)) {
+        if let Some(entry) = script
+            .kin
+            .as_deref_mut()
+            .and_then(|kin| kin.children.get_mut(&child))
+        {
             *entry = Child::Ended(final_result.clone());
         }
         if script.wait.as_ref() == Some(&Wait::Join(child.clone())) {
@@ -321,7 +332,10 @@ impl AgentState {
             self.script.as_mut(),
             final_result.get("unresolved").and_then(Value::as_array),
         ) {
-            script.kin_mut().joined_unresolved.extend(unresolved.iter().cloned());
+            script
+                .kin_mut()
+                .joined_unresolved
+                .extend(unresolved.iter().cloned());
         }
     }
 

@@ -657,7 +657,9 @@ mod tests {
             queue.timers.capacity(),
             queue.heap.capacity()
         );
-        let last = queue.next(&mut First, u64::MAX, false).expect("the last timer still fires");
+        let last = queue
+            .next(&mut First, u64::MAX, false)
+            .expect("the last timer still fires");
         assert_eq!((agent_of(&last), last.at), (n, 1_000_000));
     }
 
