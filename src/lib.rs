@@ -44,7 +44,8 @@
 //!   ([`AnswererSlot::Machine`]).
 //! - `actors`: the same three as ractor actors on tokio: the library
 //!   ([`Runtime`]) and real-clock runs.
-//! - [`limits`]: the runtime's limits, named once.
+//! - [`limits`]: the runtime's limits, named once; `trim`: how a burst's tables
+//!   and queues give their memory back.
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log.
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
@@ -92,6 +93,7 @@ pub mod scenario;
 mod seed;
 pub mod sim;
 pub mod tool;
+mod trim;
 pub mod wire;
 
 pub use actors::{

@@ -147,6 +147,11 @@ impl Core {
         for (t, kind) in batch.drain(..) {
             recorder.record(t, kind);
         }
+        // The spare is kept at twice this batch, not at a past burst's size
+        // ([`crate::trim`]).
+        if let Some(to) = crate::trim::trimmed(batch.capacity(), n) {
+            batch.shrink_to(to);
+        }
         let mut pending = queue.pending.lock().expect("journal poisoned");
         if pending.spare.capacity() < batch.capacity() {
             pending.spare = batch;

@@ -15,6 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::protocol::{BrokerMsg, Nanos, Ticket};
+use crate::trim::Trim;
 
 /// What a broker message is to a window expiry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +87,7 @@ impl Stamps {
                     queue.pop_front();
                     if queue.is_empty() {
                         self.tickets.remove(&t);
+                        self.tickets.trim();
                     }
                 }
             }

@@ -20,6 +20,7 @@ use tokio::time::{Duration, Instant};
 use super::{Shared, TimerSink};
 use crate::effect::TimerId;
 use crate::protocol::{Envelope, Nanos};
+use crate::trim::Trim;
 
 /// One actor's running timers.
 #[derive(Default)]
@@ -78,6 +79,7 @@ impl TimerSink for Timers {
         {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
+        state.ids.trim();
     }
 
     fn cancel_all(&mut self, shared: &Arc<Shared>) {
@@ -149,6 +151,7 @@ fn fire_due(shared: &Shared, core: &Core) {
             let (key, timer) = entry.remove_entry();
             if state.ids.get(&timer.id) == Some(&key) {
                 state.ids.remove(&timer.id);
+                state.ids.trim();
             }
             timer
         };

@@ -27,6 +27,7 @@ use super::order::Stamps;
 use super::{Shared, TimerSink};
 use crate::effect::TimerId;
 use crate::protocol::{BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
+use crate::trim::Trim;
 
 /// The message the sleeper sends an idle broker.
 fn wake_mail() -> BrokerMail {
@@ -65,6 +66,7 @@ impl Wheel {
     fn take(&mut self, shared: &Shared, key: (Nanos, TimerId)) -> Option<Envelope> {
         let (envelope, fault) = self.queue.remove(&key)?;
         self.deadlines.remove(&key.1);
+        self.deadlines.trim();
         if !fault {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
@@ -171,6 +173,7 @@ impl TimerSink for Wheel {
         {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
+        self.deadlines.trim();
     }
 
     fn cancel_all(&mut self, shared: &Arc<Shared>) {

@@ -22,6 +22,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::effect::TimerId;
 use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
 pub use crate::sim::engine::ready::{Candidate, Ready};
+use crate::trim::Trim;
 
 /// Picks the next delivery among what is ready (at least two, in `seq` order).
 pub trait Chooser {
@@ -158,16 +159,6 @@ impl Candidate {
 /// Stale heap entries below this many are left for their due time.
 const STALE_MIN: usize = 1024;
 
-/// A table or heap holding under a quarter of its capacity, above this many
-/// slots, is shrunk to twice what it holds: a run's bursts (10^5 windows at one
-/// instant) leave memory its later records can use, at O(1) amortised (each
-/// shrink at least halves the capacity, and growth back doubles as usual).
-const TRIM_MIN: usize = 4096;
-
-fn trimmed(capacity: usize, len: usize) -> Option<usize> {
-    (capacity > TRIM_MIN && len < capacity / 4).then_some(len * 2)
-}
-
 /// The queue.
 #[derive(Debug, Default)]
 pub struct Queue {
@@ -290,17 +281,11 @@ impl Queue {
     }
 
     /// Gives back what the heap and the tables hold far beyond their contents
-    /// (once per instant; see [`TRIM_MIN`]).
+    /// (once per instant; see [`crate::trim`]).
     fn trim(&mut self) {
-        if let Some(to) = trimmed(self.heap.capacity(), self.heap.len()) {
-            self.heap.shrink_to(to);
-        }
-        if let Some(to) = trimmed(self.timers.capacity(), self.timers.len()) {
-            self.timers.shrink_to(to);
-        }
-        if let Some(to) = trimmed(self.channels.capacity(), self.channels.len()) {
-            self.channels.shrink_to(to);
-        }
+        self.heap.trim();
+        self.timers.trim();
+        self.channels.trim();
     }
 
     fn unindex(&mut self, owner: Addr, id: TimerId) {
@@ -510,6 +495,7 @@ impl Queue {
 mod tests {
     use super::*;
     use crate::protocol::{AgentMsg, BrokerMsg};
+    use crate::trim::TRIM_MIN;
 
     #[test]
     fn a_packed_entry_gives_back_its_key() {
