@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, EventKind, RawQuestions};
 use crate::log::STATE_VERSION;
+use crate::protocol::Text;
 use crate::tool::{ErrorCode, ResultKind, Schema};
 
 /// Where a question stands.
@@ -59,7 +60,7 @@ impl QuestionState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QuestionRecord {
     /// The calling agent.
-    pub agent: String,
+    pub agent: Text,
     /// The recorded schema: the only thing that tells timed from legacy.
     pub schema: Schema,
     /// `seq` of its `request` event.
@@ -137,31 +138,32 @@ pub struct AgentRecord {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct Projection {
-    /// Every question, by callId.
-    pub questions: BTreeMap<String, QuestionRecord>,
+    /// Every question, by callId (the callId and agent name the log's events
+    /// carry, shared, not copied per record).
+    pub questions: BTreeMap<Text, QuestionRecord>,
     /// Every call refused for its arguments, by callId.
     #[serde(default)]
     pub rejected: BTreeMap<String, RejectedCall>,
     /// Every agent, by name.
-    pub agents: BTreeMap<String, AgentRecord>,
+    pub agents: BTreeMap<Text, AgentRecord>,
     /// `seq` of the last event folded.
     pub seq: u64,
     /// Questions open or pending, by callId.
     #[serde(skip)]
-    unsettled: BTreeSet<String>,
+    unsettled: BTreeSet<Text>,
     /// Questions whose user message was decided and not received, by callId.
     #[serde(skip)]
-    unreceived: BTreeSet<String>,
+    unreceived: BTreeSet<Text>,
 }
 
 /// A projection as it is written: its records without the indexes, which
 /// [`Projection`] rebuilds on the way in.
 #[derive(Deserialize)]
 struct Stored {
-    questions: BTreeMap<String, QuestionRecord>,
+    questions: BTreeMap<Text, QuestionRecord>,
     #[serde(default)]
     rejected: BTreeMap<String, RejectedCall>,
-    agents: BTreeMap<String, AgentRecord>,
+    agents: BTreeMap<Text, AgentRecord>,
     seq: u64,
 }
 
@@ -218,7 +220,7 @@ impl Projection {
                     calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
                     messages: previous.map(|a| a.messages).unwrap_or_default(),
                 };
-                self.agents.insert(agent.to_string(), record);
+                self.agents.insert(agent.clone(), record);
             }
             EventKind::Stop { agent } => {
                 if let Some(a) = self.agents.get_mut(&**agent) {
@@ -281,7 +283,7 @@ impl Projection {
             None => Some(questions.clone()),
         };
         let record = QuestionRecord {
-            agent: agent.to_string(),
+            agent: agent.clone(),
             schema: *schema,
             request_seq: seq,
             requested_t: t,
@@ -295,8 +297,8 @@ impl Projection {
             message: None,
             delivered: false,
         };
-        self.unsettled.insert(call_id.to_string());
-        self.questions.insert(call_id.to_string(), record);
+        self.unsettled.insert(call_id.clone());
+        self.questions.insert(call_id.clone(), record);
     }
 
     fn result(&mut self, call_id: &str, agent: &str, kind: ResultKind, text: &str, t: f64, seq: u64) {
@@ -372,12 +374,13 @@ impl Projection {
         message: Option<Arc<str>>,
         seq: u64,
     ) {
-        if let Some(q) = self.transition(call_id, from, to, how, seq) {
-            let undelivered = message.is_some() && !q.delivered;
-            q.message = message;
-            if undelivered {
-                self.unreceived.insert(call_id.to_owned());
-            }
+        let Some(q) = self.transition(call_id, from, to, how, seq) else {
+            return;
+        };
+        let undelivered = message.is_some() && !q.delivered;
+        q.message = message;
+        if undelivered && let Some((call_id, _)) = self.questions.get_key_value(call_id) {
+            self.unreceived.insert(call_id.clone());
         }
     }
 
@@ -420,18 +423,18 @@ impl Projection {
     }
 
     /// Timed questions still answerable (open or pending): what a restart re-offers.
-    pub fn answerable(&self) -> impl Iterator<Item = (&String, &QuestionRecord)> {
+    pub fn answerable(&self) -> impl Iterator<Item = (&Text, &QuestionRecord)> {
         self.unsettled().filter(|(_, q)| q.schema == Schema::Timed)
     }
 
     /// Every question open or pending, by callId (from the index: what is open,
     /// not every question of the log).
-    fn unsettled(&self) -> impl Iterator<Item = (&String, &QuestionRecord)> {
+    fn unsettled(&self) -> impl Iterator<Item = (&Text, &QuestionRecord)> {
         self.unsettled.iter().map(|id| (id, &self.questions[id]))
     }
 
     /// User messages decided and not yet received, by callId (SPEC §3.9).
-    pub fn undelivered(&self) -> impl Iterator<Item = (&String, &QuestionRecord, &Arc<str>)> {
+    pub fn undelivered(&self) -> impl Iterator<Item = (&Text, &QuestionRecord, &Arc<str>)> {
         self.unreceived.iter().filter_map(|id| {
             let q = &self.questions[id];
             q.message.as_ref().map(|m| (id, q, m))
@@ -443,8 +446,8 @@ impl Projection {
     pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
         self.unsettled()
             .filter_map(|(id, q)| match q.state {
-                QuestionState::Open => Some((id.clone(), "waiting")),
-                QuestionState::Pending => Some((id.clone(), "pending")),
+                QuestionState::Open => Some((id.to_string(), "waiting")),
+                QuestionState::Pending => Some((id.to_string(), "pending")),
                 _ => None,
             })
             .collect()

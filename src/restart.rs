@@ -89,7 +89,7 @@ pub fn plan(projection: &Projection) -> Plan {
         .iter()
         .filter(|(_, a)| a.live)
         .map(|(name, record)| Resumed {
-            name: name.clone(),
+            name: name.to_string(),
             lineage: record.lineage.clone().or_else(|| record.owner.clone()),
             calls_made: record.calls_made,
             pending: pending.remove(name.as_str()).unwrap_or_default(),
@@ -100,7 +100,7 @@ pub fn plan(projection: &Projection) -> Plan {
         .answerable()
         .map(|(call_id, question)| Reopened {
             call_id: call_id.as_str().into(),
-            agent: question.agent.clone(),
+            agent: question.agent.to_string(),
             ask: question.questions.as_ref().and_then(|q| restored_ask(q.text())),
         })
         .collect();

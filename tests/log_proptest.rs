@@ -264,7 +264,7 @@ fn prop_assert_eq_fold(p: &Projection, events: &[Event]) {
         assert_eq!(q.schema, Schema::Timed, "{id}");
     }
     for (id, q) in &p.questions {
-        let listed = p.open_calls().get(id).copied();
+        let listed = p.open_calls().get(&**id).copied();
         match q.state {
             QuestionState::Open => assert_eq!(listed, Some("waiting")),
             QuestionState::Pending => assert_eq!(listed, Some("pending")),

@@ -39,7 +39,7 @@ fn states(projection: &Projection) -> BTreeMap<String, (QuestionState, Schema, S
     projection
         .questions
         .iter()
-        .map(|(id, q)| (id.clone(), (q.state, q.schema, q.agent.clone())))
+        .map(|(id, q)| (id.to_string(), (q.state, q.schema, q.agent.to_string())))
         .collect()
 }
 
@@ -141,7 +141,11 @@ fn timed_loss_fixture_folds_to_pinned_states() {
 
 /// The agents without the messages they received.
 fn without_messages(p: &Projection) -> BTreeMap<String, AgentRecord> {
-    let mut agents = p.agents.clone();
+    let mut agents: BTreeMap<String, AgentRecord> = p
+        .agents
+        .iter()
+        .map(|(name, a)| (name.to_string(), a.clone()))
+        .collect();
     agents.values_mut().for_each(|a| a.messages.clear());
     agents
 }
@@ -224,7 +228,7 @@ fn legacy_loss_fixture_folds_to_pinned_states() {
     assert!(answerable(&p).is_empty());
     assert_eq!(
         p.agents,
-        BTreeMap::from([("root".to_owned(), agent(None, None, true, 3))])
+        BTreeMap::from([("root".into(), agent(None, None, true, 3))])
     );
 }
 

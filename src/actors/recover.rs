@@ -163,7 +163,7 @@ fn lost_at_last_loss(projection: &Projection) -> Vec<String> {
         .questions
         .iter()
         .filter(|(_, q)| q.state == QuestionState::LostOnRestart && q.seq == projection.seq)
-        .map(|(id, _)| id.clone())
+        .map(|(id, _)| id.to_string())
         .collect()
 }
 

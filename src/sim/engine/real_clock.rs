@@ -470,7 +470,12 @@ impl<'s> Driver<'s> {
         self.record(kind);
         let (mut plan, known) = {
             let recorder = self.continuity.recorder.lock();
-            let known: BTreeSet<String> = recorder.projection().agents.keys().cloned().collect();
+            let known: BTreeSet<String> = recorder
+                .projection()
+                .agents
+                .keys()
+                .map(|name| name.to_string())
+                .collect();
             (crate::restart::plan(recorder.projection()), known)
         };
         plan.agents

@@ -620,7 +620,7 @@ impl<'s> World<'s> {
         self.scenario
             .agents
             .iter()
-            .filter(|spec| !known.contains_key(&spec.name))
+            .filter(|spec| !known.contains_key(spec.name.as_str()))
             .cloned()
             .collect()
     }

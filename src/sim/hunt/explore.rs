@@ -482,7 +482,7 @@ fn outcome_of(output: &judged::RunOutput, passed: bool) -> BTreeMap<String, Stri
                 text.push(' ');
                 text.push_str(settled);
             }
-            (id.clone(), text)
+            (id.to_string(), text)
         })
         .collect();
     for (id, rejected) in &projection.rejected {

@@ -124,8 +124,8 @@ pub fn replay_from(
         .questions
         .iter()
         .map(|(call_id, q)| QuestionRow {
-            call_id: call_id.clone(),
-            agent: q.agent.clone(),
+            call_id: call_id.to_string(),
+            agent: q.agent.to_string(),
             schema: q.schema.as_str(),
             state: q.state.as_str(),
             settled: q.settled.as_deref().map(str::to_owned),

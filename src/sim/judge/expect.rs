@@ -56,7 +56,7 @@ pub fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes
     for (agent, expected) in &expect.user_messages {
         let actual: Vec<Value> = projection
             .agents
-            .get(agent)
+            .get(agent.as_str())
             .map(|a| {
                 a.messages
                     .iter()

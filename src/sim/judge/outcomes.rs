@@ -108,7 +108,7 @@ pub fn call_outcomes(projection: &Projection) -> BTreeMap<String, Vec<String>> {
     for (call_id, question) in &projection.questions {
         let (first, then) = settled_as(question);
         let names = std::iter::once(first).chain(then).map(str::to_owned).collect();
-        calls.insert(call_id.clone(), names);
+        calls.insert(call_id.to_string(), names);
     }
     for (call_id, rejected) in &projection.rejected {
         calls.insert(call_id.clone(), vec![rejected.outcome.clone()]);

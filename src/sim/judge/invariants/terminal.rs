@@ -38,7 +38,7 @@ pub fn compare(
     for call_id in broker.open.keys().filter(|id| !folded.contains_key(*id)) {
         let state = projection
             .questions
-            .get(call_id)
+            .get(call_id.as_str())
             .map_or("nothing", |q| q.state.as_str());
         let detail = format!("open at the broker, {state} in the projection");
         out.push(INVARIANT, call_id, last_seq, detail);
@@ -47,7 +47,7 @@ pub fn compare(
         return;
     };
     for (call_id, state) in closed {
-        let question = projection.questions.get(call_id);
+        let question = projection.questions.get(call_id.as_str());
         let folded_state = question.map(|q| q.state);
         if matches!(folded_state, Some(QuestionState::Open | QuestionState::Pending)) {
             continue; // named above, as an open call the broker closed
@@ -63,7 +63,7 @@ pub fn compare(
             question.state,
             QuestionState::Open | QuestionState::Pending | QuestionState::LostOnRestart
         );
-        let known = closed.contains_key(call_id) || broker.open.contains_key(call_id);
+        let known = closed.contains_key(&**call_id) || broker.open.contains_key(&**call_id);
         if terminal && question.seq > restart_seq && !known {
             let state = question.state.as_str();
             let detail = format!("the projection says {state}, the broker never closed it");
