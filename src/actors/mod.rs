@@ -27,11 +27,12 @@ mod runtime;
 mod timers;
 mod wheel;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ractor::ActorRef;
+use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::durable::{Gate, LogFile};
@@ -53,7 +54,7 @@ use agent::AgentMail;
 /// What every actor of one runtime shares.
 pub(crate) struct Shared {
     broker: OnceLock<ActorRef<BrokerMail>>,
-    agents: Mutex<HashMap<AgentId, ActorRef<AgentMail>>>,
+    agents: Mutex<FxHashMap<AgentId, ActorRef<AgentMail>>>,
     names: Mutex<BTreeMap<Name, AgentId>>,
     /// The waterfall's actors.
     answerers: OnceLock<Vec<AnswererRef>>,

@@ -12,7 +12,9 @@
 //! while they wait in the mailbox, in mailbox order: a stamp is pushed under the
 //! same lock as the send, and the broker pops it when it handles the message.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use crate::protocol::{BrokerMsg, Nanos, Ticket};
 use crate::trim::Trim;
@@ -59,7 +61,7 @@ pub(crate) fn kind(msg: &BrokerMsg) -> Kind {
 pub(crate) struct Stamps {
     global: VecDeque<Nanos>,
     /// Per call: send time, and whether it is an accept.
-    tickets: HashMap<Ticket, VecDeque<(Nanos, bool)>>,
+    tickets: FxHashMap<Ticket, VecDeque<(Nanos, bool)>>,
     /// Send times of the wheel's wake-ups, in mailbox order.
     wakes: VecDeque<Nanos>,
 }

@@ -23,7 +23,7 @@
 //! # }
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -308,7 +308,7 @@ impl Runtime {
             }),
             log,
             broker: OnceLock::new(),
-            agents: Mutex::new(HashMap::new()),
+            agents: Mutex::new(rustc_hash::FxHashMap::default()),
             names: Mutex::new(BTreeMap::new()),
             answerers: OnceLock::new(),
             recorder: continuity.recorder,

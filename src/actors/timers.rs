@@ -10,7 +10,7 @@
 //! until they fire or are cancelled, and a fired timer's message is routed
 //! before it stops counting, so a real-clock run never looks idle in between.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +40,7 @@ type Key = (Instant, u64);
 #[derive(Default)]
 struct State {
     queue: BTreeMap<Key, Timer>,
-    ids: HashMap<TimerId, Key>,
+    ids: rustc_hash::FxHashMap<TimerId, Key>,
     started: u64,
     closed: bool,
 }

@@ -17,7 +17,7 @@
 //! after it was cancelled; timers still in it count as `due` in [`Shared`] so a
 //! real-clock run is not over while one waits.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -45,7 +45,7 @@ pub(crate) struct Wheel {
     /// (deadline, id) → what the timer delivers, whether it is a fault.
     queue: BTreeMap<(Nanos, TimerId), (Envelope, bool)>,
     /// id → deadline, to cancel by id.
-    deadlines: HashMap<TimerId, Nanos>,
+    deadlines: rustc_hash::FxHashMap<TimerId, Nanos>,
     /// The sleeper now waiting, and the deadline it wakes at.
     armed: Option<(Nanos, AbortHandle)>,
     /// Filled by [`TimerSink::start`], which has no clock: the time of the
