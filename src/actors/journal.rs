@@ -260,6 +260,27 @@ mod tests {
         }
     }
 
+    /// A burst's batch does not stay the journal's spare for good: after a few
+    /// small batches neither buffer holds the burst's room.
+    #[test]
+    fn a_burst_leaves_no_buffer_at_its_size() {
+        let journal = Journal::new(Recorder::new(&LogHeader::real("t", 1), u64::MAX, false));
+        let burst = 4 * crate::trim::TRIM_MIN;
+        journal.record(0.0, (0..burst).map(|i| stop(format!("a{i}"))));
+        drop(journal.lock());
+        for round in 0..4 {
+            journal.record(1.0, (0..10).map(|i| stop(format!("b{round}-{i}"))));
+            drop(journal.lock());
+        }
+        let queue = journal.core.queue.as_ref().expect("a queued journal");
+        let pending = queue.pending.lock().unwrap();
+        let room = pending.events.capacity().max(pending.spare.capacity());
+        assert!(
+            room <= crate::trim::TRIM_MIN,
+            "{room} slots kept after a burst of {burst}"
+        );
+    }
+
     struct Lines(Arc<Mutex<u64>>);
 
     impl LogSink for Lines {

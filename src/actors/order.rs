@@ -125,3 +125,32 @@ impl Stamps {
         self.wakes.pop_front()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stamps of a burst of calls, all handled, leave no table at the burst's size.
+    #[test]
+    fn a_burst_of_stamps_gives_its_table_back() {
+        let mut stamps = Stamps::default();
+        let burst = 4 * crate::trim::TRIM_MIN as u64;
+        for ticket in 0..burst {
+            stamps.push(Kind::Ticket(ticket), ticket);
+        }
+        let full = stamps.tickets.capacity();
+        for ticket in 0..burst {
+            assert!(
+                !stamps.may_overtake(ticket, ticket + 1, true),
+                "its own stamp is older"
+            );
+            stamps.pop(Kind::Ticket(ticket));
+        }
+        assert!(stamps.tickets.is_empty());
+        assert!(
+            stamps.tickets.capacity() < full / 4,
+            "{} of {full}",
+            stamps.tickets.capacity()
+        );
+    }
+}
