@@ -41,7 +41,7 @@ impl Actor for WebClient {
             let batch: Vec<_> = offer
                 .questions
                 .iter()
-                .map(|q| json!({"id": q.id, "selected": [q.options[0].label]}))
+                .map(|q| json!({"id": q.id(), "selected": [q.option(0).map(|o| o.label)]}))
                 .collect();
             // The user thinks; the actor stays free for other offers meanwhile.
             asksim::tokio::spawn(async move {

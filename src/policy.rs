@@ -267,20 +267,20 @@ impl AnswerPolicy {
         if let AnswerPolicy::Batch(raw) = self {
             return raw.clone();
         }
-        let label = |q: &Question, i: usize| match q.options.get(i) {
-            Some(o) => o.label.clone(),
+        let label = |q: &Question, i: usize| match q.option(i) {
+            Some(o) => o.label.to_owned(),
             None => format!("<no option {i}>"),
         };
         let items: Vec<Value> = questions
             .iter()
             .map(|q| match self {
-                AnswerPolicy::Recommended => json!({"id": q.id, "selected": [label(q, 0)]}),
-                AnswerPolicy::Option(i) => json!({"id": q.id, "selected": [label(q, *i)]}),
+                AnswerPolicy::Recommended => json!({"id": q.id(), "selected": [label(q, 0)]}),
+                AnswerPolicy::Option(i) => json!({"id": q.id(), "selected": [label(q, *i)]}),
                 AnswerPolicy::Options(is) => {
-                    json!({"id": q.id, "selected": is.iter().map(|i| label(q, *i)).collect::<Vec<_>>()})
+                    json!({"id": q.id(), "selected": is.iter().map(|i| label(q, *i)).collect::<Vec<_>>()})
                 }
-                AnswerPolicy::Custom(text) => json!({"id": q.id, "selected": [], "custom": text}),
-                AnswerPolicy::Skip | AnswerPolicy::Batch(_) => json!({"id": q.id, "selected": []}),
+                AnswerPolicy::Custom(text) => json!({"id": q.id(), "selected": [], "custom": text}),
+                AnswerPolicy::Skip | AnswerPolicy::Batch(_) => json!({"id": q.id(), "selected": []}),
             })
             .collect();
         Value::Array(items)

@@ -167,21 +167,22 @@ fn assert_within_limits(config: &ToolConfig, arguments: &Value, ask: &Ask) {
     let n = ask.questions.len();
     assert!((QUESTIONS_PER_CALL_MIN..=QUESTIONS_PER_CALL_MAX).contains(&n));
     for (i, q) in ask.questions.iter().enumerate() {
-        assert!((1..=HEADER_CHARS_MAX).contains(&q.header.chars().count()));
-        assert!((1..=QUESTION_CHARS_MAX).contains(&q.question.chars().count()));
-        assert!((OPTIONS_PER_QUESTION_MIN..=OPTIONS_PER_QUESTION_MAX).contains(&q.options.len()));
-        for (j, o) in q.options.iter().enumerate() {
+        assert!((1..=HEADER_CHARS_MAX).contains(&q.header().chars().count()));
+        assert!((1..=QUESTION_CHARS_MAX).contains(&q.question().chars().count()));
+        assert!((OPTIONS_PER_QUESTION_MIN..=OPTIONS_PER_QUESTION_MAX).contains(&q.option_count()));
+        for (j, o) in q.options().enumerate() {
             assert!((1..=LABEL_CHARS_MAX).contains(&o.label.chars().count()));
             assert!(o.description.chars().count() <= DESCRIPTION_CHARS_MAX);
-            assert!(q.options[..j].iter().all(|p| p.label != o.label));
+            assert!(q.options().take(j).all(|p| p.label != o.label));
         }
-        assert!(ask.questions[..i].iter().all(|p| p.id != q.id));
+        assert!(ask.questions[..i].iter().all(|p| p.id() != q.id()));
         match config.mode {
-            Mode::Legacy => assert_eq!(q.id, q.question),
+            Mode::Legacy => assert_eq!(q.id(), q.question()),
             Mode::Timed => {
-                assert!((1..=ID_CHARS_MAX).contains(&q.id.chars().count()));
+                assert!((1..=ID_CHARS_MAX).contains(&q.id().chars().count()));
                 assert!(
-                    q.id.chars()
+                    q.id()
+                        .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                 );
             }
@@ -278,22 +279,22 @@ proptest! {
                 let mut selected: Vec<&str> = Vec::new();
                 if !skip {
                     for pick in labels {
-                        let label = pick.get(&q.options).label.as_str();
-                        if !selected.contains(&label) && (q.multi_select || selected.is_empty()) {
+                        let label = q.option(pick.index(q.option_count())).unwrap().label;
+                        if !selected.contains(&label) && (q.multi_select() || selected.is_empty()) {
                             selected.push(label);
                         }
                     }
                 }
-                built.push(json!({"id": q.id, "selected": selected, "custom": custom}));
+                built.push(json!({"id": q.id(), "selected": selected, "custom": custom}));
             }
             let items = validate_batch(&ask.questions, &Value::Array(built)).unwrap();
             prop_assert_eq!(items.len(), ask.questions.len());
             for (item, q) in items.iter().zip(ask.questions.iter()) {
-                prop_assert_eq!(&item.id, &q.id);
-                prop_assert!(item.selected.iter().all(|l| q.options.iter().any(|o| &o.label == l)));
-                prop_assert!(q.multi_select || item.selected.len() <= 1);
+                prop_assert_eq!(item.id.as_str(), q.id());
+                prop_assert!(item.selected.iter().all(|l| q.options().any(|o| o.label == l)));
+                prop_assert!(q.multi_select() || item.selected.len() <= 1);
                 prop_assert!(item.custom.as_deref() != Some(""));
-                if item.custom.is_some() && !q.multi_select {
+                if item.custom.is_some() && !q.multi_select() {
                     prop_assert!(item.selected.is_empty());
                 }
             }
@@ -311,32 +312,24 @@ proptest! {
 /// Questions built directly (not through `prepare`), from small pools of ids and
 /// labels, so that arbitrary batches name them often.
 fn pooled_questions() -> impl Strategy<Value = Vec<Question>> {
-    let option = prop::sample::select(vec!["A", "B", "C", "D"]).prop_map(|label| QuestionOption {
-        label: label.into(),
-        description: String::new(),
-    });
+    let label = prop::sample::select(vec!["A", "B", "C", "D"]);
     let id = prop_oneof![
         6 => Just(None),
         1 => prop::sample::select(vec!["q0", "q1", "q2", "q3"]).prop_map(Some),
     ];
-    let question =
-        (id, prop::collection::vec(option, 0..5), any::<bool>()).prop_map(|(id, options, multi_select)| {
-            Question {
-                id: id.unwrap_or_default().into(),
-                question: String::new(),
-                header: String::new(),
-                options,
-                multi_select,
-            }
-        });
+    let question = (id, prop::collection::vec(label, 0..5), any::<bool>());
     // Mostly ids q0, q1, … in order; sometimes a pooled id, maybe a duplicate.
-    prop::collection::vec(question, 0..5).prop_map(|mut questions| {
-        for (i, q) in questions.iter_mut().enumerate() {
-            if q.id.is_empty() {
-                q.id = format!("q{i}");
-            }
-        }
-        questions
+    prop::collection::vec(question, 0..5).prop_map(|questions| {
+        (questions.into_iter().enumerate())
+            .map(|(i, (id, labels, multi_select))| {
+                let id = id.map_or_else(|| format!("q{i}"), str::to_owned);
+                let options = labels.into_iter().map(|label| QuestionOption {
+                    label,
+                    description: "",
+                });
+                Question::new(&id, "", "", options, multi_select)
+            })
+            .collect()
     })
 }
 
@@ -363,9 +356,9 @@ fn aimed_batch(questions: Vec<Question>) -> impl Strategy<Value = (Vec<Question>
                 .zip(&picks)
                 .map(|(q, (labels, custom, foreign))| {
                     let mut selected: Vec<&str> = Vec::new();
-                    if !q.options.is_empty() {
+                    if q.option_count() > 0 {
                         for pick in labels {
-                            let label = pick.get(&q.options).label.as_str();
+                            let label = q.option(pick.index(q.option_count())).unwrap().label;
                             if !selected.contains(&label) {
                                 selected.push(label);
                             }
@@ -373,7 +366,7 @@ fn aimed_batch(questions: Vec<Question>) -> impl Strategy<Value = (Vec<Question>
                     }
                     selected.extend(foreign.iter());
                     object(&[
-                        ("id", Some(json!(q.id))),
+                        ("id", Some(json!(q.id()))),
                         ("selected", Some(json!(selected))),
                         ("custom", custom.map(Value::from)),
                     ])
@@ -433,10 +426,10 @@ proptest! {
         if let Ok(items) = validate_batch(&questions, &batch) {
             prop_assert_eq!(items.len(), questions.len());
             for (item, q) in items.iter().zip(&questions) {
-                prop_assert_eq!(&item.id, &q.id);
-                prop_assert!(item.selected.iter().all(|l| q.options.iter().any(|o| &o.label == l)));
-                prop_assert!(q.multi_select || item.selected.len() <= 1);
-                if item.custom.is_some() && !q.multi_select {
+                prop_assert_eq!(item.id.as_str(), q.id());
+                prop_assert!(item.selected.iter().all(|l| q.options().any(|o| o.label == l)));
+                prop_assert!(q.multi_select() || item.selected.len() <= 1);
+                if item.custom.is_some() && !q.multi_select() {
                     prop_assert!(item.selected.is_empty());
                 }
             }

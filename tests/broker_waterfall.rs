@@ -58,7 +58,7 @@ async fn waterfall_offers_in_order_and_first_accept_owns() {
         "keyed: carries its callId"
     );
     assert_eq!(offer_b.agent, "root");
-    assert_eq!(offer_b.questions[0].id, "go");
+    assert_eq!(offer_b.questions[0].id(), "go");
     send(&offer_b, Reply::Accept);
     quiesce().await;
     assert!(c.drain().is_empty(), "c is never offered once b owns it");

@@ -12,7 +12,7 @@ use asksim::tool::limits::{
     DESCRIPTION_CHARS_MAX, HEADER_CHARS_MAX, LABEL_CHARS_MAX, OPTIONS_PER_QUESTION_MAX,
     OPTIONS_PER_QUESTION_MIN, QUESTION_CHARS_MAX, QUESTIONS_PER_CALL_MAX, QUESTIONS_PER_CALL_MIN,
 };
-use asksim::tool::{ArgumentError, Mode, Timeout, ToolConfig};
+use asksim::tool::{ArgumentError, Mode, Question, Timeout, ToolConfig};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};
@@ -417,9 +417,8 @@ proptest! {
         let (legacy, timed) = (legacy.expect("legacy accepts"), timed.expect("timed accepts"));
         prop_assert_eq!(legacy.questions.len(), timed.questions.len());
         for (l, t) in legacy.questions.iter().zip(timed.questions.iter()) {
-            prop_assert_eq!(&l.id, &l.question);
-            let mut t = t.clone();
-            t.id = l.id.clone();
+            prop_assert_eq!(l.id(), l.question());
+            let t = Question::new(l.id(), t.question(), t.header(), t.options(), t.multi_select());
             prop_assert_eq!(l, &t);
         }
     }

@@ -41,15 +41,11 @@ fn with_options(mode: Mode, n: usize) -> String {
 fn two_and_four_options_pass_one_and_five_fail() {
     for config in both() {
         assert_eq!(
-            accept(&config, &with_options(config.mode, 2)).questions[1]
-                .options
-                .len(),
+            accept(&config, &with_options(config.mode, 2)).questions[1].option_count(),
             2
         );
         assert_eq!(
-            accept(&config, &with_options(config.mode, 4)).questions[1]
-                .options
-                .len(),
+            accept(&config, &with_options(config.mode, 4)).questions[1].option_count(),
             4
         );
         assert_eq!(
@@ -102,7 +98,7 @@ fn twelve_character_header_passes_thirteen_fails() {
     for config in both() {
         for c in ['a', 'é', '😀'] {
             let ask = accept(&config, &with_field(config.mode, "header", json!(chars(c, 12))));
-            assert_eq!(ask.questions[0].header, chars(c, 12));
+            assert_eq!(ask.questions[0].header(), chars(c, 12));
             assert_eq!(
                 refuse(&config, &with_field(config.mode, "header", json!(chars(c, 13)))),
                 "questions[0].header: expected at most 12 characters, got 13"
@@ -125,7 +121,7 @@ fn empty_header_is_refused() {
 fn sixty_four_character_id_passes_sixty_five_fails() {
     let config = timed();
     let ask = accept(&config, &with_field(Mode::Timed, "id", json!(chars('x', 64))));
-    assert_eq!(ask.questions[0].id, chars('x', 64));
+    assert_eq!(ask.questions[0].id(), chars('x', 64));
     assert_eq!(
         refuse(&config, &with_field(Mode::Timed, "id", json!(chars('x', 65)))),
         "questions[0].id: expected at most 64 characters, got 65"
@@ -136,7 +132,7 @@ fn sixty_four_character_id_passes_sixty_five_fails() {
 fn id_of_every_allowed_character_passes() {
     let id = "ABCXYZabcxyz0189_-";
     let ask = accept(&timed(), &with_field(Mode::Timed, "id", json!(id)));
-    assert_eq!(ask.questions[0].id, id);
+    assert_eq!(ask.questions[0].id(), id);
 }
 
 #[test]
@@ -200,7 +196,7 @@ fn duplicate_legacy_question_texts_are_refused() {
 fn legacy_question_id_is_its_text() {
     let ask = accept(&legacy(), &args(questions(Mode::Legacy, 2)));
     for q in ask.questions.iter() {
-        assert_eq!(q.id, q.question);
+        assert_eq!(q.id(), q.question());
     }
 }
 
@@ -241,7 +237,7 @@ fn label_of_120_characters_passes_121_fails() {
                 &config,
                 &with_option_field(config.mode, "label", json!(chars(c, 120))),
             );
-            assert_eq!(ask.questions[0].options[0].label, chars(c, 120));
+            assert_eq!(ask.questions[0].option(0).unwrap().label, chars(c, 120));
             assert_eq!(
                 refuse(
                     &config,
@@ -286,7 +282,7 @@ fn description_of_500_characters_passes_501_fails() {
 fn empty_description_passes() {
     for config in both() {
         let ask = accept(&config, &with_option_field(config.mode, "description", json!("")));
-        assert_eq!(ask.questions[0].options[0].description, "");
+        assert_eq!(ask.questions[0].option(0).unwrap().description, "");
     }
 }
 
@@ -298,9 +294,9 @@ fn multi_select_and_option_description_are_optional() {
         q["options"] = json!([{"label": "A"}, {"label": "B"}]);
         let ask = accept(&config, &args(vec![q]));
         let question = &ask.questions[0];
-        assert!(!question.multi_select);
-        assert_eq!(question.options[0].description, "");
-        assert_eq!(question.options[1].description, "");
+        assert!(!question.multi_select());
+        assert_eq!(question.option(0).unwrap().description, "");
+        assert_eq!(question.option(1).unwrap().description, "");
     }
 }
 
@@ -308,7 +304,7 @@ fn multi_select_and_option_description_are_optional() {
 fn multi_select_true_is_kept() {
     for config in both() {
         let ask = accept(&config, &with_field(config.mode, "multiSelect", json!(true)));
-        assert!(ask.questions[0].multi_select);
+        assert!(ask.questions[0].multi_select());
     }
 }
 
@@ -318,15 +314,11 @@ fn questions_and_options_keep_the_models_order() {
         let mut qs = questions(config.mode, 3);
         qs[1]["options"] = json!([opt("C"), opt("A"), opt("B")]);
         let ask = accept(&config, &args(qs));
-        let texts: Vec<&str> = ask.questions.iter().map(|q| q.question.as_str()).collect();
+        let texts: Vec<&str> = ask.questions.iter().map(|q| q.question()).collect();
         assert_eq!(texts, ["Question 0?", "Question 1?", "Question 2?"]);
-        let labels: Vec<&str> = ask.questions[1]
-            .options
-            .iter()
-            .map(|o| o.label.as_str())
-            .collect();
+        let labels: Vec<&str> = ask.questions[1].options().map(|o| o.label).collect();
         assert_eq!(labels, ["C", "A", "B"]);
-        assert_eq!(ask.questions[1].options[0].description, "Means C.");
+        assert_eq!(ask.questions[1].option(0).unwrap().description, "Means C.");
     }
 }
 
@@ -582,11 +574,14 @@ fn real_world_legacy_payload_is_accepted_as_is() {
     let payload = r#"{"questions":[{"question":"Which database should the service use?","header":"Database","options":[{"label":"PostgreSQL (Recommended)","description":"Relational, already used by the billing service."},{"label":"SQLite","description":"Embedded, no server to run."}],"multiSelect":false},{"question":"Which checks should run before merge?","header":"CI","options":[{"label":"Unit tests","description":"Fast."},{"label":"Integration tests","description":"Slow but thorough."},{"label":"Lint","description":"Style only."}],"multiSelect":true}]}"#;
     let ask = accept(&legacy(), payload);
     assert_eq!(ask.questions.len(), 2);
-    assert_eq!(ask.questions[0].id, "Which database should the service use?");
-    assert_eq!(ask.questions[0].header, "Database");
-    assert_eq!(ask.questions[0].options[0].label, "PostgreSQL (Recommended)");
-    assert!(!ask.questions[0].multi_select);
-    assert!(ask.questions[1].multi_select);
+    assert_eq!(ask.questions[0].id(), "Which database should the service use?");
+    assert_eq!(ask.questions[0].header(), "Database");
+    assert_eq!(
+        ask.questions[0].option(0).unwrap().label,
+        "PostgreSQL (Recommended)"
+    );
+    assert!(!ask.questions[0].multi_select());
+    assert!(ask.questions[1].multi_select());
     assert_eq!(ask.questions_raw.get(), &payload[13..payload.len() - 1]);
 }
 
@@ -598,7 +593,7 @@ fn the_contracts_timed_example_is_accepted() {
   "multiSelect":false}],
  "timeout":30}"#;
     let ask = accept(&timed(), example);
-    assert_eq!(ask.questions[0].id, "cleanup");
+    assert_eq!(ask.questions[0].id(), "cleanup");
     assert_eq!(ask.wait, Wait::Window(30.0));
 }
 
@@ -608,13 +603,13 @@ fn questions_raw_is_the_argument_exactly_as_sent() {
     let arguments = format!("{{ \"timeout\" : 30 ,  \"questions\":{questions}  }}");
     let ask = accept(&timed(), &arguments);
     assert_eq!(ask.questions_raw.get(), questions);
-    assert_eq!(ask.questions[0].options[1].description, "café");
+    assert_eq!(ask.questions[0].option(1).unwrap().description, "café");
 
     let legacy_questions =
         "[{\"header\":\"H\",\"question\":\"Q?\",\"options\":[{\"label\":\"\\u0041\"},{\"label\":\"B\"}]}]";
     let ask = accept(&legacy(), &format!("{{\"questions\" :  {legacy_questions}}}"));
     assert_eq!(ask.questions_raw.get(), legacy_questions);
-    assert_eq!(ask.questions[0].options[0].label, "A");
+    assert_eq!(ask.questions[0].option(0).unwrap().label, "A");
 }
 
 #[test]

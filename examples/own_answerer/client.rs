@@ -79,11 +79,11 @@ impl WebClient {
 fn recommended(offer: &Offer) -> Value {
     let items: Vec<Value> = (offer.questions.iter())
         .map(|q| {
-            let pick = (q.options.iter())
+            let pick = (q.options())
                 .find(|o| o.label.contains("(Recommended)"))
-                .or(q.options.first())
-                .map(|o| o.label.clone());
-            json!({"id": q.id, "selected": pick.into_iter().collect::<Vec<_>>()})
+                .or(q.option(0))
+                .map(|o| o.label);
+            json!({"id": q.id(), "selected": pick.into_iter().collect::<Vec<_>>()})
         })
         .collect();
     Value::Array(items)

@@ -63,7 +63,7 @@ use crate::scenario::Scenario;
 ///             AnswererInput::Timer(ticket) => {
 ///                 if let Some(offer) = self.due.remove(&ticket) {
 ///                     let batch: Vec<_> = (offer.questions.iter())
-///                         .map(|q| json!({"id": q.id, "selected": [q.options[0].label]}))
+///                         .map(|q| json!({"id": q.id(), "selected": [q.option(0).map(|o| o.label)]}))
 ///                         .collect();
 ///                     out.reply(ticket, Reply::Submit(Arc::new(batch.into())));
 ///                 }

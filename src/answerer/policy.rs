@@ -244,17 +244,17 @@ mod tests {
     use crate::tool::QuestionOption;
 
     fn questions(label: &str) -> Arc<[Question]> {
-        let option = |label: &str| QuestionOption {
-            label: label.to_owned(),
-            description: String::new(),
+        let option = |label| QuestionOption {
+            label,
+            description: "",
         };
-        Arc::from(vec![Question {
-            id: "go".to_owned(),
-            question: "Proceed?".to_owned(),
-            header: "Go".to_owned(),
-            options: vec![option(label), option("No")],
-            multi_select: false,
-        }])
+        Arc::from(vec![Question::new(
+            "go",
+            "Proceed?",
+            "Go",
+            [option(label), option("No")],
+            false,
+        )])
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
             }
             None => return Err(refuse(format!("{path}.id: required field is missing"))),
         };
-        let Some(index) = questions.iter().position(|q| &q.id == id) else {
+        let Some(index) = questions.iter().position(|q| q.id() == id) else {
             return Err(refuse(format!("{path}.id: no question {id:?} in this call")));
         };
         if answers[index].is_some() {
@@ -64,7 +64,7 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
     for (question, answer) in questions.iter().zip(answers) {
         match answer {
             Some(answer) => out.push(answer),
-            None => return Err(refuse(format!("batch: no item for question {:?}", question.id))),
+            None => return Err(refuse(format!("batch: no item for question {:?}", question.id()))),
         }
     }
     Ok(out)
@@ -86,10 +86,10 @@ fn answer_item(
                         kind(label)
                     )));
                 };
-                if !question.options.iter().any(|o| o.label == label) {
+                if !question.options().any(|o| o.label == label) {
                     return Err(refuse(format!(
                         "{path}.selected[{j}]: {label:?} is not an option of question {:?}",
-                        question.id
+                        question.id()
                     )));
                 }
                 if selected.iter().any(|s| s == label) {
@@ -105,10 +105,10 @@ fn answer_item(
             )));
         }
     }
-    if !question.multi_select && selected.len() > 1 {
+    if !question.multi_select() && selected.len() > 1 {
         return Err(refuse(format!(
             "{path}.selected: question {:?} is single-select, got {} labels",
-            question.id,
+            question.id(),
             selected.len()
         )));
     }
@@ -123,11 +123,11 @@ fn answer_item(
             )));
         }
     };
-    if custom.is_some() && !question.multi_select {
+    if custom.is_some() && !question.multi_select() {
         selected.clear();
     }
     Ok(AnswerItem {
-        id: question.id.clone(),
+        id: question.id().to_owned(),
         selected,
         custom,
     })

@@ -55,7 +55,7 @@ fn parse_question(item: &Value, path: &str, earlier: &[Question]) -> Result<Ques
     let map = as_object(item, path)?;
     only_keys(map, &["question", "header", "options", "multiSelect"], path)?;
     let question = required_string(map, "question", path, question_chars)?;
-    if earlier.iter().any(|q| q.question == question) {
+    if earlier.iter().any(|q| q.question() == question) {
         return Err(ArgumentError::new(
             &format!("{path}.question"),
             "duplicate question text within the call",
@@ -73,35 +73,29 @@ fn parse_question(item: &Value, path: &str, earlier: &[Question]) -> Result<Ques
             ));
         }
     };
-    Ok(Question {
-        id: question.to_owned(),
-        question: question.to_owned(),
-        header: header.to_owned(),
-        options,
-        multi_select,
-    })
+    Ok(Question::new(question, question, header, options, multi_select))
 }
 
 /// The options of the question at `path`.
-fn parse_options(question: &Map<String, Value>, path: &str) -> Result<Vec<QuestionOption>, ArgumentError> {
+fn parse_options<'a>(
+    question: &'a Map<String, Value>,
+    path: &str,
+) -> Result<Vec<QuestionOption<'a>>, ArgumentError> {
     let items = required_array(question, "options", path)?;
     option_count(items.len()).map_err(|reason| ArgumentError::new(&format!("{path}.options"), reason))?;
-    let mut options: Vec<QuestionOption> = Vec::with_capacity(items.len());
+    let mut options: Vec<QuestionOption<'a>> = Vec::with_capacity(items.len());
     for (j, item) in items.iter().enumerate() {
         let path = format!("{path}.options[{j}]");
         let map = as_object(item, &path)?;
         only_keys(map, &["label", "description"], &path)?;
         let label = required_string(map, "label", &path, label_chars)?;
-        label_unique(options.iter().map(|o| o.label.as_str()), label)
+        label_unique(options.iter().map(|o| o.label), label)
             .map_err(|reason| ArgumentError::new(&format!("{path}.label"), reason))?;
         let description = match map.get("description") {
             None => "",
             Some(value) => string(value, &format!("{path}.description"), description_chars)?,
         };
-        options.push(QuestionOption {
-            label: label.to_owned(),
-            description: description.to_owned(),
-        });
+        options.push(QuestionOption { label, description });
     }
     Ok(options)
 }
@@ -208,17 +202,17 @@ impl Serialize for LegacyAnswers<'_> {
             let text = self
                 .items
                 .iter()
-                .find(|item| item.id == question.id)
+                .find(|item| item.id == question.id())
                 .map(|item| answer_text(question, item))
                 .unwrap_or_default();
-            map.serialize_entry(&question.question, &text)?;
+            map.serialize_entry(question.question(), &text)?;
         }
         map.end()
     }
 }
 
 fn answer_text(question: &Question, item: &AnswerItem) -> String {
-    match (&item.custom, question.multi_select) {
+    match (&item.custom, question.multi_select()) {
         (Some(custom), false) => custom.clone(),
         (Some(custom), true) => {
             let mut parts: Vec<&str> = item.selected.iter().map(String::as_str).collect();

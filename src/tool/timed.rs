@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::limits::{ID_CHARS_MAX, chars_within, header_chars, question_chars, question_count};
 use super::walk::{array, known_keys, object, optional_bool, options, parse_arguments, raw_questions, text};
-use super::{AnswerItem, ArgumentError, Ask, Question, QuestionOption, Schema, Timeout, Wait};
+use super::{AnswerItem, ArgumentError, Ask, Question, Schema, Timeout, Wait};
 
 /// The timed definition as `asksim schema --mode timed` prints it.
 pub const DEFINITION: &str = include_str!("definitions/timed.json");
@@ -40,10 +40,10 @@ pub fn parse(value: &Value) -> Result<(Vec<Question>, Option<Timeout>), Argument
     for (i, item) in items.iter().enumerate() {
         let path = format!("questions[{i}]");
         let question = parse_question(item, &path)?;
-        if questions.iter().any(|q| q.id == question.id) {
+        if questions.iter().any(|q| q.id() == question.id()) {
             return Err(ArgumentError::new(
                 &format!("{path}.id"),
-                format!("duplicate id {:?} within the call", question.id),
+                format!("duplicate id {:?} within the call", question.id()),
             ));
         }
         questions.push(question);
@@ -72,16 +72,7 @@ fn parse_question(item: &Value, path: &str) -> Result<Question, ArgumentError> {
     let header = text(map, "header", path, header_chars)?;
     let options = options(map, path)?;
     let multi_select = optional_bool(map, "multiSelect", path)?;
-    Ok(Question {
-        id: id.to_owned(),
-        question: question.to_owned(),
-        header: header.to_owned(),
-        options: options
-            .into_iter()
-            .map(|(label, description)| QuestionOption { label, description })
-            .collect(),
-        multi_select,
-    })
+    Ok(Question::new(id, question, header, options, multi_select))
 }
 
 /// An `id` (timed only): 1 to [`ID_CHARS_MAX`] characters; which characters is

@@ -10,8 +10,8 @@
 
 use serde_json::{Map, Value};
 
-use super::ArgumentError;
 use super::limits::{description_chars, label_chars, label_unique, option_count};
+use super::{ArgumentError, QuestionOption};
 
 /// The rule a text field obeys, from `limits`.
 pub(crate) type TextRule = fn(&str) -> Result<(), String>;
@@ -93,18 +93,21 @@ pub(crate) fn array<'a>(
 }
 
 /// The options of the question at `path`: 2 to 4, labels non-empty and unique.
-pub(crate) fn options(map: &Map<String, Value>, path: &str) -> Result<Vec<(String, String)>, ArgumentError> {
+pub(crate) fn options<'a>(
+    map: &'a Map<String, Value>,
+    path: &str,
+) -> Result<Vec<QuestionOption<'a>>, ArgumentError> {
     let items = array(map, "options", path, option_count)?;
-    let mut options: Vec<(String, String)> = Vec::with_capacity(items.len());
+    let mut options: Vec<QuestionOption<'a>> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = format!("{path}.options[{i}]");
         let option = object(item, &path)?;
         known_keys(option, &["label", "description"], &path)?;
         let label = text(option, "label", &path, label_chars)?;
-        label_unique(options.iter().map(|(seen, _)| seen.as_str()), label)
+        label_unique(options.iter().map(|seen| seen.label), label)
             .map_err(|reason| ArgumentError::new(&format!("{path}.label"), reason))?;
         let description = optional_text(option, "description", &path, description_chars)?;
-        options.push((label.to_owned(), description.to_owned()));
+        options.push(QuestionOption { label, description });
     }
     Ok(options)
 }

@@ -185,18 +185,17 @@ impl Serialize for Questions {
         let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
         for q in self.0.iter() {
             seq.serialize_element(&WireQuestion {
-                id: q.id.as_str().into(),
-                question: q.question.as_str().into(),
-                header: q.header.as_str().into(),
+                id: q.id().into(),
+                question: q.question().into(),
+                header: q.header().into(),
                 options: q
-                    .options
-                    .iter()
+                    .options()
                     .map(|o| WireOption {
-                        label: o.label.as_str().into(),
-                        description: o.description.as_str().into(),
+                        label: o.label.into(),
+                        description: o.description.into(),
                     })
                     .collect(),
-                multi_select: q.multi_select,
+                multi_select: q.multi_select(),
             })?;
         }
         seq.end()
@@ -207,22 +206,16 @@ impl<'de> Deserialize<'de> for Questions {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire: Vec<WireQuestion<'_>> = Vec::deserialize(deserializer)?;
         let questions: Vec<Question> = wire
-            .into_iter()
-            .map(|q| Question {
-                id: q.id.into_owned(),
-                question: q.question.into_owned(),
-                header: q.header.into_owned(),
-                options: q
-                    .options
-                    .into_iter()
-                    .map(|o| QuestionOption {
-                        label: o.label.into_owned(),
-                        description: o.description.into_owned(),
-                    })
-                    .collect(),
-                multi_select: q.multi_select,
+            .iter()
+            .map(|q| {
+                let options = q.options.iter().map(|o| QuestionOption {
+                    label: &o.label,
+                    description: &o.description,
+                });
+                Question::try_new(&q.id, &q.question, &q.header, options, q.multi_select)
+                    .ok_or_else(|| serde::de::Error::custom("a question's texts pass 4 GiB"))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         Ok(Questions(questions.into()))
     }
 }
@@ -245,22 +238,22 @@ mod tests {
     #[test]
     fn questions_go_over_the_wire_and_back() {
         let questions = Questions(
-            vec![Question {
-                id: "q".into(),
-                question: "Go \"now\"?".into(),
-                header: "Go".into(),
-                options: vec![
+            vec![Question::new(
+                "q",
+                "Go \"now\"?",
+                "Go",
+                [
                     QuestionOption {
-                        label: "Yes".into(),
-                        description: String::new(),
+                        label: "Yes",
+                        description: "",
                     },
                     QuestionOption {
-                        label: "No".into(),
-                        description: "stop".into(),
+                        label: "No",
+                        description: "stop",
                     },
                 ],
-                multi_select: false,
-            }]
+                false,
+            )]
             .into(),
         );
         let text = serde_json::to_string(&questions).unwrap();
