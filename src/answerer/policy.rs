@@ -36,12 +36,15 @@ enum Wake {
     Crash,
 }
 
-/// One offer being worked on, with the timers that act on it.
+/// One offer being worked on: what deciding and answering it read, and the
+/// timers that act on it. Not the whole offer (its callId, its sender): an
+/// accepted call the user never answers is held as long as it is pending.
+/// Boxed in the map: a B-tree of appended tickets fills its nodes about half.
 #[derive(Debug)]
 struct Work {
-    /// As it came, boxed: a B-tree of appended tickets fills its nodes about half,
-    /// so the offer in place took twice its size per open call.
-    offer: Box<Offer>,
+    questions: Arc<[Question]>,
+    agent: Name,
+    keyed: bool,
     timers: Vec<TimerId>,
 }
 
@@ -52,7 +55,7 @@ pub struct PolicyAnswerer {
     name: Name,
     policy: Policy,
     rng: StdRng,
-    offers: BTreeMap<Ticket, Work>,
+    offers: BTreeMap<Ticket, Box<Work>>,
     accepts: u64,
     next_timer: TimerId,
     /// Running timers and what each does.
@@ -105,13 +108,19 @@ impl PolicyAnswerer {
             "an answerer holds at most every open call"
         );
         debug_assert_eq!(offer.answerer, self.index, "an offer names its offeree");
-        self.offers.insert(
-            ticket,
-            Work {
-                offer,
-                timers: Vec::new(),
-            },
-        );
+        let Offer {
+            call_id,
+            agent,
+            questions,
+            ..
+        } = *offer;
+        let work = Work {
+            questions,
+            agent,
+            keyed: call_id.is_some(),
+            timers: Vec::new(),
+        };
+        self.offers.insert(ticket, Box::new(work));
         match self.policy.offer_latency.draw(&mut self.rng) {
             // No latency: decide now rather than through a timer to itself.
             Some(delay) if delay.is_zero() => self.decide(ticket, out),
@@ -125,8 +134,7 @@ impl PolicyAnswerer {
         let Some(work) = self.offers.get(&ticket) else {
             return;
         };
-        let keyed = work.offer.call_id.is_some();
-        if !self.policy.accepts.matches(&work.offer.agent, keyed) {
+        if !self.policy.accepts.matches(&work.agent, work.keyed) {
             out.reply(ticket, Reply::Decline);
             self.offers.remove(&ticket);
             return;
@@ -177,7 +185,7 @@ impl PolicyAnswerer {
 
     fn submit_now(&mut self, ticket: Ticket, out: &mut Replies) {
         if let Some(work) = self.offers.remove(&ticket) {
-            let batch = self.batch(&work.offer.questions);
+            let batch = self.batch(&work.questions);
             out.reply(ticket, Reply::Submit(batch));
             self.cancel_timers(work.timers, out);
         }
