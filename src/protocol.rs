@@ -26,7 +26,7 @@ pub type AgentId = u64;
 /// The broker's handle on one request (one call while it is open).
 pub type Ticket = u64;
 /// An answerer's place in the waterfall, from 0.
-pub type AnswererIx = usize;
+pub type AnswererIx = u32;
 /// A callId, `"<agent>/<n>"`, shared rather than copied.
 pub type CallId = Text;
 /// An agent's or answerer's name, shared rather than copied.

@@ -9,18 +9,18 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use super::{Host, Shared, TimerSink, Timers, execute, guarded};
 use crate::answerer::{Answerer, Replies};
 use crate::effect::{Out, Spawn};
-use crate::protocol::AnswererInput;
+use crate::protocol::{AnswererInput, AnswererIx};
 
 pub(crate) struct AnswererActor;
 
 pub(crate) struct AnswererArgs {
     pub shared: Arc<Shared>,
     pub state: Box<dyn Answerer>,
-    pub index: usize,
+    pub index: AnswererIx,
 }
 
 pub(crate) struct AnswererShell {
-    index: usize,
+    index: AnswererIx,
     shared: Arc<Shared>,
     state: Box<dyn Answerer>,
     timers: Timers,

@@ -12,7 +12,7 @@ use super::wheel::{Wheel, is_wake};
 use super::{AnswererActorRef, AnswererRef, Host, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
 use crate::effect::{Out, Spawn};
-use crate::protocol::{AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
+use crate::protocol::{AnswererIx, AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
 
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
@@ -123,7 +123,7 @@ impl Actor for BrokerActor {
                     let answerer_args = AnswererArgs {
                         shared: args.shared.clone(),
                         state,
-                        index,
+                        index: index as AnswererIx,
                     };
                     let (actor, _) =
                         Actor::spawn_linked(None, AnswererActor, answerer_args, myself.get_cell()).await?;
@@ -195,7 +195,12 @@ impl Actor for BrokerActor {
         if shell.shared.shutting_down.load(Ordering::SeqCst) {
             return Ok(());
         }
-        if let Some(answerer) = shell.cells.iter().position(|id| *id == cell.get_id()) {
+        if let Some(answerer) = shell
+            .cells
+            .iter()
+            .position(|id| *id == cell.get_id())
+            .map(|i| i as AnswererIx)
+        {
             shell.shared.in_flight.fetch_add(1, Ordering::SeqCst);
             let mail = BrokerMail {
                 msg: BrokerMsg::AnswererDied { answerer },

@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::durable::{Gate, LogFile};
 use crate::effect::{Effect, Out, Spawn, TimerId};
-use crate::protocol::{AgentId, AnswererInput, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
+use crate::protocol::{AgentId, AnswererInput, AnswererIx, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
 use crate::tool::ToolConfig;
 
 pub use agent::AgentHandle;
@@ -124,7 +124,7 @@ impl Shared {
                 }
                 self.answerers
                     .get()
-                    .and_then(|a| a.get(index))
+                    .and_then(|a| a.get(index as usize))
                     .is_some_and(|slot| slot.send(msg))
             }
             Envelope::Driver(_) => false,
@@ -159,8 +159,8 @@ impl Shared {
     }
 
     /// A counted message was handled by the built-in answerer at `index`.
-    fn answerer_handled(&self, index: usize) {
-        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index)) {
+    fn answerer_handled(&self, index: AnswererIx) {
+        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index as usize)) {
             let mut outstanding = slot.outstanding.lock().expect("slot poisoned");
             if let Some(n) = outstanding.as_mut() {
                 *n -= 1;
@@ -171,8 +171,8 @@ impl Shared {
 
     /// The built-in answerer at `index` died: what was queued for it will never
     /// be handled, and nothing sent to it from now on is counted.
-    fn answerer_died(&self, index: usize) {
-        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index)) {
+    fn answerer_died(&self, index: AnswererIx) {
+        if let Some(slot) = self.answerers.get().and_then(|a| a.get(index as usize)) {
             let mut outstanding = slot.outstanding.lock().expect("slot poisoned");
             if let Some(n) = outstanding.take() {
                 self.in_flight.fetch_sub(n, Ordering::SeqCst);

@@ -44,8 +44,8 @@ use crate::limits::{BrokerLimits, EVENTS_MAX_DEFAULT, OFFER_TIMEOUT_S_DEFAULT};
 use crate::log::LogHeader;
 use crate::policy::Policy;
 use crate::protocol::{
-    AgentId, AnswererMsg, BrokerMail, BrokerMsg, BrokerStatus, CallId, Name, Registration, SpawnError, Turn,
-    TurnId,
+    AgentId, AnswererIx, AnswererMsg, BrokerMail, BrokerMsg, BrokerStatus, CallId, Name, Registration,
+    SpawnError, Turn, TurnId,
 };
 use crate::record::Recorder;
 use crate::seed::answerer_stream;
@@ -231,7 +231,7 @@ fn slots(answerers: Vec<AnswererSlot>, seed: u64) -> Vec<Slot> {
             AnswererSlot::Policy { name, policy } => {
                 let stream = answerer_stream(seed, index);
                 Slot::Machine(Box::new(PolicyAnswerer::new(
-                    index,
+                    index as AnswererIx,
                     name.as_str().into(),
                     policy,
                     stream,

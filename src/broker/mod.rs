@@ -157,7 +157,7 @@ impl BrokerState {
 
     /// The answerer at `index`, if the waterfall has it.
     pub fn answerer_name(&self, index: AnswererIx) -> Option<&Name> {
-        self.answerers.get(index).map(|s| &s.name)
+        self.answerers.get(index as usize).map(|s| &s.name)
     }
 
     fn timer_id(&mut self) -> TimerId {

@@ -74,7 +74,7 @@ impl BrokerState {
 
     pub(super) fn hold(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
         let refusal = match self.calls.get_mut(ticket) {
-            _ if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Some(Refusal::OwnerDead),
+            _ if !self.answerers.get(answerer as usize).is_some_and(|s| s.alive) => Some(Refusal::OwnerDead),
             None => Some(self.closed_reason(ticket)),
             Some(call) if call.owner != Some(answerer) => Some(Refusal::NotOwner),
             Some(call) if call.phase == Phase::Pending => Some(Refusal::Settled),
@@ -85,7 +85,7 @@ impl BrokerState {
                 }
                 out.record(EventKind::Hold {
                     call_id: call.call_id.clone(),
-                    answerer: self.answerers[answerer].name.clone(),
+                    answerer: self.answerers[answerer as usize].name.clone(),
                     mbox: out.mbox(),
                 });
                 None
@@ -106,7 +106,7 @@ impl BrokerState {
         // Anything from a dead answerer is refused as such, whatever became of the
         // call since its death (SPEC §3.2).
         let checked = match self.calls.get(ticket) {
-            _ if !self.answerers.get(answerer).is_some_and(|s| s.alive) => Err(Refusal::OwnerDead),
+            _ if !self.answerers.get(answerer as usize).is_some_and(|s| s.alive) => Err(Refusal::OwnerDead),
             None => Err(self.closed_reason(ticket)),
             Some(call) if call.owner != Some(answerer) => Err(Refusal::NotOwner),
             Some(call) => validate_batch(&call.ask.questions, &batch).map_err(|r| Refusal::Batch(r.0)),
@@ -145,7 +145,7 @@ impl BrokerState {
 
     fn refuse(&mut self, ticket: Ticket, answerer: AnswererIx, what: Sent, reason: Refusal, out: &mut Out) {
         self.record_refusal(ticket, answerer, what, &reason, out);
-        if answerer < self.answerers.len() {
+        if (answerer as usize) < self.answerers.len() {
             out.tell_answerer(answerer, AnswererMsg::Refused { ticket, what, reason });
         }
     }

@@ -18,10 +18,10 @@ impl BrokerState {
         let offer_timeout = self.offer_timeout;
         let call = self.calls.get_mut(ticket).expect("offer_next on an open ticket");
         call.offered = None;
-        while call.next < self.answerers.len() {
+        while (call.next as usize) < self.answerers.len() {
             let index = call.next;
             call.next += 1;
-            let slot = &self.answerers[index];
+            let slot = &self.answerers[index as usize];
             if !slot.alive {
                 continue;
             }
@@ -73,7 +73,7 @@ impl BrokerState {
         call.owner = Some(answerer);
         out.record(EventKind::Accept {
             call_id: call.call_id.clone(),
-            answerer: self.answerers[answerer].name.clone(),
+            answerer: self.answerers[answerer as usize].name.clone(),
             mbox: out.mbox(),
         });
     }
@@ -85,7 +85,7 @@ impl BrokerState {
         if let Some(timer) = call.offer_timer.take() {
             out.cancel(timer);
         }
-        let name = &self.answerers[answerer].name;
+        let name = &self.answerers[answerer as usize].name;
         out.record(EventKind::decline(
             &call.call_id,
             name,
@@ -103,7 +103,7 @@ impl BrokerState {
             return;
         };
         call.offer_timer = None;
-        let name = &self.answerers[answerer].name;
+        let name = &self.answerers[answerer as usize].name;
         out.record(EventKind::decline(
             &call.call_id,
             name,
@@ -117,7 +117,7 @@ impl BrokerState {
     /// An answerer died: it owns and is offered nothing any more. Its calls fail
     /// over to the rest of the waterfall; a hold it had dies with it (SPEC §3.5).
     pub(super) fn answerer_died(&mut self, index: AnswererIx, out: &mut Out) {
-        let Some(slot) = self.answerers.get_mut(index).filter(|s| s.alive) else {
+        let Some(slot) = self.answerers.get_mut(index as usize).filter(|s| s.alive) else {
             return;
         };
         slot.alive = false;

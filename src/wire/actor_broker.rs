@@ -110,6 +110,7 @@ impl ActorBroker {
         self.answerers
             .iter()
             .position(|a| a == name)
+            .map(|i| i as AnswererIx)
             .ok_or_else(|| format!("no answerer {name:?} in the waterfall"))
     }
 
@@ -193,7 +194,7 @@ impl ActorBroker {
                     let call_id = offered.take().expect("an offer is recorded before it is sent");
                     self.tickets.insert(call_id.clone(), offer.ticket);
                     wire.push(BrokerEffect::Offer {
-                        answerer: self.answerers[index].clone(),
+                        answerer: self.answerers[index as usize].clone(),
                         ticket: offer.ticket,
                         call_id,
                     });
@@ -282,7 +283,7 @@ impl ActorBroker {
 
     /// A message the broker sent, as its effect.
     fn message(&self, envelope: Envelope) -> Option<BrokerEffect> {
-        let name = |index: AnswererIx| self.answerers[index].clone();
+        let name = |index: AnswererIx| self.answerers[index as usize].clone();
         Some(match envelope {
             Envelope::Agent(agent, AgentMsg::Registered(result)) => BrokerEffect::Registered {
                 agent,

@@ -15,7 +15,7 @@ pub struct AnswererSetup {
     /// Its name in the scenario.
     pub name: Name,
     /// Its place in the waterfall, from 0.
-    pub index: usize,
+    pub index: crate::protocol::AnswererIx,
     /// A seed for its own random draws: the same in every life of one run.
     pub seed: u64,
 }

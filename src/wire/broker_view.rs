@@ -71,7 +71,7 @@ impl View {
         let by_name = answerers
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.clone(), i))
+            .map(|(i, n)| (n.clone(), i as AnswererIx))
             .collect();
         View {
             alive: vec![true; answerers.len()],
@@ -92,7 +92,7 @@ impl View {
     /// An answerer's name as events write it (`?answerer-N` past the waterfall).
     pub fn answerer_name(&self, index: AnswererIx) -> Name {
         self.answerers
-            .get(index)
+            .get(index as usize)
             .cloned()
             .unwrap_or_else(|| format!("?answerer-{index}").into())
     }
@@ -218,10 +218,10 @@ impl View {
 
     /// An answerer's death: recorded the first time only.
     fn died(&mut self, answerer: AnswererIx, out: &mut Out) {
-        if let Some(alive) = self.alive.get_mut(answerer).filter(|a| **a) {
+        if let Some(alive) = self.alive.get_mut(answerer as usize).filter(|a| **a) {
             *alive = false;
             out.record(EventKind::Crash {
-                answerer: self.answerers[answerer].clone(),
+                answerer: self.answerers[answerer as usize].clone(),
                 mbox: out.mbox(),
             });
         }

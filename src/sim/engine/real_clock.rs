@@ -26,7 +26,7 @@ use crate::agent::{AgentSetup, Script};
 use crate::answerer::{AnswererSetup, Answerers};
 use crate::durable::{LogFile, SyncPolicy};
 use crate::event::EventKind;
-use crate::protocol::{AgentId, BrokerMsg, Turn, TurnId};
+use crate::protocol::{AgentId, AnswererIx, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Clock, EventSpec, Scenario};
 use crate::sim::engine::output::{Limit, Output};
@@ -184,7 +184,7 @@ impl<'s> Driver<'s> {
                     true => AnswererSlot::Machine {
                         name: a.name.clone(),
                         machine: self.own.make(&AnswererSetup {
-                            index,
+                            index: index as AnswererIx,
                             name: &a.name,
                             seed: crate::seed::answerer_stream(self.seed, index),
                             policy: &a.policy,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::answerer::{Answerer, AnswererSetup as MachineSetup, Answerers, Replies};
 use crate::broker::{BrokerConfig, BrokerState};
 use crate::effect::Out;
-use crate::protocol::{AnswererInput, BrokerMsg, Name, Nanos};
+use crate::protocol::{AnswererInput, AnswererIx, BrokerMsg, Name, Nanos};
 use crate::scenario::AnswererSpec;
 use crate::wire::{AnswererSetup, Endpoint, Life, OutsideAnswerer, OutsideBroker, ProcessFailure};
 
@@ -97,7 +97,7 @@ impl AnswererSlot {
     /// what it does on starting goes into `out`.
     pub fn boot(
         spec: &AnswererSpec,
-        index: usize,
+        index: AnswererIx,
         stream: u64,
         life: &Life,
         own: &Answerers,
@@ -130,7 +130,7 @@ impl AnswererSlot {
     /// Handles one input at `index` of the waterfall.
     pub fn handle(
         &mut self,
-        index: usize,
+        index: AnswererIx,
         input: AnswererInput,
         out: &mut Out,
     ) -> Result<(), Box<ProcessFailure>> {

@@ -21,7 +21,8 @@ use crate::broker::BrokerConfig;
 use crate::effect::{Effect, FinalResult, Out};
 use crate::event::EventKind;
 use crate::protocol::{
-    Addr, AgentId, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId, nanos, seconds,
+    Addr, AgentId, AnswererIx, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId,
+    nanos, seconds,
 };
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
@@ -327,7 +328,14 @@ impl<'s> World<'s> {
         for (index, spec) in self.scenario.answerers.iter().enumerate() {
             let stream = answerer_stream(self.seed, index);
             self.out.reset(now, None);
-            let answerer = match AnswererSlot::boot(spec, index, stream, &life, &self.own, &mut self.out) {
+            let answerer = match AnswererSlot::boot(
+                spec,
+                index as AnswererIx,
+                stream,
+                &life,
+                &self.own,
+                &mut self.out,
+            ) {
                 Ok(answerer) => Some(answerer),
                 Err(failure) => {
                     self.failed.get_or_insert(failure);
@@ -335,7 +343,7 @@ impl<'s> World<'s> {
                 }
             };
             self.answerers.push(answerer);
-            self.apply(Addr::Answerer(index));
+            self.apply(Addr::Answerer(index as AnswererIx));
         }
     }
 
@@ -401,7 +409,7 @@ impl<'s> World<'s> {
                 }
             }
             Envelope::Answerer(index, msg) => {
-                if let Some(Some(answerer)) = self.answerers.get_mut(index)
+                if let Some(Some(answerer)) = self.answerers.get_mut(index as usize)
                     && let Err(failure) = answerer.handle(index, msg, &mut self.out)
                 {
                     self.fail(failure);
@@ -480,8 +488,8 @@ impl<'s> World<'s> {
 
     /// The answerer dies: it reads nothing more, and the broker hears of it behind
     /// everything it sent before.
-    fn kill(&mut self, index: usize) {
-        let Some(slot) = self.answerers.get_mut(index).filter(|a| a.is_some()) else {
+    fn kill(&mut self, index: AnswererIx) {
+        let Some(slot) = self.answerers.get_mut(index as usize).filter(|a| a.is_some()) else {
             return;
         };
         *slot = None;
@@ -526,7 +534,7 @@ impl<'s> World<'s> {
             }
             Action::CrashAnswerer(name) => {
                 if let Some(index) = self.scenario.answerers.iter().position(|a| &a.name == name) {
-                    self.kill(index);
+                    self.kill(index as AnswererIx);
                 }
             }
             Action::ProcessLoss { restart_after_s } => self.process_loss(*restart_after_s),
