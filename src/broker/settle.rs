@@ -22,7 +22,7 @@ impl BrokerState {
         let timer = self.timer_id();
         let call = self.calls.get_mut(ticket).expect("a window for an open call");
         call.window_attempt += 1;
-        call.window = Some(timer);
+        call.window.set(timer);
         let msg = BrokerMsg::WindowExpired {
             ticket,
             attempt: call.window_attempt,
@@ -37,7 +37,7 @@ impl BrokerState {
         if call.held || call.phase != Phase::Waiting || call.window_attempt != attempt {
             return;
         }
-        call.window = None;
+        call.window.clear();
         self.go_pending(ticket, out);
     }
 

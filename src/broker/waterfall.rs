@@ -27,7 +27,7 @@ impl BrokerState {
             }
             call.attempt += 1;
             call.offered = Some(index);
-            call.offer_timer = Some(timer);
+            call.offer_timer.set(timer);
             let offer = Offer {
                 ticket,
                 answerer: index,
@@ -102,7 +102,7 @@ impl BrokerState {
         let Some(answerer) = call.offered.filter(|_| call.attempt == attempt) else {
             return;
         };
-        call.offer_timer = None;
+        call.offer_timer.clear();
         let name = &self.answerers[answerer as usize].name;
         out.record(EventKind::decline(
             &call.call_id,
