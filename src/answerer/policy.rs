@@ -101,7 +101,7 @@ impl PolicyAnswerer {
         self.next_timer
     }
 
-    fn offered(&mut self, offer: Box<Offer>, out: &mut Replies) {
+    fn offered(&mut self, offer: Offer, out: &mut Replies) {
         let ticket = offer.ticket;
         assert!(
             self.offers.len() < OFFERS_MAX,
@@ -113,7 +113,7 @@ impl PolicyAnswerer {
             agent,
             questions,
             ..
-        } = *offer;
+        } = offer;
         let work = Work {
             questions,
             agent,
@@ -215,7 +215,7 @@ impl Answerer for PolicyAnswerer {
 
     fn handle(&mut self, input: AnswererInput, out: &mut Replies<'_>) {
         match input {
-            AnswererInput::Broker(AnswererMsg::Offer(offer)) => self.offered(offer, out),
+            AnswererInput::Broker(AnswererMsg::Offer(offer)) => self.offered(*offer, out),
             AnswererInput::Broker(AnswererMsg::Withdraw { ticket }) => {
                 if let Some(work) = self.offers.remove(&ticket) {
                     self.cancel_timers(work.timers, out);

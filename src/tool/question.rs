@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(options, [("Yes", ""), ("", "stop"), ("Ça", "")]);
         assert_eq!(q.option(1), Some(option("", "stop")));
         assert_eq!(q.option(3), None);
-        assert_eq!(q.options().rev().next(), Some(option("Ça", "")));
+        assert_eq!(q.options().next_back(), Some(option("Ça", "")));
     }
 
     #[test]
