@@ -42,7 +42,9 @@ struct CallState {
 /// The protocol checker's state between events.
 #[derive(Default)]
 pub struct ProtocolChecker {
-    calls: FxHashMap<CallId, CallState>,
+    /// Boxed, so the table's slots (and the copy it makes as it grows) are
+    /// 24 bytes, not a state's 96.
+    calls: FxHashMap<CallId, Box<CallState>>,
     /// Calls not yet settled (a process loss makes them pending).
     unsettled: FxHashSet<CallId>,
     dead: FxHashSet<Name>,
@@ -75,10 +77,10 @@ impl ProtocolChecker {
                 let doomed = turns.current(agent).is_some_and(|turn| turns.fired(turn));
                 self.calls.insert(
                     call_id.clone(),
-                    CallState {
+                    Box::new(CallState {
                         doomed,
                         ..CallState::default()
-                    },
+                    }),
                 );
                 self.unsettled.insert(call_id.clone());
             }
@@ -315,7 +317,7 @@ impl ProtocolChecker {
         self.answer = None;
         for call_id in &self.unsettled {
             if let Some(call) = self.calls.get_mut(call_id) {
-                *call = CallState {
+                **call = CallState {
                     pending: true,
                     ..CallState::default()
                 };
