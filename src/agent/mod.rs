@@ -23,6 +23,17 @@ use crate::tool::{ArgumentError, Ask, ResultKind, ToolConfig, ToolResult};
 pub use prepared::Prepared;
 pub use script::Script;
 
+/// Pushes `item`, with room for exactly one at the first push: most agents
+/// gather one result and one user message, and a first push would take room
+/// for four (`Vec`'s smallest growth), held by every agent of a run. Later
+/// pushes grow as usual, so a long list stays amortised O(1).
+fn push_sized<T>(list: &mut Vec<T>, item: T) {
+    if list.capacity() == 0 {
+        list.reserve_exact(1);
+    }
+    list.push(item);
+}
+
 /// Who waits for a call's result.
 #[derive(Debug)]
 enum Waiter {
@@ -76,7 +87,10 @@ pub struct AgentState {
     await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
     registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
     messages: Vec<Arc<str>>,
-    script: Option<Script>,
+    /// Its script while it runs: boxed, and dropped once it ends (nothing of an
+    /// ended script is read again, and a run holds many agents that finished
+    /// theirs while their pending calls wait for late answers).
+    script: Option<Box<Script>>,
     prepared: Prepared,
     next_timer: TimerId,
 }
@@ -99,7 +113,7 @@ impl AgentState {
             await_closed: BTreeMap::new(),
             registered: None,
             messages: Vec::new(),
-            script: setup.script,
+            script: setup.script.map(Box::new),
             prepared: setup.prepared,
             next_timer: 0,
         }
@@ -274,7 +288,7 @@ impl AgentState {
                 agent: self.name.clone(),
                 message: message.clone(),
             });
-            self.messages.push(message);
+            push_sized(&mut self.messages, message);
         }
         for waiter in self.await_closed.remove(&call_id).unwrap_or_default() {
             let _ = waiter.send(());

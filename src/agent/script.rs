@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::{AgentState, Waiter};
+use super::{AgentState, Waiter, push_sized};
 use crate::effect::{FinalResult, Out, Spawn};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
@@ -55,7 +55,6 @@ pub struct Script {
     /// of its own (SPEC §3.8: a fired turn ends the whole tree at one instant, so
     /// no parent runs a step because a child ended of the same signal).
     fired: Option<TurnId>,
-    ended: bool,
     /// Each call's result as the model got it, in the order they settled.
     results: Vec<(CallId, Box<RawValue>)>,
     /// What only a script that delegates or spawns gathers; most scripts never
@@ -83,7 +82,6 @@ impl Script {
             asking: None,
             ending: false,
             fired: None,
-            ended: false,
             results: Vec::new(),
             kin: None,
         }
@@ -152,7 +150,7 @@ impl AgentState {
     /// Runs the script from where it stands until a step waits or it ends.
     pub(super) fn advance(&mut self, out: &mut Out) {
         loop {
-            let Some(script) = self.script.as_mut().filter(|s| !s.ended && s.wait.is_none()) else {
+            let Some(script) = self.script.as_mut().filter(|s| s.wait.is_none()) else {
                 return;
             };
             let Some(step) = script.steps().get(script.pc).cloned() else {
@@ -258,10 +256,13 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        let value = RawValue::from_string(result.text.clone())
+        let delegated = result.error_code() == Some(ErrorCode::DelegatedCaller);
+        // The text itself, not a copy: a tie settles every call at one instant,
+        // and each result would be held twice there (its message, its copy).
+        let value = RawValue::from_string(result.text)
             .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"));
         let arguments = script.asking.take();
-        if result.error_code() == Some(ErrorCode::DelegatedCaller) {
+        if delegated {
             let questions = serde_json::from_str::<Value>(arguments.as_deref().unwrap_or_default())
                 .ok()
                 .and_then(|v| v.get("questions").cloned())
@@ -271,7 +272,7 @@ impl AgentState {
                 .unresolved
                 .push(json!({"callId": call_id.as_ref(), "questions": questions}));
         }
-        script.results.push((call_id.clone(), value));
+        push_sized(&mut script.results, (call_id.clone(), value));
         self.resume(&Wait::Call(call_id), out);
     }
 
@@ -341,7 +342,7 @@ impl AgentState {
 
     /// The turn fired: the script ends now, or once the call in flight settles.
     pub(super) fn turn_fired(&mut self, turn: TurnId, out: &mut Out) {
-        let Some(script) = self.script.as_mut().filter(|s| !s.ended) else {
+        let Some(script) = self.script.as_mut() else {
             return;
         };
         script.fired = Some(turn);
@@ -352,18 +353,20 @@ impl AgentState {
     }
 
     fn finish(&mut self, out: &mut Out) {
-        let Some(script) = self.script.as_mut().filter(|s| !s.ended) else {
+        let Some(script) = self.script.as_mut() else {
             return;
         };
-        script.ended = true;
-        script.wait = None;
         let final_result = script.final_result(&self.name);
         let is_child_script = !script.on_resume;
+        let fired = script.fired;
+        // An ended script is dropped: what reaches the agent after it (a late
+        // result, a close, a child's end, its turn's signal) finds no script and
+        // changes nothing, as it changed nothing in an ended one.
+        self.script = None;
         let Some(owner) = self.owner.filter(|_| is_child_script) else {
             out.finished(self.name.clone(), final_result);
             return;
         };
-        let fired = script.fired;
         let parsed = serde_json::from_str(final_result.get()).expect("a final result is JSON");
         out.finished(self.name.clone(), final_result);
         out.tell_agent(
