@@ -208,7 +208,8 @@ pub struct Pass {
     /// Boxed, so the table's slots (and the copy it makes as it grows) are
     /// 24 bytes, not a record's 112.
     calls: FxHashMap<CallId, Box<Call>>,
-    owners: FxHashMap<Name, Option<Name>>,
+    /// Each child's owner (roots have no entry).
+    owners: FxHashMap<Name, Name>,
     /// Turn signals by the agent whose turn fired: (time, seq).
     cancels: FxHashMap<Name, Vec<(f64, u64)>>,
     /// `cancel_call` times by call.
@@ -275,9 +276,16 @@ impl Pass {
     pub fn visit(&mut self, event: &Event) {
         let (t, seq) = (event.t, event.seq);
         match &event.kind {
-            EventKind::Spawn { agent, owner, .. } => {
-                self.owners.insert(agent.clone(), owner.clone());
-            }
+            // Only children are kept: a name without an entry has no owner,
+            // and most agents of a load are roots.
+            EventKind::Spawn { agent, owner, .. } => match owner {
+                Some(owner) => {
+                    self.owners.insert(agent.clone(), owner.clone());
+                }
+                None => {
+                    self.owners.remove(&**agent);
+                }
+            },
             EventKind::Request {
                 call_id,
                 agent,
@@ -396,7 +404,7 @@ impl Pass {
             if hops > 64 {
                 break;
             }
-            at = self.owners.get(name).and_then(Option::as_deref);
+            at = self.owners.get(name).map(|owner| &**owner);
         }
         chain
     }
