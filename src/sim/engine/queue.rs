@@ -214,6 +214,11 @@ impl Queue {
             self.mbox
         });
         let channel = self.channels.entry((from, to)).or_default();
+        if channel.messages.capacity() == 0 {
+            // Most channels carry one message at a time (a request, a settle):
+            // room for one, not the four of a first push (384 bytes a channel).
+            channel.messages.reserve_exact(1);
+        }
         let due = channel
             .messages
             .back()
