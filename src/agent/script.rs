@@ -17,7 +17,7 @@ use super::{AgentState, Waiter, push_sized};
 use crate::effect::{FinalResult, Out, Spawn};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
-use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};
+use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ResultKind, ToolResult};
 
 /// What a parked script waits for.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,7 +56,7 @@ pub struct Script {
     /// no parent runs a step because a child ended of the same signal).
     fired: Option<TurnId>,
     /// Each call's result as the model got it, in the order they settled.
-    results: Vec<(CallId, Box<RawValue>)>,
+    results: Vec<(CallId, Got)>,
     /// What only a script that delegates or spawns gathers; most scripts never
     /// do, so it is boxed on first use (a tie of 10^5 roots holds 10^5 scripts).
     kin: Option<Box<Kin>>,
@@ -132,15 +132,45 @@ struct FinalShape<'a> {
     errors: Option<&'a Vec<Value>>,
 }
 
+/// A result as the model got it, kept for the final result.
+#[derive(Debug)]
+enum Got {
+    /// Exactly the tool's own `pending` result for its callId: 300 bytes of
+    /// text that the callId alone gives back, held by every script that awaits
+    /// a late answer (a tie of 10^5 pending calls holds 10^5 of them).
+    Pending,
+    /// Any other text (an outside broker's `pending` too, if it differs).
+    Text(Box<RawValue>),
+}
+
+impl Got {
+    fn new(call_id: &str, result: ToolResult) -> Got {
+        if result.kind == ResultKind::Pending && result.text == ToolResult::pending(call_id).text {
+            return Got::Pending;
+        }
+        Got::Text(
+            RawValue::from_string(result.text)
+                .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON")),
+        )
+    }
+}
+
 /// The results as one JSON object, callId → result, in the order they settled.
-struct Results<'a>(&'a [(CallId, Box<RawValue>)]);
+struct Results<'a>(&'a [(CallId, Got)]);
 
 impl serde::Serialize for Results<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (call_id, result) in self.0 {
-            map.serialize_entry(call_id.as_ref(), result)?;
+            match result {
+                Got::Text(text) => map.serialize_entry(call_id.as_ref(), text)?,
+                Got::Pending => {
+                    let text = RawValue::from_string(ToolResult::pending(call_id).text)
+                        .map_err(serde::ser::Error::custom)?;
+                    map.serialize_entry(call_id.as_ref(), &text)?;
+                }
+            }
         }
         map.end()
     }
@@ -257,10 +287,10 @@ impl AgentState {
             return;
         };
         let delegated = result.error_code() == Some(ErrorCode::DelegatedCaller);
-        // The text itself, not a copy: a tie settles every call at one instant,
-        // and each result would be held twice there (its message, its copy).
-        let value = RawValue::from_string(result.text)
-            .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"));
+        // The text itself, not a copy (a tie settles every call at one instant,
+        // and each result would be held twice there), or none for the tool's
+        // own `pending`.
+        let value = Got::new(&call_id, result);
         let arguments = script.asking.take();
         if delegated {
             let questions = serde_json::from_str::<Value>(arguments.as_deref().unwrap_or_default())
@@ -399,5 +429,44 @@ impl AgentState {
             arguments.insert("timeout".into(), json!(t));
         }
         Some(Value::Object(arguments).to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn final_text(results: Vec<(CallId, Got)>) -> String {
+        serde_json::to_string(&Results(&results)).expect("results serialise")
+    }
+
+    #[test]
+    fn the_tools_own_pending_is_kept_as_its_callid_and_written_back_byte_for_byte() {
+        let call_id: CallId = "root-1/1".into();
+        let pending = ToolResult::pending(&call_id);
+        let expected = format!("{{\"root-1/1\":{}}}", pending.text);
+        let got = Got::new(&call_id, pending);
+        assert!(matches!(got, Got::Pending));
+        assert_eq!(final_text(vec![(call_id, got)]), expected);
+    }
+
+    #[test]
+    fn any_other_text_is_kept_as_it_came() {
+        let call_id: CallId = "root-1/2".into();
+        // An outside broker's pending result with its own message.
+        let outside = ToolResult {
+            text: r#"{"pending":true,"callId":"root-1/2","message":"later"}"#.to_owned(),
+            kind: ResultKind::Pending,
+        };
+        let got = Got::new(&call_id, outside);
+        assert!(matches!(got, Got::Text(_)));
+        // The tool's pending text of another call is not this call's.
+        let other = Got::new(&call_id, ToolResult::pending("root-1/9"));
+        assert!(matches!(other, Got::Text(_)));
+        let answers = Got::new(&call_id, ToolResult::answers(r#"{"answers":{}}"#.to_owned()));
+        assert_eq!(
+            final_text(vec![(call_id.clone(), got), ("root-1/3".into(), answers)]),
+            r#"{"root-1/2":{"pending":true,"callId":"root-1/2","message":"later"},"root-1/3":{"answers":{}}}"#
+        );
     }
 }
