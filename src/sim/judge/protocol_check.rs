@@ -26,17 +26,45 @@ use crate::tool::ResultKind;
 /// The invariant's name.
 pub const PROTOCOL_CONFORMANCE: &str = "protocol_conformance";
 
-#[derive(Default)]
+/// An answerer, by the place the checker gave its name (answerers are few, and
+/// a call's state names up to three of them: 24 bytes a call instead of 96).
+type Who = u32;
+
+/// No answerer.
+const NOBODY: Who = Who::MAX;
+
 struct CallState {
+    offered: Who,
+    owner: Who,
+    holder: Who,
+    /// The answerers whose offer timed out: few calls have any (a slice, grown
+    /// by one at each, 8 bytes while empty).
+    timed_out: Option<Box<[Who]>>,
     /// Its turn had fired before the broker received it: it must never be offered.
     doomed: bool,
-    offered: Option<Name>,
-    timed_out: Vec<Name>,
-    owner: Option<Name>,
-    holder: Option<Name>,
     /// It returned `pending` (or was open at a process loss).
     pending: bool,
     settled: bool,
+}
+
+impl Default for CallState {
+    fn default() -> Self {
+        CallState {
+            offered: NOBODY,
+            owner: NOBODY,
+            holder: NOBODY,
+            timed_out: None,
+            doomed: false,
+            pending: false,
+            settled: false,
+        }
+    }
+}
+
+impl CallState {
+    fn timed_out(&self, who: Who) -> bool {
+        self.timed_out.as_ref().is_some_and(|list| list.contains(&who))
+    }
 }
 
 /// The protocol checker's state between events.
@@ -54,10 +82,30 @@ pub struct ProtocolChecker {
     died_at: FxHashMap<Name, u64>,
     /// The last batch submitted: (callId, answerer).
     answer: Option<(CallId, Name)>,
+    /// Every answerer named so far, by its [`Who`], and the place of each name.
+    answerers: Vec<Name>,
+    answerer_ix: FxHashMap<Name, Who>,
     violations: Vec<Violation>,
 }
 
 impl ProtocolChecker {
+    /// The place of `answerer`, given on first sight.
+    fn who(&mut self, answerer: &Name) -> Who {
+        if let Some(who) = self.answerer_ix.get(answerer) {
+            return *who;
+        }
+        let who = Who::try_from(self.answerers.len()).expect("fewer than 2^32 answerers");
+        assert!(who != NOBODY, "fewer than 2^32 - 1 answerers");
+        self.answerers.push(answerer.clone());
+        self.answerer_ix.insert(answerer.clone(), who);
+        who
+    }
+
+    /// The name of a place [`ProtocolChecker::who`] gave.
+    fn name(&self, who: Who) -> &Name {
+        &self.answerers[who as usize]
+    }
+
     fn violate(&mut self, call_id: &str, seq: u64, detail: String) {
         self.violations.push(Violation {
             invariant: PROTOCOL_CONFORMANCE,
@@ -125,10 +173,11 @@ impl ProtocolChecker {
     }
 
     fn offer(&mut self, call_id: &str, answerer: &Name, seq: u64) {
+        let who = self.who(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        call.offered = Some(answerer.clone());
+        call.offered = who;
         if call.doomed {
             call.doomed = false;
             let detail = "an offer for a request whose turn had fired before the broker received it".into();
@@ -138,44 +187,48 @@ impl ProtocolChecker {
 
     fn accept(&mut self, call_id: &str, answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
+        let who = self.who(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
         let problem = if dead {
             Some(format!("an accept from {answerer}, which had died"))
-        } else if call.timed_out.contains(answerer) && call.offered.as_ref() != Some(answerer) {
+        } else if call.timed_out(who) && call.offered != who {
             Some(format!("an accept from {answerer} after its offer timed out"))
-        } else if call.offered.as_ref() != Some(answerer) {
+        } else if call.offered != who {
             Some(format!(
                 "an accept from {answerer}, which was not the current offeree"
             ))
         } else {
             None
         };
-        call.offered = None;
-        call.owner = Some(answerer.clone());
+        call.offered = NOBODY;
+        call.owner = who;
         if let Some(problem) = problem {
             self.violate(call_id, seq, problem);
         }
     }
 
     fn decline(&mut self, call_id: &str, answerer: &Name, reason: &str) {
+        let who = self.who(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        if call.offered.as_ref() == Some(answerer) {
-            call.offered = None;
+        if call.offered == who {
+            call.offered = NOBODY;
         }
         match reason {
-            "offer_timeout" if !call.timed_out.contains(answerer) => {
-                call.timed_out.push(answerer.clone());
+            "offer_timeout" if !call.timed_out(who) => {
+                let mut list = call.timed_out.take().map(Vec::from).unwrap_or_default();
+                list.push(who);
+                call.timed_out = Some(list.into_boxed_slice());
             }
             "dead" => {
-                if call.owner.as_ref() == Some(answerer) {
-                    call.owner = None;
+                if call.owner == who {
+                    call.owner = NOBODY;
                 }
-                if call.holder.as_ref() == Some(answerer) {
-                    call.holder = None;
+                if call.holder == who {
+                    call.holder = NOBODY;
                 }
             }
             _ => {}
@@ -184,19 +237,20 @@ impl ProtocolChecker {
 
     fn hold(&mut self, call_id: &str, answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
+        let who = self.who(answerer);
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
         let problem = if dead {
             Some(format!("a hold from {answerer}, which had died, was taken"))
-        } else if call.owner.as_ref() != Some(answerer) {
+        } else if call.owner != who {
             Some(format!(
                 "a hold from {answerer}, which does not own the call, was taken"
             ))
         } else if call.pending || call.settled {
             Some("a hold was taken after the call went pending".to_owned())
         } else {
-            call.holder = Some(answerer.clone());
+            call.holder = who;
             None
         };
         if let Some(problem) = problem {
@@ -208,15 +262,15 @@ impl ProtocolChecker {
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        let held = call.holder.clone();
+        let held = call.holder;
         if pending {
             call.pending = true;
         } else {
             call.settled = true;
             self.unsettled.remove(call_id);
         }
-        if let (true, Some(holder)) = (pending, held)
-            && !self.dead.contains(&holder)
+        if let (true, Some(holder)) = (pending, (held != NOBODY).then(|| self.name(held)))
+            && !self.dead.contains(holder)
         {
             let detail = format!("the call returned pending while {holder} held it and lived");
             self.violate(call_id, seq, detail);
@@ -240,12 +294,12 @@ impl ProtocolChecker {
         if !settles {
             return;
         }
-        let owner = self.calls.get(&*call_id).and_then(|c| c.owner.clone());
+        let owner = self.calls.get(&*call_id).map_or(NOBODY, |c| c.owner);
         let problem = if self.dead.contains(&answerer) {
             Some(format!(
                 "a batch from {answerer}, which had died, settled the call"
             ))
-        } else if owner.as_ref() != Some(&answerer) {
+        } else if owner == NOBODY || self.answerer_ix.get(&answerer) != Some(&owner) {
             Some(format!(
                 "a batch from {answerer}, which does not own the call, settled it"
             ))
