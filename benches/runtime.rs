@@ -2,6 +2,12 @@
 //! `baseline/` doing the same work in the same run. Runtimes are built outside
 //! the measured closures.
 
+/// The `asksim` binary's allocator for both sides of every bench: with glibc's
+/// malloc, malloc and free were a quarter of the actors' thread (BENCHMARKS.md,
+/// issue #23), a cost of the allocator, not of the runtime, that a host picks.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod baseline;
 mod floor;
 
