@@ -105,6 +105,12 @@ pub trait LogSink: Send {
     fn append(&mut self, seq: u64, line: &[u8]) -> std::io::Result<()>;
     /// Writes out everything appended, as durable as the sink promises.
     fn flush(&mut self) -> std::io::Result<()>;
+    /// Whether a line becomes durable later than it is appended (what waits
+    /// for it waits anyway, so it may as well be appended off the caller's
+    /// thread). No by default.
+    fn deferred(&self) -> bool {
+        false
+    }
 }
 
 /// Writes the header and every event as JSON Lines to `out`.

@@ -116,6 +116,12 @@ impl Recorder {
         self.file.is_some()
     }
 
+    /// Whether they go to a sink that makes them durable later than they are
+    /// appended (group commit).
+    pub fn has_deferred_sink(&self) -> bool {
+        self.file.as_ref().is_some_and(|sink| sink.deferred())
+    }
+
     /// Takes back an event the log already holds (read back from its file, as
     /// `line`): it counts, hashes and folds as if recorded now, and is not
     /// written again. Events must come in `seq` order, before any new one.
@@ -215,6 +221,11 @@ impl Recorder {
     /// Events recorded so far.
     pub fn len(&self) -> u64 {
         self.seq
+    }
+
+    /// The most events it records (past it, [`Recorder::record`] records none).
+    pub fn events_max(&self) -> u64 {
+        self.events_max
     }
 
     /// Whether none was.

@@ -359,9 +359,7 @@ impl AgentHandle {
             return Vec::new();
         }
         let messages = rx.await.unwrap_or_default();
-        if let Some(log) = self.runtime.log() {
-            log.durable_now().await;
-        }
+        self.runtime.durable_now().await;
         messages
     }
 

@@ -4,9 +4,12 @@
 //! journal's own serialises, hashes, folds and keeps them, in that order. Every
 //! reader locks the recorder through [`Journal::lock`], which first records what
 //! is queued, so what a reader sees is exactly what the recorder would hold had
-//! each event been recorded in place. With a log file every event is recorded
-//! in place, under the lock, before the handler's sends go: the write-ahead
-//! gate reads the file's last appended line when a send passes it (SPEC §4.1).
+//! each event been recorded in place. With a group-commit log file too: the journal gives
+//! each event its `seq` as it is queued, and the write-ahead gate (SPEC §4.1)
+//! holds a handler's sends until the log is durable up to the last `seq` given
+//! ([`Journal::horizon`]), so nothing leaves before its lines are on disk while
+//! the actors neither serialise nor write them. A log file under `every` or
+//! `none` is written in place, under the lock, before the handler's sends go.
 //!
 //! It never decides what is recorded or in what order: only where the work is
 //! done.
@@ -47,6 +50,11 @@ struct Pending {
     events: Vec<(f64, EventKind)>,
     /// An emptied batch, its room kept for the next one.
     spare: Vec<(f64, EventKind)>,
+    /// The `seq` of the last event queued (what the recorder will give it;
+    /// never past its limit on events).
+    last: u64,
+    /// The recorder's limit on events.
+    limit: u64,
     /// The thread sleeps until woken.
     idle: bool,
     /// The journal is gone: the thread records what is left and ends.
@@ -54,18 +62,26 @@ struct Pending {
 }
 
 impl Journal {
-    /// A journal of `recorder`: queued (with a thread of its own) unless the
-    /// recorder writes a log file, or no thread can be started.
+    /// A journal of `recorder`: queued, with a thread of its own, unless the
+    /// recorder writes a log file that makes each line durable as it is
+    /// appended (`every`, `none`: recorded in place, a send passes the gate
+    /// at once when its lines are durable, which a paused clock needs), or no
+    /// thread can be started.
     pub(crate) fn new(recorder: Recorder) -> Journal {
-        let queued = !recorder.has_sink();
+        let queued = !recorder.has_sink() || recorder.has_deferred_sink();
+        let pending = Pending {
+            last: recorder.len(),
+            limit: recorder.events_max(),
+            ..Pending::default()
+        };
         let core = Arc::new(Core {
             recorder: Mutex::new(recorder),
             queue: queued.then(|| Queue {
-                pending: Mutex::new(Pending::default()),
+                pending: Mutex::new(pending),
                 wake: Condvar::new(),
             }),
         });
-        let core = match core.queue.is_some() {
+        let core = match queued {
             true => start_thread(core),
             false => core,
         };
@@ -84,6 +100,15 @@ impl Journal {
         )
     }
 
+    /// The `seq` of the last event recorded or queued: what the write-ahead
+    /// gate waits to be durable before a send recorded so far leaves. `None`
+    /// for a journal that records in place (the log's last appended line is
+    /// the horizon then).
+    pub(crate) fn horizon(&self) -> Option<u64> {
+        let queue = self.core.queue.as_ref()?;
+        Some(queue.pending.lock().expect("journal poisoned").last)
+    }
+
     /// The recorder, with every queued event recorded.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Recorder> {
         self.core.lock()
@@ -100,7 +125,10 @@ impl Journal {
             Some(queue) => {
                 self.pushes.fetch_add(1, Ordering::Relaxed);
                 let mut pending = queue.pending.lock().expect("journal poisoned");
+                let before = pending.events.len();
                 pending.events.extend(events.map(|kind| (t, kind)));
+                let queued = (pending.events.len() - before) as u64;
+                pending.last = pending.last.saturating_add(queued).min(pending.limit);
                 if pending.idle {
                     pending.idle = false;
                     queue.wake.notify_one();
@@ -155,6 +183,13 @@ impl Core {
         let mut pending = queue.pending.lock().expect("journal poisoned");
         if pending.spare.capacity() < batch.capacity() {
             pending.spare = batch;
+        }
+        if pending.events.is_empty() {
+            // Caught up: the recorder's own count (it may have recorded in
+            // place since, as its end does past the limit, or been replaced by
+            // a recovery's).
+            pending.last = recorder.len();
+            pending.limit = recorder.events_max();
         }
         n
     }
@@ -289,7 +324,8 @@ mod tests {
         );
     }
 
-    struct Lines(Arc<Mutex<u64>>);
+    /// A sink that keeps the last `seq` appended; `.1`: whether it is deferred.
+    struct Lines(Arc<Mutex<u64>>, bool);
 
     impl LogSink for Lines {
         fn append(&mut self, seq: u64, _: &[u8]) -> std::io::Result<()> {
@@ -299,20 +335,49 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+        fn deferred(&self) -> bool {
+            self.1
+        }
     }
 
-    /// With a log file each event is written before `record` returns (the
-    /// write-ahead gate reads the file's last line when a send passes it).
-    #[test]
-    fn with_a_log_file_an_event_is_written_before_record_returns() {
-        let mut recorder = Recorder::new(&LogHeader::real("t", 1), u64::MAX, false);
+    fn journal_to(events_max: u64, deferred: bool) -> (Journal, Arc<Mutex<u64>>) {
+        let mut recorder = Recorder::new(&LogHeader::real("t", 1), events_max, false);
         let appended = Arc::new(Mutex::new(0));
-        recorder.sink_to(Box::new(Lines(appended.clone())));
-        let journal = Journal::new(recorder);
+        recorder.sink_to(Box::new(Lines(appended.clone(), deferred)));
+        (Journal::new(recorder), appended)
+    }
+
+    /// With a log file that is durable as it is appended, each event is
+    /// written before `record` returns (the gate reads the file's last line).
+    #[test]
+    fn with_an_undeferred_log_file_an_event_is_written_before_record_returns() {
+        let (journal, appended) = journal_to(u64::MAX, false);
         assert!(journal.core.queue.is_none());
+        assert_eq!(journal.horizon(), None);
         for seq in 1..=3 {
             journal.record(0.0, [stop("root".into())]);
             assert_eq!(*appended.lock().unwrap(), seq);
         }
+    }
+
+    /// With a group-commit log file an event's `seq` is the horizon as soon as
+    /// `record` returns, before it is written; a reader finds it written; the
+    /// limit on events caps the horizon (a `seq` never given would hold the
+    /// gate for good).
+    #[test]
+    fn with_a_deferred_log_file_the_horizon_counts_what_is_queued() {
+        let (journal, appended) = journal_to(5, true);
+        assert_eq!(journal.horizon(), Some(0));
+        for seq in 1..=3 {
+            journal.record(0.0, [stop("root".into())]);
+            assert_eq!(journal.horizon(), Some(seq));
+        }
+        drop(journal.lock());
+        assert_eq!(*appended.lock().unwrap(), 3);
+        journal.record(1.0, (0..4).map(|i| stop(format!("a{i}"))));
+        assert_eq!(journal.horizon(), Some(5));
+        assert!(journal.lock().overflowed());
+        assert_eq!(*appended.lock().unwrap(), 5);
+        assert_eq!(journal.horizon(), Some(5));
     }
 }

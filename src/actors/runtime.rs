@@ -300,7 +300,11 @@ impl Runtime {
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| Shared {
             gate: log.as_ref().map(|log| {
                 let weak = weak.clone();
-                Gate::new(log, move |envelope| {
+                let journal = continuity.recorder.clone();
+                let horizon: Option<crate::durable::gate::Horizon> = journal
+                    .horizon()
+                    .map(|_| Box::new(move || journal.horizon().unwrap_or(0)) as _);
+                Gate::with_horizon(log, horizon, move |envelope| {
                     if let Some(shared) = weak.upgrade() {
                         shared.deliver(envelope);
                     }
@@ -570,9 +574,22 @@ impl Runtime {
         EventLog(self.inner.shared.recorder.clone())
     }
 
-    /// The durable log file, when the runtime has one.
+    /// The durable log file, when the runtime has one. Recorded events reach
+    /// it through the journal's thread: [`Runtime::durable_now`] waits for
+    /// everything recorded so far, the file's own `durable_now` only for what
+    /// was appended to it.
     pub fn log(&self) -> Option<&LogFile> {
         self.inner.shared.log.as_ref()
+    }
+
+    /// Waits until every event recorded so far is durable (the queued ones
+    /// written first). At once without a log.
+    pub async fn durable_now(&self) {
+        let Some(log) = self.log() else {
+            return;
+        };
+        drop(self.inner.shared.recorder.lock());
+        log.durable_now().await;
     }
 
     /// Compacts the durable log (SPEC §4.1): everything so far becomes one
@@ -600,6 +617,7 @@ impl Runtime {
         if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
             let _ = rx.await;
         }
+        drop(self.inner.shared.recorder.lock());
         log.durable_now().await;
     }
 
@@ -658,8 +676,6 @@ impl Runtime {
         for agent in agents {
             let _ = agent.stop_and_wait(None, None).await;
         }
-        if let Some(log) = self.log() {
-            log.durable_now().await;
-        }
+        self.durable_now().await;
     }
 }

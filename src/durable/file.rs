@@ -407,4 +407,7 @@ impl LogSink for Appender {
     fn flush(&mut self) -> std::io::Result<()> {
         self.0.sync()
     }
+    fn deferred(&self) -> bool {
+        self.0.policy().deferred()
+    }
 }

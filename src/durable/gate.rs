@@ -18,27 +18,47 @@ pub struct Gate<T> {
     log: LogFile,
     held: Mutex<VecDeque<(u64, T)>>,
     deliver: Box<dyn Fn(T) + Send + Sync>,
+    horizon: Option<Horizon>,
 }
+
+/// The `seq` of the last line recorded so far, appended to the file or not yet.
+pub type Horizon = Box<dyn Fn() -> u64 + Send + Sync>;
 
 impl<T: Send + 'static> Gate<T> {
     /// A gate on `log` that hands what it lets through to `deliver` (called with
-    /// the gate locked, so deliveries keep their order).
+    /// the gate locked, so deliveries keep their order); what passes waits for
+    /// the lines appended to the file so far.
     pub fn new(log: &LogFile, deliver: impl Fn(T) + Send + Sync + 'static) -> Arc<Gate<T>> {
+        Gate::with_horizon(log, None, deliver)
+    }
+
+    /// The same, what passes waiting for every line up to `horizon()` (given
+    /// to lines still on their way to the file: a recorder off the sender's
+    /// thread), or, with none, for the lines appended so far.
+    pub fn with_horizon(
+        log: &LogFile,
+        horizon: Option<Horizon>,
+        deliver: impl Fn(T) + Send + Sync + 'static,
+    ) -> Arc<Gate<T>> {
         let gate = Arc::new(Gate {
             log: log.clone(),
             held: Mutex::new(VecDeque::new()),
             deliver: Box::new(deliver),
+            horizon,
         });
         let weak: std::sync::Weak<Gate<T>> = Arc::downgrade(&gate);
         log.add_gate(weak);
         gate
     }
 
-    /// Sends `item` once every line appended so far is durable: at once when it
+    /// Sends `item` once every line recorded so far is durable: at once when it
     /// already is and nothing is held, else after what is held.
     pub fn pass(&self, item: T) {
         let mut held = self.held.lock().expect("gate poisoned");
-        let horizon = self.log.appended();
+        let horizon = match &self.horizon {
+            Some(horizon) => horizon(),
+            None => self.log.appended(),
+        };
         if held.is_empty() && horizon <= self.log.durable() {
             (self.deliver)(item);
         } else {
@@ -67,5 +87,62 @@ impl<T: Send + 'static> Release for Gate<T> {
             let (_, item) = held.pop_front().expect("a front item");
             (self.deliver)(item);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::durable::SyncPolicy;
+    use crate::log::LogHeader;
+
+    fn group_log(name: &str) -> (LogFile, std::path::PathBuf) {
+        let path = std::env::temp_dir().join(format!("asksim-gate-{name}-{}.jsonl", std::process::id()));
+        let window = Duration::from_secs(3600);
+        let log = LogFile::create(&path, &LogHeader::real("t", 1), SyncPolicy::Group { window }).unwrap();
+        (log, path)
+    }
+
+    /// A send behind a line given its `seq` but not yet appended waits for that
+    /// line to be durable, not for what the file holds so far; what passes
+    /// after it waits behind it.
+    #[test]
+    fn a_send_waits_for_the_horizon_not_the_file() {
+        let (log, path) = group_log("horizon");
+        let horizon = Arc::new(AtomicU64::new(0));
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let gate = {
+            let (horizon, delivered) = (horizon.clone(), delivered.clone());
+            Gate::with_horizon(
+                &log,
+                Some(Box::new(move || horizon.load(Ordering::SeqCst))),
+                move |item: u32| delivered.lock().unwrap().push(item),
+            )
+        };
+        gate.pass(1);
+        assert_eq!(*delivered.lock().unwrap(), [1], "nothing recorded: at once");
+        horizon.store(1, Ordering::SeqCst);
+        gate.pass(2);
+        horizon.store(2, Ordering::SeqCst);
+        gate.pass(3);
+        assert_eq!(gate.held(), 2, "line 1 is queued, not on the file yet");
+        log.sync().unwrap();
+        assert_eq!(gate.held(), 2, "a sync of an empty file releases nothing");
+        let mut sink = log.appender();
+        sink.append(1, b"{}\n").unwrap();
+        log.sync().unwrap();
+        assert_eq!(
+            *delivered.lock().unwrap(),
+            [1, 2],
+            "line 1 durable: 2 goes, 3 waits"
+        );
+        sink.append(2, b"{}\n").unwrap();
+        log.sync().unwrap();
+        assert_eq!(*delivered.lock().unwrap(), [1, 2, 3]);
+        drop((gate, sink, log));
+        let _ = std::fs::remove_file(path);
     }
 }

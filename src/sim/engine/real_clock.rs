@@ -450,6 +450,7 @@ impl<'s> Driver<'s> {
         let Some(log) = self.continuity.log.clone() else {
             return Ok(());
         };
+        drop(self.continuity.recorder.lock());
         log.sync().map_err(|error| crate::durable::RecoverError::Io {
             path: log.path().to_owned(),
             error,
