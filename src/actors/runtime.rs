@@ -609,16 +609,15 @@ impl Runtime {
     /// passed first (a reply it sent from inside a handler comes before the
     /// handler's events are recorded), then the log. At once without a log.
     pub(crate) async fn durable_after(&self, actor: &ActorRef<AgentMail>) {
-        let Some(log) = self.log() else {
+        if self.log().is_none() {
             return;
-        };
+        }
         self.inner.shared.counts.oneshot();
         let (reply, rx) = oneshot::channel();
         if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
             let _ = rx.await;
         }
-        drop(self.inner.shared.recorder.lock());
-        log.durable_now().await;
+        self.durable_now().await;
     }
 
     /// Sends the broker a message of the runtime's own (counted in flight).
