@@ -15,9 +15,9 @@ use crate::protocol::{AgentId, AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Env
 pub use crate::protocol::TimerId;
 use crate::scenario::AgentSpec;
 
-/// An agent's final result (SPEC §5) as compact JSON text: kept for every agent
-/// until the run ends, so kept as text, never as a parsed tree.
-pub type FinalResult = Box<serde_json::value::RawValue>;
+/// An agent's final result (SPEC §5): kept for every agent until the run ends,
+/// so kept as its parts and written out as JSON when read.
+pub use crate::agent::FinalResult;
 
 /// A child an agent's script starts (SPEC §5 `spawn`).
 #[derive(Clone, Debug)]

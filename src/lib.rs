@@ -100,6 +100,7 @@ pub use actors::{
     AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, RuntimeCounts,
     StartError, panic_message,
 };
+pub use agent::{FinalResult, Unresolved};
 pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};
 pub use durable::{LogConfig, SyncPolicy};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};

@@ -461,7 +461,7 @@ pub enum AgentMsg {
         /// The child.
         child: Name,
         /// Its final result (SPEC §5), boxed like [`BrokerMsg::Submit`]'s batch.
-        final_result: Box<Value>,
+        final_result: Box<crate::agent::FinalResult>,
         /// The turn whose firing ended its script, if one did.
         fired: Option<TurnId>,
     },

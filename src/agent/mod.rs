@@ -4,6 +4,7 @@
 //! the scenario's steps, or nothing when a library user drives it.
 
 pub(crate) mod call_map;
+mod final_result;
 mod prepared;
 mod script;
 
@@ -20,6 +21,7 @@ use crate::protocol::{
 use crate::scenario::AgentSpec;
 use crate::tool::{ArgumentError, Ask, ResultKind, ToolConfig, ToolResult};
 
+pub use final_result::{FinalResult, Unresolved};
 pub use prepared::Prepared;
 pub use script::Script;
 
@@ -208,7 +210,7 @@ impl AgentState {
                 if let Some(turn) = fired.filter(|t| self.turn.fired_by(*t)) {
                     self.turn_fired(turn, out);
                 }
-                self.child_ended(child, *final_result, out)
+                self.child_ended(child, &final_result, out)
             }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {

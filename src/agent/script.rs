@@ -10,14 +10,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::final_result::{Got, Unresolved};
 use super::{AgentState, Waiter, push_sized};
 use crate::effect::{FinalResult, Out, Spawn};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
-use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ResultKind, ToolResult};
+use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};
 
 /// What a parked script waits for.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,7 +35,9 @@ enum Child {
     /// The broker has not answered its registration yet.
     Starting,
     Running,
-    Ended(Value),
+    /// Its script ended: what it could not ask (its final result's
+    /// `unresolved`), all a `join` takes from it.
+    Ended(Arc<[Unresolved]>),
     Failed,
 }
 
@@ -65,10 +67,10 @@ pub struct Script {
 /// A script's delegated calls, spawn failures and children.
 #[derive(Debug, Default)]
 struct Kin {
-    unresolved: Vec<Value>,
+    unresolved: Vec<Unresolved>,
     errors: Vec<Value>,
     children: BTreeMap<Name, Child>,
-    joined_unresolved: Vec<Value>,
+    joined_unresolved: Vec<Unresolved>,
 }
 
 impl Script {
@@ -102,7 +104,7 @@ impl Script {
 
     /// The agent's final result (SPEC §5); `errors` only when a spawn failed.
     /// Taken once, when the script ends: what it gathered moves into it.
-    fn final_result(&mut self, agent: &str) -> FinalResult {
+    fn final_result(&mut self, agent: &Name) -> FinalResult {
         let results = std::mem::take(&mut self.results);
         let (unresolved, errors) = match self.kin.as_deref_mut() {
             Some(kin) => (
@@ -111,68 +113,7 @@ impl Script {
             ),
             None => (Vec::new(), Vec::new()),
         };
-        let shape = FinalShape {
-            agent,
-            results: Results(&results),
-            unresolved: &unresolved,
-            errors: (!errors.is_empty()).then_some(&errors),
-        };
-        serde_json::value::to_raw_value(&shape).expect("a final result serialises")
-    }
-}
-
-/// A final result's shape (SPEC §5), in its key order: `errors` only when a
-/// spawn failed.
-#[derive(serde::Serialize)]
-struct FinalShape<'a> {
-    agent: &'a str,
-    results: Results<'a>,
-    unresolved: &'a [Value],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<&'a Vec<Value>>,
-}
-
-/// A result as the model got it, kept for the final result.
-#[derive(Debug)]
-enum Got {
-    /// Exactly the tool's own `pending` result for its callId: 300 bytes of
-    /// text that the callId alone gives back, held by every script that awaits
-    /// a late answer (a tie of 10^5 pending calls holds 10^5 of them).
-    Pending,
-    /// Any other text (an outside broker's `pending` too, if it differs).
-    Text(Box<RawValue>),
-}
-
-impl Got {
-    fn new(call_id: &str, result: ToolResult) -> Got {
-        if result.kind == ResultKind::Pending && result.text == ToolResult::pending(call_id).text {
-            return Got::Pending;
-        }
-        Got::Text(
-            RawValue::from_string(result.text)
-                .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON")),
-        )
-    }
-}
-
-/// The results as one JSON object, callId → result, in the order they settled.
-struct Results<'a>(&'a [(CallId, Got)]);
-
-impl serde::Serialize for Results<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap as _;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (call_id, result) in self.0 {
-            match result {
-                Got::Text(text) => map.serialize_entry(call_id.as_ref(), text)?,
-                Got::Pending => {
-                    let text = RawValue::from_string(ToolResult::pending(call_id).text)
-                        .map_err(serde::ser::Error::custom)?;
-                    map.serialize_entry(call_id.as_ref(), &text)?;
-                }
-            }
-        }
-        map.end()
+        FinalResult::new(agent.clone(), results, unresolved, errors)
     }
 }
 
@@ -237,9 +178,9 @@ impl AgentState {
                     .and_then(|kin| kin.children.get(child.as_str()))
                 {
                     Some(Child::Starting | Child::Running) => self.park(Wait::Join(child.as_str().into())),
-                    Some(Child::Ended(final_result)) => {
-                        let final_result = final_result.clone();
-                        self.take_unresolved(&final_result);
+                    Some(Child::Ended(unresolved)) => {
+                        let unresolved = unresolved.clone();
+                        self.take_unresolved(&unresolved);
                     }
                     Some(Child::Failed) | None => {}
                 }
@@ -297,10 +238,7 @@ impl AgentState {
                 .ok()
                 .and_then(|v| v.get("questions").cloned())
                 .unwrap_or(Value::Null);
-            script
-                .kin_mut()
-                .unresolved
-                .push(json!({"callId": call_id.as_ref(), "questions": questions}));
+            (script.kin_mut().unresolved).push(Unresolved::new(call_id.clone(), &questions));
         }
         push_sized(&mut script.results, (call_id.clone(), value));
         self.resume(&Wait::Call(call_id), out);
@@ -341,28 +279,27 @@ impl AgentState {
         self.resume(&Wait::Spawn(child), out);
     }
 
-    pub(super) fn child_ended(&mut self, child: Name, final_result: Value, out: &mut Out) {
+    pub(super) fn child_ended(&mut self, child: Name, final_result: &FinalResult, out: &mut Out) {
         let Some(script) = self.script.as_mut() else {
             return;
         };
+        let unresolved = final_result.unresolved_shared();
         if let Some(entry) = script
             .kin
             .as_deref_mut()
             .and_then(|kin| kin.children.get_mut(&child))
         {
-            *entry = Child::Ended(final_result.clone());
+            *entry = Child::Ended(unresolved.clone());
         }
         if script.wait.as_ref() == Some(&Wait::Join(child.clone())) {
-            self.take_unresolved(&final_result);
+            self.take_unresolved(&unresolved);
             self.resume(&Wait::Join(child), out);
         }
     }
 
-    fn take_unresolved(&mut self, final_result: &Value) {
-        if let (Some(script), Some(unresolved)) = (
-            self.script.as_mut(),
-            final_result.get("unresolved").and_then(Value::as_array),
-        ) {
+    /// What a joined child could not ask, for `ask_unresolved`.
+    fn take_unresolved(&mut self, unresolved: &[Unresolved]) {
+        if let Some(script) = self.script.as_mut().filter(|_| !unresolved.is_empty()) {
             script
                 .kin_mut()
                 .joined_unresolved
@@ -397,13 +334,13 @@ impl AgentState {
             out.finished(self.name.clone(), final_result);
             return;
         };
-        let parsed = serde_json::from_str(final_result.get()).expect("a final result is JSON");
+        let told = Box::new(final_result.clone());
         out.finished(self.name.clone(), final_result);
         out.tell_agent(
             owner,
             AgentMsg::ChildEnded {
                 child: self.name.clone(),
-                final_result: parsed,
+                final_result: told,
                 fired,
             },
         );
@@ -416,9 +353,8 @@ impl AgentState {
             .kin
             .iter()
             .flat_map(|kin| &kin.joined_unresolved)
-            .filter_map(|u| u.get("questions").and_then(Value::as_array))
+            .filter_map(|u| serde_json::from_str::<Vec<Value>>(u.questions().get()).ok())
             .flatten()
-            .cloned()
             .collect();
         if questions.is_empty() {
             return None;
@@ -429,44 +365,5 @@ impl AgentState {
             arguments.insert("timeout".into(), json!(t));
         }
         Some(Value::Object(arguments).to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn final_text(results: Vec<(CallId, Got)>) -> String {
-        serde_json::to_string(&Results(&results)).expect("results serialise")
-    }
-
-    #[test]
-    fn the_tools_own_pending_is_kept_as_its_callid_and_written_back_byte_for_byte() {
-        let call_id: CallId = "root-1/1".into();
-        let pending = ToolResult::pending(&call_id);
-        let expected = format!("{{\"root-1/1\":{}}}", pending.text);
-        let got = Got::new(&call_id, pending);
-        assert!(matches!(got, Got::Pending));
-        assert_eq!(final_text(vec![(call_id, got)]), expected);
-    }
-
-    #[test]
-    fn any_other_text_is_kept_as_it_came() {
-        let call_id: CallId = "root-1/2".into();
-        // An outside broker's pending result with its own message.
-        let outside = ToolResult {
-            text: r#"{"pending":true,"callId":"root-1/2","message":"later"}"#.to_owned(),
-            kind: ResultKind::Pending,
-        };
-        let got = Got::new(&call_id, outside);
-        assert!(matches!(got, Got::Text(_)));
-        // The tool's pending text of another call is not this call's.
-        let other = Got::new(&call_id, ToolResult::pending("root-1/9"));
-        assert!(matches!(other, Got::Text(_)));
-        let answers = Got::new(&call_id, ToolResult::answers(r#"{"answers":{}}"#.to_owned()));
-        assert_eq!(
-            final_text(vec![(call_id.clone(), got), ("root-1/3".into(), answers)]),
-            r#"{"root-1/2":{"pending":true,"callId":"root-1/2","message":"later"},"root-1/3":{"answers":{}}}"#
-        );
     }
 }

@@ -81,8 +81,7 @@ pub fn expectations(scenario: &Scenario, output: &RunOutput, outcomes: &Outcomes
         let actual = output
             .finals
             .get(agent)
-            .and_then(|text| serde_json::from_str(text.get()).ok())
-            .unwrap_or(Value::Null);
+            .map_or(Value::Null, crate::effect::FinalResult::to_value);
         verdict(
             &actual == expected,
             format!("final_results[{agent}]: expected {expected}, got {actual}"),
