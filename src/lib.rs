@@ -49,7 +49,9 @@
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log.
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
-//!   events to every question's state, and its snapshot cache.
+//!   events to every question's state, and its snapshot cache; [`keyed`]: its
+//!   maps by callId and name, hashed for lookups and sorted for every read in
+//!   order.
 //! - [`restart`]: what a restart after a process loss rebuilds from the log.
 //! - [`durable`]: the log on disk as it happens (SPEC §4.1): sync policies,
 //!   the write-ahead gate, recovery after a real crash, compaction.
@@ -82,6 +84,7 @@ pub mod cli;
 pub mod durable;
 mod effect;
 pub mod event;
+pub mod keyed;
 pub mod limits;
 pub mod log;
 pub mod policy;

@@ -6,13 +6,14 @@
 //! removing that tool cannot change how old logs replay. Legacy calls only ever
 //! reach final states across a process loss: they are never continued.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, EventKind, RawQuestions};
+use crate::keyed::{Keyed, KeyedSet};
 use crate::log::STATE_VERSION;
 use crate::protocol::Text;
 use crate::tool::{ErrorCode, ResultKind, Schema};
@@ -139,33 +140,33 @@ pub struct AgentRecord {
 #[serde(from = "Stored")]
 pub struct Projection {
     /// Every question, by callId (the callId and agent name the log's events
-    /// carry, shared, not copied per record). Boxed: a B-tree leaves about a
-    /// third of its slots empty, and an empty slot of a 144-byte record costs
-    /// more than the pointer (10^6 pending questions: ~100 B a question).
-    pub questions: BTreeMap<Text, Box<QuestionRecord>>,
+    /// carry, shared, not copied per record). Found by hash at each event, read
+    /// in callId order ([`Keyed`]). Boxed: a table keeps up to half its slots
+    /// empty, and an empty slot of a 144-byte record costs more than the pointer.
+    pub questions: Keyed<Box<QuestionRecord>>,
     /// Every call refused for its arguments, by callId.
     #[serde(default)]
     pub rejected: BTreeMap<String, RejectedCall>,
-    /// Every agent, by name.
-    pub agents: BTreeMap<Text, AgentRecord>,
+    /// Every agent, by name (found by hash, read in name order).
+    pub agents: Keyed<AgentRecord>,
     /// `seq` of the last event folded.
     pub seq: u64,
     /// Questions open or pending, by callId.
     #[serde(skip)]
-    unsettled: BTreeSet<Text>,
+    unsettled: KeyedSet,
     /// Questions whose user message was decided and not received, by callId.
     #[serde(skip)]
-    unreceived: BTreeSet<Text>,
+    unreceived: KeyedSet,
 }
 
 /// A projection as it is written: its records without the indexes, which
 /// [`Projection`] rebuilds on the way in.
 #[derive(Deserialize)]
 struct Stored {
-    questions: BTreeMap<Text, Box<QuestionRecord>>,
+    questions: Keyed<Box<QuestionRecord>>,
     #[serde(default)]
     rejected: BTreeMap<String, RejectedCall>,
-    agents: BTreeMap<Text, AgentRecord>,
+    agents: Keyed<AgentRecord>,
     seq: u64,
 }
 
@@ -214,7 +215,7 @@ impl Projection {
                 owner,
                 lineage,
             } => {
-                let previous = self.agents.remove(&**agent);
+                let previous = self.agents.remove(agent);
                 let record = AgentRecord {
                     owner: owner.as_deref().map(str::to_owned),
                     lineage: lineage.clone(),
@@ -225,7 +226,7 @@ impl Projection {
                 self.agents.insert(agent.clone(), record);
             }
             EventKind::Stop { agent } => {
-                if let Some(a) = self.agents.get_mut(&**agent) {
+                if let Some(a) = self.agents.get_mut(agent) {
                     a.live = false;
                 }
             }
@@ -341,7 +342,7 @@ impl Projection {
     /// restart on, a legacy one is lost.
     fn process_loss(&mut self, seq: u64) {
         let mut lost = Vec::new();
-        for call_id in &self.unsettled {
+        for call_id in self.unsettled.iter() {
             let question = self
                 .questions
                 .get_mut(call_id)

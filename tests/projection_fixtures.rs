@@ -228,7 +228,9 @@ fn legacy_loss_fixture_folds_to_pinned_states() {
     assert!(answerable(&p).is_empty());
     assert_eq!(
         p.agents,
-        BTreeMap::from([("root".into(), agent(None, None, true, 3))])
+        [("root".into(), agent(None, None, true, 3))]
+            .into_iter()
+            .collect()
     );
 }
 

@@ -1,0 +1,238 @@
+//! A map by name or callId: found in O(1) as events come, read in key order.
+//!
+//! The projection looks a question up by callId, and an agent by name, at
+//! nearly every event. In a B-tree that is O(log n) string comparisons per
+//! lookup (at 10^5 questions, a tenth of a run's time went to `memcmp`), so the
+//! per-event cost grew with the run (SPEC §6 "Cost"). Here lookups, inserts and
+//! removals hash the key once (rustc-hash), and every read in order (`iter`,
+//! `keys`, `values`, `&map` in a `for`, serialisation) sorts the keys first:
+//! nothing iterates the hash table's own order, so nothing of it reaches output.
+//! Those reads are what a run's end, a restart or a report does, never a
+//! per-event path.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::protocol::Text;
+
+/// A map by [`Text`] key: hashed for lookups, sorted for every ordered read.
+#[derive(Clone, PartialEq)]
+pub struct Keyed<V>(FxHashMap<Text, V>);
+
+impl<V> Default for Keyed<V> {
+    fn default() -> Self {
+        Keyed(FxHashMap::default())
+    }
+}
+
+impl<V> Keyed<V> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0.get(key)
+    }
+
+    /// The value of `key`, to change.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        self.0.get_mut(key)
+    }
+
+    /// The stored key (shared, not copied) and value of `key`.
+    pub fn get_key_value(&self, key: &str) -> Option<(&Text, &V)> {
+        self.0.get_key_value(key)
+    }
+
+    /// Whether `key` is in it.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    /// Puts `value` under `key`; the value it replaced, if any.
+    pub fn insert(&mut self, key: Text, value: V) -> Option<V> {
+        self.0.insert(key, value)
+    }
+
+    /// Takes `key` out.
+    pub fn remove(&mut self, key: &str) -> Option<V> {
+        self.0.remove(key)
+    }
+
+    /// Empties it.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Every entry, in key order (sorts: O(n log n)).
+    pub fn iter(&self) -> std::vec::IntoIter<(&Text, &V)> {
+        let mut entries: Vec<(&Text, &V)> = self.0.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        entries.into_iter()
+    }
+
+    /// Every entry, in key order, to change.
+    pub fn iter_mut(&mut self) -> std::vec::IntoIter<(&Text, &mut V)> {
+        let mut entries: Vec<(&Text, &mut V)> = self.0.iter_mut().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        entries.into_iter()
+    }
+
+    /// Every key, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Text> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    /// Every value, in key order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.iter().map(|(_, v)| v)
+    }
+}
+
+impl<V> std::ops::Index<&str> for Keyed<V> {
+    type Output = V;
+
+    fn index(&self, key: &str) -> &V {
+        self.get(key).unwrap_or_else(|| panic!("no entry {key:?}"))
+    }
+}
+
+impl<'a, V> IntoIterator for &'a Keyed<V> {
+    type Item = (&'a Text, &'a V);
+    type IntoIter = std::vec::IntoIter<(&'a Text, &'a V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<V> FromIterator<(Text, V)> for Keyed<V> {
+    fn from_iter<I: IntoIterator<Item = (Text, V)>>(entries: I) -> Self {
+        Keyed(entries.into_iter().collect())
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for Keyed<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<V: Serialize> Serialize for Keyed<V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Keyed<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entries = BTreeMap::<Text, V>::deserialize(deserializer)?;
+        Ok(entries.into_iter().collect())
+    }
+}
+
+/// A set of [`Text`] keys: hashed for membership, sorted for every ordered read.
+#[derive(Clone, Default, PartialEq)]
+pub struct KeyedSet(FxHashSet<Text>);
+
+impl KeyedSet {
+    /// Adds `key`.
+    pub fn insert(&mut self, key: Text) -> bool {
+        self.0.insert(key)
+    }
+
+    /// Takes `key` out.
+    pub fn remove(&mut self, key: &str) -> bool {
+        self.0.remove(key)
+    }
+
+    /// Every key, in order (sorts: O(n log n)).
+    pub fn iter(&self) -> std::vec::IntoIter<&Text> {
+        let mut keys: Vec<&Text> = self.0.iter().collect();
+        keys.sort_unstable();
+        keys.into_iter()
+    }
+}
+
+impl FromIterator<Text> for KeyedSet {
+    fn from_iter<I: IntoIterator<Item = Text>>(keys: I) -> Self {
+        KeyedSet(keys.into_iter().collect())
+    }
+}
+
+impl fmt::Debug for KeyedSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ordered_read_is_in_key_order_whatever_the_insertion_order() {
+        let keys = ["root-9/1", "root-10/1", "a", "root-1/12", "root-1/2", "zz", "b/1"];
+        let mut map = Keyed::new();
+        for (i, k) in keys.iter().enumerate() {
+            map.insert(Text::from(*k), i);
+        }
+        let mut sorted: Vec<&str> = keys.to_vec();
+        sorted.sort_unstable();
+        let read: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        assert_eq!(read, sorted);
+        let by_for: Vec<&str> = (&map).into_iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(by_for, sorted);
+        let values: Vec<usize> = map.values().copied().collect();
+        let expected: Vec<usize> = sorted
+            .iter()
+            .map(|k| keys.iter().position(|x| x == k).expect("inserted"))
+            .collect();
+        assert_eq!(values, expected);
+        // Serialised and printed in key order too, and read back equal.
+        let text = serde_json::to_string(&map).expect("serialises");
+        let order: Vec<usize> = sorted
+            .iter()
+            .map(|k| text.find(&format!("\"{k}\"")).expect("key"))
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+        let back: Keyed<usize> = serde_json::from_str(&text).expect("deserialises");
+        assert_eq!(back, map);
+        assert!(format!("{map:?}").starts_with("{\"a\": 2, \"b/1\": 6"));
+    }
+
+    #[test]
+    fn lookups_and_removals_by_str() {
+        let mut map: Keyed<u32> = [("x/1".into(), 1), ("x/2".into(), 2)].into_iter().collect();
+        assert_eq!(map.get("x/1"), Some(&1));
+        *map.get_mut("x/2").expect("there") += 40;
+        assert_eq!(map["x/2"], 42);
+        assert!(map.contains_key("x/1"));
+        assert_eq!(map.get_key_value("x/1").map(|(k, _)| k.as_str()), Some("x/1"));
+        assert_eq!(map.remove("x/1"), Some(1));
+        assert_eq!(map.len(), 1);
+        map.clear();
+        assert!(map.is_empty());
+
+        let mut set: KeyedSet = ["b".into(), "a".into()].into_iter().collect();
+        assert!(set.insert("c".into()));
+        assert!(!set.insert("a".into()));
+        assert!(set.remove("b"));
+        assert_eq!(set.iter().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+    }
+}
