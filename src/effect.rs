@@ -17,7 +17,7 @@ use crate::scenario::AgentSpec;
 
 /// An agent's final result (SPEC §5): kept for every agent until the run ends,
 /// so kept as its parts and written out as JSON when read.
-pub use crate::agent::FinalResult;
+pub use crate::final_result::FinalResult;
 
 /// A child an agent's script starts (SPEC §5 `spawn`).
 #[derive(Clone, Debug)]

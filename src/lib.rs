@@ -32,7 +32,10 @@
 //!   walk, the limits of SPEC §2.3 (stated once for both tools), result
 //!   shapes and messages, answer-batch validation.
 //! - [`policy`]: answerer policies as data (what scenarios say an answerer does).
-//! - [`protocol`]: every message between actors and the types they carry.
+//! - [`protocol`]: every message between actors and the types they carry;
+//!   `text`: the shared string of every name and callId in them;
+//!   `final_result`: an agent's final result ([`FinalResult`]), kept as its
+//!   parts until it is read.
 //! - `effect`: what a handler may do (send, timers, record, spawn, die).
 //! - `broker`: the `userQuestions` seam: identity, waterfall, windows, holds,
 //!   the pending registry, exactly-once settlement.
@@ -84,6 +87,7 @@ pub mod cli;
 pub mod durable;
 mod effect;
 pub mod event;
+mod final_result;
 pub mod keyed;
 pub mod limits;
 pub mod log;
@@ -95,6 +99,7 @@ pub mod restart;
 pub mod scenario;
 mod seed;
 pub mod sim;
+mod text;
 pub mod tool;
 mod trim;
 pub mod wire;
@@ -103,9 +108,9 @@ pub use actors::{
     AgentHandle, AnswererSlot, EventLog, Recovered, ResumedAgent, Runtime, RuntimeConfig, RuntimeCounts,
     StartError, panic_message,
 };
-pub use agent::{FinalResult, Unresolved};
 pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};
 pub use durable::{LogConfig, SyncPolicy};
+pub use final_result::{FinalResult, Unresolved};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
 pub use protocol::{AnswererInput, AnswererMsg, Offer, Reply};
 pub use tool::{Timeout, ToolConfig};

@@ -32,90 +32,7 @@ pub type CallId = Text;
 /// An agent's or answerer's name, shared rather than copied.
 pub type Name = Text;
 
-/// An immutable string shared rather than copied: names and callIds travel in
-/// every message and event, and cloning one is a reference count.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Text(Arc<str>);
-
-impl Text {
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for Text {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Text {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&*self.0, f)
-    }
-}
-
-impl std::fmt::Display for Text {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for Text {
-    fn from(text: &str) -> Text {
-        Text(Arc::from(text))
-    }
-}
-
-impl From<String> for Text {
-    fn from(text: String) -> Text {
-        Text(Arc::from(text))
-    }
-}
-
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
-    }
-}
-
-impl PartialEq<&str> for Text {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
-    }
-}
-
-impl PartialEq<String> for Text {
-    fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
-    }
-}
-
-impl serde::Serialize for Text {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Text {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
-        String::deserialize(deserializer).map(Text::from)
-    }
-}
+pub use crate::text::Text;
 
 /// Virtual or real time since the run started, in nanoseconds.
 pub type Nanos = u64;
@@ -461,7 +378,7 @@ pub enum AgentMsg {
         /// The child.
         child: Name,
         /// Its final result (SPEC §5), boxed like [`BrokerMsg::Submit`]'s batch.
-        final_result: Box<crate::agent::FinalResult>,
+        final_result: Box<crate::final_result::FinalResult>,
         /// The turn whose firing ended its script, if one did.
         fired: Option<TurnId>,
     },

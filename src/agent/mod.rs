@@ -4,7 +4,6 @@
 //! the scenario's steps, or nothing when a library user drives it.
 
 pub(crate) mod call_map;
-mod final_result;
 mod prepared;
 mod script;
 
@@ -21,7 +20,6 @@ use crate::protocol::{
 use crate::scenario::AgentSpec;
 use crate::tool::{ArgumentError, Ask, ResultKind, ToolConfig, ToolResult};
 
-pub use final_result::{FinalResult, Unresolved};
 pub use prepared::Prepared;
 pub use script::Script;
 

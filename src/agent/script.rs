@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::final_result::{Got, Unresolved};
 use super::{AgentState, Waiter, push_sized};
-use crate::effect::{FinalResult, Out, Spawn};
+use crate::effect::{Out, Spawn};
+use crate::final_result::{FinalResult, Got, Unresolved};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
 use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};

@@ -14,8 +14,13 @@ use serde::ser::SerializeMap as _;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::protocol::{CallId, Name};
+use crate::text::Text;
 use crate::tool::{ResultKind, ToolResult};
+
+/// A callId, `"<agent>/<n>"`.
+type CallId = Text;
+/// An agent's name.
+type Name = Text;
 
 /// A result as the model got it.
 #[derive(Clone, Debug)]
