@@ -101,7 +101,9 @@ struct Extra {
 #[derive(Clone, Debug)]
 pub struct FinalResult {
     agent: Name,
-    results: Box<[(CallId, Got)]>,
+    /// Shared, like `extra`: a child's final result is kept for the run and
+    /// told to its owner, and a clone is two reference counts.
+    results: Arc<[(CallId, Got)]>,
     extra: Option<Arc<Extra>>,
 }
 
@@ -122,7 +124,7 @@ impl FinalResult {
         });
         FinalResult {
             agent,
-            results: results.into_boxed_slice(),
+            results: results.into(),
             extra,
         }
     }
