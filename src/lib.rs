@@ -50,7 +50,9 @@
 //! - [`limits`]: the runtime's limits, named once; `trim`: how a burst's tables
 //!   and queues give their memory back.
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
-//!   (trace hash, projection, log file as it happens) and the JSON Lines log.
+//!   (trace hash, projection, log file as it happens) and the JSON Lines log;
+//!   `journal`: the recorder behind a queue, its work on a thread of its own
+//!   (the actor runtime's, and a large simulated run's).
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
 //!   events to every question's state, and its snapshot cache; [`keyed`]: its
 //!   maps by callId and name, hashed for lookups and sorted for every read in
@@ -88,9 +90,11 @@ pub mod durable;
 mod effect;
 pub mod event;
 mod final_result;
+mod journal;
 pub mod keyed;
 pub mod limits;
 pub mod log;
+mod panics;
 pub mod policy;
 pub mod projection;
 pub mod protocol;

@@ -85,6 +85,7 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         taps: Vec::new(),
         broker: None,
         answerers: Default::default(),
+        journal_after: None,
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))
@@ -102,6 +103,7 @@ fn summary_with(text: &str, seed: u64, strategy: Strategy) -> Option<Summary> {
         taps: Vec::new(),
         broker: None,
         answerers: Default::default(),
+        journal_after: None,
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))

@@ -20,7 +20,6 @@ mod agent;
 mod answerer;
 mod broker;
 mod counts;
-mod journal;
 mod order;
 mod recover;
 mod runtime;
@@ -40,9 +39,10 @@ use crate::effect::{Effect, Out, Spawn, TimerId};
 use crate::protocol::{AgentId, AnswererInput, AnswererIx, AnswererMsg, BrokerMail, Envelope, Name, Nanos};
 use crate::tool::ToolConfig;
 
+pub(crate) use crate::journal::Journal;
+pub use crate::panics::panic_message;
 pub use agent::AgentHandle;
 pub use counts::RuntimeCounts;
-pub(crate) use journal::Journal;
 pub(crate) use recover::resumed_clock;
 pub use recover::{Recovered, ResumedAgent};
 pub(crate) use runtime::Continuity;
@@ -313,16 +313,5 @@ pub(crate) fn guarded(shared: &Shared, handler: impl FnOnce()) -> bool {
             shared.record_panic(panic_message(panic.as_ref()));
             false
         }
-    }
-}
-
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }

@@ -189,14 +189,9 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
     let (seed, clock, strategy) = (options.seed, options.clock, options.strategy);
     let broker = options.broker.clone();
     let kept = || RunOptions {
-        seed,
-        clock,
         strategy,
-        keep_events: true,
-        log: None,
-        taps: Vec::new(),
         broker: broker.clone(),
-        answerers: Default::default(),
+        ..RunOptions::new(&scenario, seed, clock)
     };
     let file = args.file.display().to_string();
     let output = match first_run(args, &scenario, options) {

@@ -19,6 +19,8 @@ use crate::record::{Observer, Recorder};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::output::{Limit, Output};
 use crate::sim::engine::queue::Chooser;
+pub use crate::sim::engine::recording::JOURNAL_AFTER;
+use crate::sim::engine::recording::RunRecorder;
 use crate::sim::engine::strategy::{self, Counting, Strategy};
 use crate::sim::engine::world::World;
 use crate::wire::{Endpoint, ProcessFailure};
@@ -50,6 +52,13 @@ pub struct RunOptions {
     /// The broker is this outside process instead of asksim's (PROTOCOL.md;
     /// virtual clock only).
     pub broker: Option<Endpoint>,
+    /// A virtual-clock run that has recorded this many events goes on
+    /// recording through a journal, on a thread of its own beside the world
+    /// ([`crate::sim::engine::recording`]: the same log, hashes and verdict);
+    /// `None` records in place to the end. [`RunOptions::new`] gives
+    /// [`JOURNAL_AFTER`]; sweeps, `explore` and `shrink`, which keep every
+    /// core busy with runs of their own, give `None`.
+    pub journal_after: Option<u64>,
 }
 
 impl RunOptions {
@@ -64,6 +73,7 @@ impl RunOptions {
             taps: Vec::new(),
             broker: None,
             answerers: Answerers::default(),
+            journal_after: Some(JOURNAL_AFTER),
         }
     }
 }
@@ -274,11 +284,12 @@ fn simulate<W: Watch>(
         scenario,
         options.seed,
         jitter_max_s,
-        recorder,
+        RunRecorder::new(recorder, options.journal_after),
         options.answerers.clone(),
     )
     .with_broker(options.broker.clone());
     let (limit, crashed) = drive(&mut world, &mut counting, resumed);
+    let crashed = crashed.or_else(|| world.recording_failure());
     let virtual_s = crate::protocol::seconds(world.now());
     // The world reads the broker's open calls only; what it closed stays unknown.
     let broker = BrokerStatus {
@@ -355,6 +366,7 @@ fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>, ans
         taps: Vec::new(),
         broker: broker.cloned(),
         answerers: answerers.clone(),
+        journal_after: None,
     };
     let header = LogHeader::new(&scenario.name, seed);
     let recorder = Recorder::new(&header, scenario.limits.events_max, false);

@@ -1,10 +1,13 @@
 //! The running room: one run of a scenario, from its first delivery to the point
 //! where nothing can change any more.
 //!
-//! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
-//! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
-//! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
+//! - `schedule`: what is delivered next: `queue` (per-pair FIFO channels,
+//!   timers, what is due), `ready` (what is deliverable now, with rank and
+//!   select in O(log n)) and `strategy` (which tied delivery goes first:
+//!   random, PCT, FIFO, a schedule), each re-exported here.
 //! - `world`: the simulated actors, executing the sans-IO handlers' effects.
+//! - `recording`: where the world's events are recorded: in place, or through a
+//!   journal on another core once the run is large.
 //! - `slots`: what holds the broker and each answerer: asksim's own state
 //!   machines, or outside processes (`crate::wire`).
 //! - `driver`: one run on either clock, a panic caught as the run's crash, and
@@ -22,11 +25,12 @@
 pub mod driver;
 pub mod log_file;
 pub mod output;
-pub mod queue;
-pub mod ready;
 pub mod real_clock;
+pub mod recording;
 pub mod reproduce;
+pub mod schedule;
 pub mod slots;
-pub mod strategy;
 pub mod tap;
 pub mod world;
+
+pub use schedule::{queue, ready, strategy};

@@ -29,6 +29,7 @@ use crate::scenario::{Action, AgentSpec, Scenario};
 use crate::seed::{answerer_stream, derive_seed, jitter_stream};
 use crate::sim::engine::output::Limit;
 use crate::sim::engine::queue::{Chooser, Delivery, Queue, Stop};
+use crate::sim::engine::recording::RunRecorder;
 use crate::sim::engine::slots::{AnswererSlot, BrokerSlot};
 use crate::wire::{Endpoint, Life, ProcessFailure};
 
@@ -125,7 +126,7 @@ pub struct World<'s> {
     specs: BTreeMap<&'s str, Arc<AgentSpec>>,
     /// The memo every agent of the run validates its script's arguments through.
     prepared: Prepared,
-    recorder: Recorder,
+    recorder: RunRecorder,
     jitter: Option<Jitter>,
     next_agent: AgentId,
     finals: BTreeMap<String, FinalResult>,
@@ -145,7 +146,7 @@ impl<'s> World<'s> {
         scenario: &'s Scenario,
         seed: u64,
         jitter_max_s: f64,
-        recorder: Recorder,
+        recorder: RunRecorder,
         own: Answerers,
     ) -> World<'s> {
         let specs = scenario.specs();
@@ -293,9 +294,16 @@ impl<'s> World<'s> {
         self.recorder.end(seconds(self.now()), reason);
     }
 
-    /// Ends the run: its recorder.
+    /// The message of a panic while recording (an observer's) that the run
+    /// has not crashed on yet: one on the journal's thread after the last
+    /// delivery looked.
+    pub fn recording_failure(&self) -> Option<String> {
+        self.recorder.failure()
+    }
+
+    /// Ends the run: its recorder, everything recorded.
     pub fn into_recorder(self) -> Recorder {
-        self.recorder
+        self.recorder.into_recorder()
     }
 
     /// A new broker and answerers, as at the start or after a restart.
@@ -591,7 +599,7 @@ impl<'s> World<'s> {
             None => EventKind::restart(),
         };
         self.recorder.record(seconds(self.now()), kind);
-        let plan = crate::restart::plan(self.recorder.projection());
+        let plan = crate::restart::plan(self.recorder.read().projection());
         let unspawned = match recovering {
             Some(_) => self.unspawned_roots(),
             None => Vec::new(),
@@ -624,7 +632,8 @@ impl<'s> World<'s> {
 
     /// The scenario's roots the log never saw spawned (the crash came first).
     fn unspawned_roots(&self) -> Vec<Arc<AgentSpec>> {
-        let known = &self.recorder.projection().agents;
+        let recorder = self.recorder.read();
+        let known = &recorder.projection().agents;
         self.scenario
             .agents
             .iter()

@@ -394,14 +394,11 @@ pub fn explore(
             reduce: options.reduce,
         };
         let run = RunOptions {
-            seed,
-            clock: Clock::Virtual,
-            strategy: scenario.explore.unwrap_or_default(),
             keep_events: false,
-            log: None,
-            taps: Vec::new(),
             broker: options.broker.clone(),
             answerers: options.answerers.clone(),
+            journal_after: None,
+            ..RunOptions::new(scenario, seed, Clock::Virtual)
         };
         let output = judged::run_with(scenario, run, &mut dfs).expect("a run writes no log");
         if dfs.halted {

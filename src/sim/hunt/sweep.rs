@@ -108,6 +108,7 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         taps: Vec::new(),
         broker: options.broker.clone(),
         answerers: options.answerers.clone(),
+        journal_after: None,
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {

@@ -77,6 +77,7 @@ impl Runner<'_> {
             taps: Vec::new(),
             broker: self.broker.cloned(),
             answerers: self.answerers.clone(),
+            journal_after: None,
         };
         let output = judged::run_options(scenario, options).ok()?;
         let summary = summarise(scenario, self.label, &output);

@@ -11,11 +11,22 @@
 //! the actors neither serialise nor write them. A log file under `every` or
 //! `none` is written in place, under the lock, before the handler's sends go.
 //!
+//! The simulator records a large run through a journal too
+//! ([`crate::sim::engine::recording`]): its world is one thread, so the
+//! recorder's work (serialising and hashing each line, the projection, the
+//! judge and the taps watching) runs beside it on the second core instead of
+//! after each delivery. A panic on the journal's thread (an observer's) is
+//! kept, not lost: [`Journal::failure`] gives its message, and from then on
+//! nothing more is queued, so the log ends where recording in place would
+//! have unwound.
+//!
 //! It never decides what is recorded or in what order: only where the work is
 //! done.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::event::EventKind;
@@ -29,6 +40,8 @@ const LINGER: Duration = Duration::from_micros(200);
 /// The recorder, and the queue in front of it when there is one.
 pub(crate) struct Journal {
     core: Arc<Core>,
+    /// The journal's thread, when it has one.
+    thread: Option<JoinHandle<()>>,
     /// Recorder locks taken by an actor recording in place.
     locks: AtomicU64,
     /// Queue locks taken by an actor recording.
@@ -38,6 +51,13 @@ pub(crate) struct Journal {
 struct Core {
     recorder: Mutex<Recorder>,
     queue: Option<Queue>,
+    /// An event was queued past the recorder's limit on events.
+    overflowed: AtomicBool,
+    /// The journal's thread panicked recording (an observer did): nothing more
+    /// is queued.
+    broken: AtomicBool,
+    /// That panic's message.
+    failure: Mutex<Option<String>>,
 }
 
 struct Queue {
@@ -74,21 +94,69 @@ impl Journal {
             limit: recorder.events_max(),
             ..Pending::default()
         };
-        let core = Arc::new(Core {
-            recorder: Mutex::new(recorder),
-            queue: queued.then(|| Queue {
+        let core = Core::new(
+            recorder,
+            queued.then(|| Queue {
                 pending: Mutex::new(pending),
                 wake: Condvar::new(),
             }),
-        });
-        let core = match queued {
+        );
+        let (core, thread) = match queued {
             true => start_thread(core),
-            false => core,
+            false => (core, None),
         };
         Journal {
             core,
+            thread,
             locks: AtomicU64::new(0),
             pushes: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether an event came past the recorder's limit on events (it was not
+    /// recorded), without waiting for what is queued.
+    pub(crate) fn overflowed(&self) -> bool {
+        match &self.core.queue {
+            Some(_) => self.core.overflowed.load(Ordering::Relaxed),
+            None => self.lock().overflowed(),
+        }
+    }
+
+    /// The message of the panic that stopped recording through the journal
+    /// (on its thread, or draining for a reader), if one did.
+    pub(crate) fn failure(&self) -> Option<String> {
+        if !self.core.broken.load(Ordering::Acquire) {
+            return None;
+        }
+        self.core
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The recorder back, with every queued event recorded and the journal's
+    /// thread ended.
+    pub(crate) fn into_recorder(mut self) -> Recorder {
+        drop(self.lock());
+        self.close();
+        if let Some(thread) = self.thread.take() {
+            // Its panics are caught and kept (`failure`); a join error is none.
+            let _ = thread.join();
+        }
+        let core = self.core.clone();
+        drop(self);
+        Arc::into_inner(core)
+            .map(|core| core.recorder.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .expect("the journal's thread ended and nobody else holds it")
+    }
+
+    /// Tells the journal's thread to record what is left and end.
+    fn close(&self) {
+        if let Some(queue) = &self.core.queue {
+            let mut pending = queue.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.closed = true;
+            queue.wake.notify_one();
         }
     }
 
@@ -115,29 +183,43 @@ impl Journal {
     }
 
     /// Records `events` at `t` seconds, in order, after everything recorded
-    /// before: queued, or in place (the recorder locked once).
-    pub(crate) fn record(&self, t: f64, events: impl IntoIterator<Item = EventKind>) {
+    /// before: queued, or in place (the recorder locked once). Gives how many
+    /// events wait in the queue now (0 in place), for a caller that bounds it.
+    /// Once the journal's thread has failed, nothing more is queued.
+    pub(crate) fn record(&self, t: f64, events: impl IntoIterator<Item = EventKind>) -> usize {
         let mut events = events.into_iter().peekable();
         if events.peek().is_none() {
-            return;
+            return 0;
         }
         match &self.core.queue {
             Some(queue) => {
                 self.pushes.fetch_add(1, Ordering::Relaxed);
                 let mut pending = queue.pending.lock().expect("journal poisoned");
+                // Read under the queue's lock: `fail` sets it before it clears
+                // the queue under the same lock, so nothing queued after the
+                // event that panicked outlives the clearing.
+                if self.core.broken.load(Ordering::Acquire) {
+                    return 0;
+                }
                 let before = pending.events.len();
                 pending.events.extend(events.map(|kind| (t, kind)));
                 let queued = (pending.events.len() - before) as u64;
-                pending.last = pending.last.saturating_add(queued).min(pending.limit);
+                let given = pending.last.saturating_add(queued);
+                if given > pending.limit {
+                    self.core.overflowed.store(true, Ordering::Relaxed);
+                }
+                pending.last = given.min(pending.limit);
                 if pending.idle {
                     pending.idle = false;
                     queue.wake.notify_one();
                 }
+                pending.events.len()
             }
             None => {
                 self.locks.fetch_add(1, Ordering::Relaxed);
                 let mut recorder = self.lock();
                 events.for_each(|kind| recorder.record(t, kind));
+                0
             }
         }
     }
@@ -145,19 +227,55 @@ impl Journal {
 
 impl Drop for Journal {
     fn drop(&mut self) {
-        if let Some(queue) = &self.core.queue {
-            let mut pending = queue.pending.lock().unwrap_or_else(|p| p.into_inner());
-            pending.closed = true;
-            queue.wake.notify_one();
-        }
+        self.close();
     }
 }
 
 impl Core {
+    fn new(recorder: Recorder, queue: Option<Queue>) -> Arc<Core> {
+        Arc::new(Core {
+            recorder: Mutex::new(recorder),
+            queue,
+            overflowed: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        })
+    }
+
+    /// The journal's thread panicked with `message`: keep it, and drop what is
+    /// queued behind the event that panicked (recorded in place, the run would
+    /// have unwound there).
+    fn fail(&self, message: String) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(message);
+        self.broken.store(true, Ordering::Release);
+        if let Some(queue) = &self.queue {
+            queue
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .events
+                .clear();
+        }
+    }
+    /// The recorder, with what is queued recorded: a panic recording it (an
+    /// observer's) is kept as the journal's failure, as on its thread.
     fn lock(&self) -> MutexGuard<'_, Recorder> {
         let mut recorder = self.recorder.lock().expect("recorder poisoned");
-        self.drain(&mut recorder);
+        if self.queue.is_some() && !self.broken.load(Ordering::Acquire) {
+            self.drain_caught(&mut recorder);
+        }
         recorder
+    }
+
+    /// [`Core::drain`], a panic kept as the journal's failure.
+    fn drain_caught(&self, recorder: &mut Recorder) -> Option<usize> {
+        match catch_unwind(AssertUnwindSafe(|| self.drain(recorder))) {
+            Ok(recorded) => Some(recorded),
+            Err(panic) => {
+                self.fail(crate::panics::panic_message(panic.as_ref()));
+                None
+            }
+        }
     }
 
     /// Records what is queued (the recorder locked by the caller, so two
@@ -197,30 +315,38 @@ impl Core {
 
 /// Starts the journal's thread; without one (the system refused a thread),
 /// a journal that records in place.
-fn start_thread(core: Arc<Core>) -> Arc<Core> {
+fn start_thread(core: Arc<Core>) -> (Arc<Core>, Option<JoinHandle<()>>) {
     let for_thread = core.clone();
     let started = std::thread::Builder::new()
         .name("asksim-journal".into())
         .spawn(move || run(&for_thread));
     match started {
-        Ok(_) => core,
+        Ok(thread) => (core, Some(thread)),
         Err(_) => {
             let recorder = Arc::into_inner(core)
                 .map(|core| core.recorder.into_inner().expect("recorder poisoned"))
                 .expect("the thread that was not started holds no journal");
-            Arc::new(Core {
-                recorder: Mutex::new(recorder),
-                queue: None,
-            })
+            (Core::new(recorder, None), None)
         }
     }
 }
 
-/// The journal's thread: records what is queued until the journal is gone.
+/// The journal's thread: records what is queued until the journal is gone, or
+/// until recording panics (the panic is kept: [`Journal::failure`]).
 fn run(core: &Core) {
     let queue = core.queue.as_ref().expect("a queued journal");
     loop {
-        let recorded = core.drain(&mut core.recorder.lock().expect("recorder poisoned"));
+        // The lock is taken outside the unwind boundary, so a panic while
+        // recording leaves it unpoisoned for the readers after it.
+        let mut recorder = core.recorder.lock().expect("recorder poisoned");
+        let drained = match core.broken.load(Ordering::Acquire) {
+            true => None,
+            false => core.drain_caught(&mut recorder),
+        };
+        drop(recorder);
+        let Some(recorded) = drained else {
+            return;
+        };
         let mut pending = queue.pending.lock().expect("journal poisoned");
         if !pending.events.is_empty() {
             continue;

@@ -21,7 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::effect::TimerId;
 use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
-pub use crate::sim::engine::ready::{Candidate, Ready};
+pub use crate::sim::engine::schedule::ready::{Candidate, Ready};
 use crate::trim::Trim;
 
 /// Picks the next delivery among what is ready (at least two, in `seq` order).

@@ -22,8 +22,8 @@ use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
 
 use crate::protocol::Addr;
-use crate::sim::engine::queue::{Candidate, Chooser};
-use crate::sim::engine::ready::Ready;
+use crate::sim::engine::schedule::queue::{Candidate, Chooser};
+use crate::sim::engine::schedule::ready::Ready;
 
 pub use crate::scenario::Strategy;
 

@@ -1,0 +1,181 @@
+//! Where a simulated run's events are recorded: in place, after each effect, or
+//! through a [`Journal`] whose thread does the recorder's work (serialising and
+//! hashing each line, folding the projection, the judge and the taps watching)
+//! beside the world, on another core.
+//!
+//! A run starts in place and moves to a journal once it has recorded
+//! [`RunOptions::journal_after`](crate::sim::RunOptions::journal_after) events:
+//! a small run (a sweep's, a test's) never pays for a thread, and a large one
+//! gives the second core a third of its work or more. The log, its hashes, the
+//! projection and what every observer sees are the same either way: the
+//! journal records in the order events were queued, and everything that reads
+//! the recorder during the run (a restart's plan, the run's end) waits for
+//! what is queued first. What differs is only a panic while recording (an
+//! observer's): in place it unwinds the delivery that recorded; through the
+//! journal the run ends as crashed, with the same message, at the next
+//! delivery, and nothing the world did after the event that panicked is
+//! recorded.
+
+use std::ops::Deref;
+use std::sync::MutexGuard;
+
+use crate::event::EventKind;
+use crate::journal::Journal;
+use crate::record::Recorder;
+
+/// The default of [`RunOptions::journal_after`](crate::sim::RunOptions::journal_after):
+/// a run that records this many events goes on through a journal. Recording
+/// that many in place costs milliseconds; a thread costs tens of microseconds.
+pub const JOURNAL_AFTER: u64 = 4096;
+
+/// How many events may wait in the journal's queue before the world records
+/// them itself: the world never runs far ahead of its recorder, so a slow
+/// observer (a timeline written to a slow disk) bounds what is in flight
+/// instead of holding every event.
+const BACKLOG_MAX: usize = 1 << 12;
+
+/// A run's recorder, in place or through a journal.
+pub struct RunRecorder {
+    state: State,
+    /// Events after which to move to a journal; `None`: never.
+    journal_after: Option<u64>,
+}
+
+enum State {
+    /// Boxed: a recorder is a few hundred bytes of hash state, a journal a
+    /// pointer and a handle.
+    InPlace(Box<Recorder>),
+    Journaled(Journal),
+    /// Only while moving from one to the other.
+    Moving,
+}
+
+/// The recorder to read, with everything queued recorded.
+pub enum Reading<'a> {
+    /// A recorder that records in place.
+    InPlace(&'a Recorder),
+    /// A journal's recorder, locked, what was queued recorded.
+    Journaled(MutexGuard<'a, Recorder>),
+}
+
+impl Deref for Reading<'_> {
+    type Target = Recorder;
+
+    fn deref(&self) -> &Recorder {
+        match self {
+            Reading::InPlace(recorder) => recorder,
+            Reading::Journaled(guard) => guard,
+        }
+    }
+}
+
+impl RunRecorder {
+    /// `recorder`, moved to a journal once it holds `journal_after` events.
+    pub fn new(recorder: Recorder, journal_after: Option<u64>) -> RunRecorder {
+        let mut run = RunRecorder {
+            state: State::InPlace(Box::new(recorder)),
+            journal_after,
+        };
+        run.move_when_due();
+        run
+    }
+
+    /// Records `kind` at `t` seconds, after everything recorded before.
+    pub fn record(&mut self, t: f64, kind: EventKind) {
+        match &mut self.state {
+            State::InPlace(recorder) => {
+                recorder.record(t, kind);
+                self.move_when_due();
+            }
+            State::Journaled(journal) => {
+                if journal.record(t, [kind]) > BACKLOG_MAX {
+                    drop(journal.lock());
+                }
+            }
+            State::Moving => unreachable!("a recorder between states records nothing"),
+        }
+    }
+
+    /// Whether the limit on events was reached. Panics with the message of a
+    /// panic on the journal's thread, so the run ends as crashed with it.
+    pub fn overflowed(&self) -> bool {
+        match &self.state {
+            State::InPlace(recorder) => recorder.overflowed(),
+            State::Journaled(journal) => {
+                if let Some(message) = journal.failure() {
+                    panic!("{message}");
+                }
+                journal.overflowed()
+            }
+            State::Moving => unreachable!("a recorder between states is never read"),
+        }
+    }
+
+    /// The recorder, with every queued event recorded (a restart's plan reads
+    /// its projection).
+    pub fn read(&self) -> Reading<'_> {
+        match &self.state {
+            State::InPlace(recorder) => Reading::InPlace(recorder),
+            State::Journaled(journal) => Reading::Journaled(journal.lock()),
+            State::Moving => unreachable!("a recorder between states is never read"),
+        }
+    }
+
+    /// Records the run's end at `t` seconds, for `reason`; after a panic while
+    /// recording through the journal, at the time of the event that panicked,
+    /// where the run ended in place (the world went on a little since).
+    pub fn end(&mut self, t: f64, reason: &str) {
+        match &mut self.state {
+            State::InPlace(recorder) => recorder.end(t, reason),
+            State::Journaled(journal) => {
+                let mut recorder = journal.lock();
+                let t = match journal.failure() {
+                    Some(_) => recorder.last_t(),
+                    None => t,
+                };
+                recorder.end(t, reason);
+            }
+            State::Moving => unreachable!("a recorder between states records nothing"),
+        }
+    }
+
+    /// The recorder back, everything recorded and the journal's thread ended.
+    pub fn into_recorder(self) -> Recorder {
+        match self.state {
+            State::InPlace(recorder) => *recorder,
+            State::Journaled(journal) => journal.into_recorder(),
+            State::Moving => unreachable!("a recorder between states is never taken"),
+        }
+    }
+
+    /// The message of a panic while recording through the journal, once
+    /// everything queued was recorded (in place a panic unwinds the delivery
+    /// that recorded: there is none to report after the run).
+    pub fn failure(&self) -> Option<String> {
+        match &self.state {
+            State::Journaled(journal) => {
+                drop(journal.lock());
+                journal.failure()
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether its events go through a journal now.
+    pub fn journaled(&self) -> bool {
+        matches!(self.state, State::Journaled(_))
+    }
+
+    fn move_when_due(&mut self) {
+        let due = match (&self.state, self.journal_after) {
+            (State::InPlace(recorder), Some(after)) => recorder.len() >= after,
+            _ => false,
+        };
+        if !due {
+            return;
+        }
+        if let State::InPlace(recorder) = std::mem::replace(&mut self.state, State::Moving) {
+            self.state = State::Journaled(Journal::new(*recorder));
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! What is delivered next: the delivery queue (per-pair FIFO channels and
+//! timers), the set of what is deliverable at one instant, and the strategies
+//! that pick among it. The engine re-exports each as
+//! `crate::sim::engine::{queue, ready, strategy}`.
+//!
+//! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
+//! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
+
+pub mod queue;
+pub mod ready;
+pub mod strategy;
