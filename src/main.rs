@@ -23,5 +23,23 @@ fn main() -> std::process::ExitCode {
     // any value is valid for this option, and it is read only when memory is
     // purged, so setting it at any time, before or after allocations, is sound.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    no_huge_pages();
     asksim::cli::main()
+}
+
+/// Turns transparent huge pages off for this process. mimalloc asks for them
+/// on every region it commits (`madvise`), so a thread's first touch of a
+/// region faults in and clears 2 MiB at once: a large run, whose journal's
+/// thread has a heap of its own, held ~10 MB more resident for it (`load-10k`
+/// 53 -> 63 MB) and spent a tenth of its time in the kernel clearing pages
+/// (BENCHMARKS.md, issue #19, twelfth session). The kernel reads the flag at
+/// each fault, so regions mapped before `main` follow it too.
+fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` takes integers only and
+    // changes how the kernel backs this process's future page faults, nothing
+    // in its memory; on a kernel without it, it fails with EINVAL, ignored.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
 }
