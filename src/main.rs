@@ -32,7 +32,7 @@ fn main() -> std::process::ExitCode {
 /// region faults in and clears 2 MiB at once: a large run, whose journal's
 /// thread has a heap of its own, held ~10 MB more resident for it (`load-10k`
 /// 53 -> 63 MB) and spent a tenth of its time in the kernel clearing pages
-/// (BENCHMARKS.md, issue #19, twelfth session). The kernel reads the flag at
+/// (BENCHMARKS.md, issue #19, thirteenth session). The kernel reads the flag at
 /// each fault, so regions mapped before `main` follow it too.
 fn no_huge_pages() {
     #[cfg(target_os = "linux")]
