@@ -161,11 +161,6 @@ impl RunRecorder {
         }
     }
 
-    /// Whether its events go through a journal now.
-    pub fn journaled(&self) -> bool {
-        matches!(self.state, State::Journaled(_))
-    }
-
     fn move_when_due(&mut self) {
         let due = match (&self.state, self.journal_after) {
             (State::InPlace(recorder), Some(after)) => recorder.len() >= after,
