@@ -26,9 +26,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use rustc_hash::FxHashMap;
+
 use serde_json::{Value, json};
 
 use crate::event::{Event, EventKind};
+use crate::keyed::Keyed;
+use crate::protocol::Text;
 use crate::record::Observer;
 use crate::tool::ResultKind;
 
@@ -137,20 +141,28 @@ impl<W: Write + Send + 'static> Observer for ChromeTrace<W> {
 
 /// The trace's state: the calls and flows still open, and the trace events
 /// made by the run event at hand (`out`, emptied into the sink after each).
+///
+/// Looked up at every event, so found by hash, without a key made to look
+/// (a track's name, a callId), and sorted only where their order reaches the
+/// trace: the calls still open at a process loss or at the end.
 #[derive(Default)]
 struct Trace {
     out: Vec<Value>,
-    tracks: BTreeMap<(u64, String), u64>,
+    /// pid → track name → tid (tids count the tracks of both pids, from 1)
+    tracks: FxHashMap<u64, FxHashMap<String, u64>>,
+    track_count: u64,
     /// callId → (agent, start t)
-    started: BTreeMap<String, (String, f64)>,
+    started: Keyed<(String, f64)>,
     /// callId → (agent, pending since)
-    pending: BTreeMap<String, (String, f64)>,
+    pending: Keyed<(String, f64)>,
     /// (callId, answerer) → accepted at
     owned: BTreeMap<(String, String), f64>,
     /// callId → its caller, whose track a flow starts and finishes on
-    callers: BTreeMap<String, String>,
-    /// (callId, answerer) → the id of its open flow
-    flows: BTreeMap<(String, String), u64>,
+    callers: Keyed<String>,
+    /// callId → (answerer, the id of its open flow), by answerer (read in
+    /// (callId, answerer) order when every open flow finishes; a call has a
+    /// flow per answerer offered it, a few)
+    flows: Keyed<Vec<(Text, u64)>>,
     /// The last flow id handed out (ids start at 1).
     flow_ids: u64,
 }
@@ -169,14 +181,27 @@ enum Phase {
 
 impl Trace {
     fn track(&mut self, pid: u64, name: &str) -> u64 {
-        let next = self.tracks.len() as u64 + 1;
-        let tid = *self.tracks.entry((pid, name.to_owned())).or_insert(next);
-        if tid == next {
-            self.out.push(
-                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}),
-            );
+        let tracks = self.tracks.entry(pid).or_default();
+        if let Some(&tid) = tracks.get(name) {
+            return tid;
         }
+        self.track_count += 1;
+        let tid = self.track_count;
+        tracks.insert(name.to_owned(), tid);
+        self.out
+            .push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
         tid
+    }
+
+    /// The id of the open flow of `call_id` offered to `answerer`, taken out.
+    fn take_flow(&mut self, call_id: &str, answerer: &str) -> Option<u64> {
+        let flows = self.flows.get_mut(call_id)?;
+        let at = flows.binary_search_by(|(a, _)| a.as_str().cmp(answerer)).ok()?;
+        let (_, id) = flows.remove(at);
+        if flows.is_empty() {
+            self.flows.remove(call_id);
+        }
+        Some(id)
     }
 
     fn slice(&mut self, pid: u64, track: &str, name: String, from: f64, to: f64, args: Value) {
@@ -226,8 +251,8 @@ impl Trace {
                 self.track(AGENTS_PID, agent);
             }
             EventKind::Request { call_id, agent, .. } => {
-                self.callers.insert(call_id.to_string(), agent.to_string());
-                self.started.insert(call_id.to_string(), (agent.to_string(), t));
+                self.callers.insert(call_id.clone(), agent.to_string());
+                self.started.insert(call_id.clone(), (agent.to_string(), t));
             }
             EventKind::Result {
                 call_id,
@@ -280,7 +305,7 @@ impl Trace {
             } => {
                 // Every answerer has a track, also one that only ever declines.
                 self.track(ANSWERERS_PID, answerer);
-                if let Some(id) = self.flows.remove(&(call_id.to_string(), answerer.to_string())) {
+                if let Some(id) = self.take_flow(call_id, answerer) {
                     let name = format!("decline {call_id} ({reason})");
                     self.flow_point(Phase::Finish, id, (ANSWERERS_PID, answerer), name, t);
                 }
@@ -326,7 +351,7 @@ impl Trace {
         self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
         if kind == ResultKind::Pending {
             // The owner keeps a pending question: its flow goes on.
-            self.pending.insert(call_id.to_owned(), (agent, t));
+            self.pending.insert(call_id.into(), (agent, t));
         } else {
             self.finish_call_flows(call_id, &format!("{call_id} → {}", kind.as_str()), t);
         }
@@ -334,14 +359,22 @@ impl Trace {
 
     fn offer(&mut self, call_id: &str, answerer: &str, t: f64) {
         self.track(ANSWERERS_PID, answerer);
-        let key = (call_id.to_owned(), answerer.to_owned());
-        if let Some(id) = self.flows.remove(&key) {
+        if let Some(id) = self.take_flow(call_id, answerer) {
             let name = format!("{call_id} offered again");
             self.flow_point(Phase::Finish, id, (ANSWERERS_PID, answerer), name, t);
         }
         self.flow_ids += 1;
         let id = self.flow_ids;
-        self.flows.insert(key, id);
+        match self.flows.get_mut(call_id) {
+            Some(flows) => {
+                // Not there: `take_flow` above took it.
+                let at = flows.partition_point(|(a, _)| a.as_str() < answerer);
+                flows.insert(at, (answerer.into(), id));
+            }
+            None => {
+                self.flows.insert(call_id.into(), vec![(answerer.into(), id)]);
+            }
+        }
         let caller = self.caller(call_id);
         let name = format!("offer {call_id} to {answerer}");
         self.flow_point(Phase::Start, id, (AGENTS_PID, &caller), name, t);
@@ -359,9 +392,11 @@ impl Trace {
     /// An instant named `name` on the answerer's track, and a step of the open
     /// flow of `call_id` and `answerer` there, if it has one.
     fn step(&mut self, call_id: &str, answerer: &str, name: String, t: f64) {
-        let key = (call_id.to_owned(), answerer.to_owned());
-        match self.flows.get(&key) {
-            Some(&id) => self.flow_point(Phase::Step, id, (ANSWERERS_PID, answerer), name, t),
+        let flow = (self.flows.get(call_id))
+            .and_then(|flows| flows.iter().find(|(a, _)| a.as_str() == answerer))
+            .map(|&(_, id)| id);
+        match flow {
+            Some(id) => self.flow_point(Phase::Step, id, (ANSWERERS_PID, answerer), name, t),
             None => self.instant(ANSWERERS_PID, answerer, name, t),
         }
     }
@@ -369,17 +404,10 @@ impl Trace {
     /// Finishes every open flow of `call_id` on its caller's track: the call
     /// settled.
     fn finish_call_flows(&mut self, call_id: &str, name: &str, t: f64) {
-        let open: Vec<(String, String)> = self
-            .flows
-            .range((call_id.to_owned(), String::new())..)
-            .take_while(|((call, _), _)| call == call_id)
-            .map(|(key, _)| key.clone())
-            .collect();
+        let open = self.flows.remove(call_id).unwrap_or_default();
         let caller = self.caller(call_id);
-        for key in open {
-            if let Some(id) = self.flows.remove(&key) {
-                self.flow_point(Phase::Finish, id, (AGENTS_PID, &caller), name.to_owned(), t);
-            }
+        for (_, id) in open {
+            self.flow_point(Phase::Finish, id, (AGENTS_PID, &caller), name.to_owned(), t);
         }
         self.forget(call_id);
     }
@@ -394,9 +422,12 @@ impl Trace {
     /// Finishes every open flow on its answerer's track (a process loss, the
     /// end of the run).
     fn finish_open_flows(&mut self, why: &str, t: f64) {
-        for ((call_id, answerer), id) in std::mem::take(&mut self.flows) {
-            let name = format!("{call_id} {why}");
-            self.flow_point(Phase::Finish, id, (ANSWERERS_PID, &answerer), name, t);
+        let flows = std::mem::take(&mut self.flows);
+        for (call_id, open) in flows.iter() {
+            for &(ref answerer, id) in open {
+                let name = format!("{call_id} {why}");
+                self.flow_point(Phase::Finish, id, (ANSWERERS_PID, answerer), name, t);
+            }
         }
     }
 
@@ -421,7 +452,7 @@ impl Trace {
     fn finish(&mut self, end_t: f64) {
         self.finish_open_flows("still open at the end", end_t);
         // Calls still open at the end get a slice to the end of the run.
-        for (call_id, (agent, from)) in std::mem::take(&mut self.started) {
+        for (call_id, &(ref agent, from)) in std::mem::take(&mut self.started).iter() {
             self.slice(
                 AGENTS_PID,
                 &agent,
@@ -431,7 +462,7 @@ impl Trace {
                 json!({}),
             );
         }
-        for (call_id, (agent, from)) in std::mem::take(&mut self.pending) {
+        for (call_id, &(ref agent, from)) in std::mem::take(&mut self.pending).iter() {
             self.slice(
                 AGENTS_PID,
                 &agent,
