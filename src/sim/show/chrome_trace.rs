@@ -455,7 +455,7 @@ impl Trace {
         for (call_id, &(ref agent, from)) in std::mem::take(&mut self.started).iter() {
             self.slice(
                 AGENTS_PID,
-                &agent,
+                agent,
                 format!("{call_id} open"),
                 from,
                 end_t,
@@ -465,7 +465,7 @@ impl Trace {
         for (call_id, &(ref agent, from)) in std::mem::take(&mut self.pending).iter() {
             self.slice(
                 AGENTS_PID,
-                &agent,
+                agent,
                 format!("{call_id} pending_open"),
                 from,
                 end_t,
