@@ -102,6 +102,14 @@ impl<V> Keyed<V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, v)| v)
     }
+
+    /// Every value in no particular order, without the sort: only for a fold
+    /// whose result cannot depend on the order (a count, integer samples sorted
+    /// afterwards). The order is the hash table's, fixed for a given build and
+    /// run, but not the key order: never let it reach output.
+    pub fn values_unordered(&self) -> impl Iterator<Item = &V> {
+        self.0.values()
+    }
 }
 
 impl<V> std::ops::Index<&str> for Keyed<V> {

@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
+
 use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
 
 use super::turn_index::TurnIndex;
@@ -38,7 +40,9 @@ pub struct AgentTree {
     /// Boxed, as the broker's open calls are: ids only grow, so the B-tree's
     /// nodes are about half full, and a pointer is what its empty slots cost.
     agents: BTreeMap<AgentId, Box<Entry>>,
-    names: BTreeMap<Name, AgentId>,
+    /// Hashed: registration looks a name up, nothing reads it in order (a
+    /// B-tree of 10^5 names cost a string comparison per level).
+    names: FxHashMap<Name, AgentId>,
     tree_sizes: BTreeMap<AgentId, usize>,
     agents_per_tree_max: usize,
     /// Live agents by their current turn.

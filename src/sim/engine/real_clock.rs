@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use crate::actors::{AnswererSlot, Continuity, Runtime, RuntimeConfig};
@@ -145,7 +146,7 @@ struct Driver<'s> {
     scenario: &'s Scenario,
     seed: u64,
     continuity: Continuity,
-    specs: BTreeMap<&'s str, Arc<AgentSpec>>,
+    specs: FxHashMap<&'s str, Arc<AgentSpec>>,
     /// The scratch log of a run with a process loss and no `--log`.
     scratch: Option<PathBuf>,
     /// After a real crash: where the log ended (the restart's instant), and the
