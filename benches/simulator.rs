@@ -2,6 +2,10 @@
 //! (a sweep under `random` and `pct:3` against `fifo`, today's order), and how
 //! many seeds per second a sweep of the quickstart runs on one core (SPEC §8:
 //! at least 20,000), and how many schedules per second `explore --all` runs.
+//!
+//! The process is set up as the `asksim` binary's is (mimalloc, its purge delay,
+//! no transparent huge pages: `asksim::cli::process`), so the figures are the
+//! ones a user of `asksim run` gets, not the system allocator's.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -11,9 +15,13 @@ use asksim::scenario::{self, Clock, Strategy};
 use asksim::sim::hunt::seeds::Shard;
 use asksim::sim::hunt::sweep::{SweepOptions, sweep};
 use asksim::sim::{self, RunOptions};
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 
 mod families;
+
+/// The binary's allocator (`src/main.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use families::Family;
 
@@ -142,4 +150,9 @@ criterion_group! {
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
     targets = sweep_by_strategy, sweep_quickstart, explore_all, scaling
 }
-criterion_main!(benches);
+/// `criterion_main!`, with the process set up as the binary's first.
+fn main() {
+    asksim::cli::process::tune();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -8,6 +8,7 @@
 mod actor;
 mod explore;
 mod inspect;
+pub mod process;
 mod run;
 mod shrink;
 mod sweep;

@@ -67,7 +67,7 @@ struct Dfs<'a> {
 impl Chooser for Dfs<'_> {
     fn pick(&mut self, ready: &mut Ready) -> usize {
         // The whole ready list each step: explore is for small scopes.
-        let candidates: Vec<Candidate> = ready.iter().copied().collect();
+        let candidates: Vec<Candidate> = ready.iter().collect();
         let candidates = candidates.as_slice();
         let index = if self.depth < self.stack.len() {
             let chosen = self.stack[self.depth].chosen;

@@ -21,6 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::effect::TimerId;
 use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
+use crate::sim::engine::schedule::ready::Slot;
 pub use crate::sim::engine::schedule::ready::{Candidate, Ready};
 use crate::trim::Trim;
 
@@ -111,58 +112,31 @@ enum Key {
     Timer(Addr, TimerId),
 }
 
-/// What the heap holds of an entry: its due time, its `seq` (unique, so the
-/// order never reaches the key) and its key packed in two words, 32 bytes in all
-/// where the enum took 48: a heap of every pending timer is a run's largest
-/// vector. A channel is (receiver's code, sender's code), a timer (owner's code
-/// with the top bit set, its id); see [`Addr::code`].
+/// What the heap holds of an entry: its due time and its [`Slot`] (its `seq`,
+/// unique, so the order never reaches the key, and its key packed in two
+/// words), 32 bytes in all where the enum took 48: a heap of every pending
+/// timer is a run's largest vector. Ordered by (due, seq).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Entry {
     due: Nanos,
-    seq: u64,
-    packed: (u64, u64),
+    slot: Slot,
 }
-
-/// The top bit of a packed key's first word: a timer.
-const TIMER_BIT: u64 = 1 << 63;
 
 impl Entry {
     fn new(due: Nanos, seq: u64, key: Key) -> Entry {
-        let packed = match key {
-            Key::Channel(from, to) => (to.code(), from.code()),
-            Key::Timer(owner, id) => (owner.code() | TIMER_BIT, id),
+        let slot = match key {
+            Key::Channel(from, to) => Slot::channel(seq, from, to),
+            Key::Timer(owner, id) => Slot::timer(seq, owner, id),
         };
-        debug_assert!(
-            (packed.0 & !TIMER_BIT) < (TIMER_BIT >> 1),
-            "an address code fits its word"
-        );
-        Entry { due, seq, packed }
+        Entry { due, slot }
+    }
+
+    fn seq(&self) -> u64 {
+        self.slot.seq
     }
 
     fn key(&self) -> Key {
-        let (first, second) = self.packed;
-        if first & TIMER_BIT != 0 {
-            Key::Timer(Addr::from_code(first & !TIMER_BIT), second)
-        } else {
-            Key::Channel(Addr::from_code(second), Addr::from_code(first))
-        }
-    }
-
-    fn candidate(&self) -> Candidate {
-        match self.key() {
-            Key::Channel(from, to) => Candidate {
-                to,
-                from: Some(from),
-                seq: self.seq,
-                timer: None,
-            },
-            Key::Timer(owner, id) => Candidate {
-                to: owner,
-                from: None,
-                seq: self.seq,
-                timer: Some(id),
-            },
-        }
+        self.slot.candidate().key()
     }
 }
 
@@ -299,7 +273,7 @@ impl Queue {
         }
         let heap = std::mem::take(&mut self.heap).into_vec();
         self.heap = (heap.into_iter())
-            .filter(|Reverse(entry)| self.live(entry.key(), entry.seq))
+            .filter(|Reverse(entry)| self.live(entry.key(), entry.seq()))
             .collect();
         self.stale = 0;
     }
@@ -387,7 +361,7 @@ impl Queue {
 
     fn schedule(&mut self, entry: Entry) {
         if entry.due == self.now && !self.ready.is_empty() {
-            self.ready.insert(entry.candidate());
+            self.ready.insert_slot(entry.slot);
         } else {
             self.heap.push(Reverse(entry));
         }
@@ -443,7 +417,7 @@ impl Queue {
             let Some(Reverse(top)) = self.heap.peek().copied() else {
                 return Err(Stop::Done);
             };
-            if self.live(top.key(), top.seq) {
+            if self.live(top.key(), top.seq()) {
                 break top.due;
             }
             self.heap.pop();
@@ -467,8 +441,8 @@ impl Queue {
                 break;
             }
             self.heap.pop();
-            if self.live(top.key(), top.seq) {
-                self.ready.insert(top.candidate());
+            if self.live(top.key(), top.seq()) {
+                self.ready.insert_slot(top.slot);
             } else {
                 self.stale = self.stale.saturating_sub(1);
             }

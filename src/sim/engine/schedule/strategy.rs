@@ -119,7 +119,7 @@ impl Pct {
             self.index.insert((Reverse(priority), seq));
         }
         if self.index.len() > 2 * ready.len() + 64 {
-            let live: Vec<Candidate> = ready.iter().copied().collect();
+            let live: Vec<Candidate> = ready.iter().collect();
             self.index = live
                 .iter()
                 .map(|c| (Reverse(self.priorities[&channel(c)]), c.seq))
