@@ -51,7 +51,9 @@ pub struct Output<V> {
     /// The recording: hashes, the projection and (when kept) every event.
     pub recording: Recording,
     /// Final results of the scripts that ended, by agent, as compact JSON text.
-    pub finals: BTreeMap<String, crate::effect::FinalResult>,
+    /// Found by hash; read in name order (`iter`, serialisation) by a sort: a
+    /// run's end no longer sorts 10^5 names it is never asked for in order.
+    pub finals: crate::keyed::Keyed<crate::effect::FinalResult>,
     /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
     pub open: BTreeMap<String, &'static str>,
     /// How the calls the broker closed in its last life closed, when the engine

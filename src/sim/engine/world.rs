@@ -20,6 +20,7 @@ use crate::answerer::Answerers;
 use crate::broker::BrokerConfig;
 use crate::effect::{Effect, FinalResult, Out};
 use crate::event::EventKind;
+use crate::keyed::Keyed;
 use crate::protocol::{
     Addr, AgentId, AnswererIx, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId,
     nanos, seconds,
@@ -130,9 +131,9 @@ pub struct World<'s> {
     recorder: RunRecorder,
     jitter: Option<Jitter>,
     next_agent: AgentId,
-    /// By agent, hashed (an agent's name shared, not copied), sorted once when
-    /// taken: a B-tree of 10^5 names compared strings at every level of every insert.
-    finals: FxHashMap<Name, FinalResult>,
+    /// By agent, hashed (an agent's name shared, not copied): a B-tree of 10^5
+    /// names compared strings at every level of every insert.
+    finals: Keyed<FinalResult>,
     out: Out,
     /// Between a process loss and its restart: when the restart is due.
     lost_until: Option<Nanos>,
@@ -175,7 +176,7 @@ impl<'s> World<'s> {
             recorder,
             jitter,
             next_agent: 0,
-            finals: FxHashMap::default(),
+            finals: Keyed::new(),
             out: Out::new(0),
             lost_until: None,
             recovering: None,
@@ -288,14 +289,8 @@ impl<'s> World<'s> {
     }
 
     /// Takes the final results of the scripts that ended, by agent.
-    pub fn take_finals(&mut self) -> BTreeMap<String, FinalResult> {
-        let mut finals: Vec<(Name, FinalResult)> = std::mem::take(&mut self.finals).into_iter().collect();
-        finals.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // Sorted, so the map is built in one pass, not by a search per key.
-        finals
-            .into_iter()
-            .map(|(name, f)| (name.to_string(), f))
-            .collect()
+    pub fn take_finals(&mut self) -> Keyed<FinalResult> {
+        std::mem::take(&mut self.finals)
     }
 
     /// Records the run's end, for `reason` (`done`, a limit, `crashed`).
