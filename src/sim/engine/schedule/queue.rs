@@ -150,6 +150,11 @@ impl Candidate {
     }
 }
 
+/// A channel's key in the queue's table.
+fn channel_key(from: Addr, to: Addr) -> (u64, u64) {
+    (from.code(), to.code())
+}
+
 /// Stale heap entries below this many are left for their due time.
 const STALE_MIN: usize = 1024;
 
@@ -159,7 +164,10 @@ pub struct Queue {
     now: Nanos,
     seq: u64,
     mbox: u64,
-    channels: FxHashMap<(Addr, Addr), Channel>,
+    /// Keyed by the sender's and the receiver's [`Addr::code`]: 16 bytes a key,
+    /// hashed and compared as two words (an `(Addr, Addr)` key took 32 and compared
+    /// two enums at every probe; a channel is made and dropped per message).
+    channels: FxHashMap<(u64, u64), Channel>,
     /// Keyed by the owner's [`Addr::code`] and the timer's id: 16 bytes a key,
     /// not 24.
     timers: FxHashMap<(u64, TimerId), Timer>,
@@ -207,7 +215,7 @@ impl Queue {
             self.mbox += 1;
             self.mbox
         });
-        let channel = self.channels.entry((from, to)).or_default();
+        let channel = self.channels.entry(channel_key(from, to)).or_default();
         if channel.messages.capacity() == 0 {
             // Most channels carry one message at a time (a request, a settle):
             // room for one, not the four of a first push (384 bytes a channel).
@@ -328,7 +336,7 @@ impl Queue {
     pub fn retain(&mut self, keep: impl Fn(Addr, Addr) -> bool) {
         let (mut dropped, mut faults) = (0, 0);
         self.channels.retain(|(from, to), channel| {
-            let kept = keep(*from, *to);
+            let kept = keep(Addr::from_code(*from), Addr::from_code(*to));
             if !kept {
                 dropped += channel.messages.len();
             }
@@ -371,7 +379,7 @@ impl Queue {
         match key {
             Key::Channel(from, to) => self
                 .channels
-                .get(&(from, to))
+                .get(&channel_key(from, to))
                 .and_then(|c| c.messages.front())
                 .is_some_and(|head| head.seq == seq),
             Key::Timer(owner, id) => self
@@ -469,7 +477,7 @@ impl Queue {
                 })
             }
             Key::Channel(from, to) => {
-                let channel = self.channels.get_mut(&(from, to))?;
+                let channel = self.channels.get_mut(&channel_key(from, to))?;
                 if channel.messages.front().is_none_or(|head| head.seq != seq) {
                     return None; // a channel of a life before a process loss
                 }
@@ -483,7 +491,7 @@ impl Queue {
                     // An empty channel goes: a send makes it again, with nothing
                     // ahead of its first message, as here.
                     None => {
-                        self.channels.remove(&(from, to));
+                        self.channels.remove(&channel_key(from, to));
                     }
                 }
                 Some(Delivery {
