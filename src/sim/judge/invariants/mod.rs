@@ -25,7 +25,7 @@ mod delivery;
 mod liveness;
 mod terminal;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -108,42 +108,6 @@ impl Violations {
     }
 }
 
-/// A timed window's end. Ordered by the end (ns), then by the call's request
-/// `seq` (unique per call), never by the callId: at a tie of 10^5 windows ending
-/// at one instant, every insert compared callIds at every level of the tree.
-/// Windows that end together are looked at in the order their calls came.
-struct Deadline {
-    end: u64,
-    request_seq: u64,
-    call_id: CallId,
-}
-
-impl Deadline {
-    fn key(&self) -> (u64, u64) {
-        (self.end, self.request_seq)
-    }
-}
-
-impl PartialEq for Deadline {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Deadline {}
-
-impl PartialOrd for Deadline {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Deadline {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
 /// The checker's state between events.
 #[derive(Default)]
 pub struct Checker {
@@ -155,8 +119,11 @@ pub struct Checker {
     /// The last batch submitted, owed its settlement or its refusal as the very
     /// next event about its call: (callId, answerer, seq).
     answer: Option<(CallId, Name, u64)>,
-    /// When each timed window ends, in order of its end, then of its request.
-    deadlines: BTreeSet<Deadline>,
+    /// When each timed window ends: (end in ns, request `seq`) -> callId. Ordered
+    /// by the request's `seq` (unique per call) among windows that end together,
+    /// never by the callId: at a tie of 10^5 windows ending at one instant, every
+    /// insert compared callIds at every level of the tree.
+    deadlines: BTreeMap<(u64, u64), CallId>,
     delivery: Delivery,
     liveness: Liveness,
     /// Whether a restart followed the last process loss, and the `seq` of the
@@ -382,11 +349,8 @@ impl Checker {
         if let (Schema::Timed, Some(w)) = (schema, window_s)
             && *w > 0.0
         {
-            self.deadlines.insert(Deadline {
-                end: crate::protocol::nanos(t + w),
-                request_seq: seq,
-                call_id: call_id.clone(),
-            });
+            self.deadlines
+                .insert((crate::protocol::nanos(t + w), seq), call_id.clone());
         }
         self.calls.insert(call_id, info);
         self.liveness.attend(call_id, seq);
@@ -407,8 +371,12 @@ impl Checker {
     /// first one past the window's end: the late result itself, or anything else.
     fn windows_passed(&mut self, seq: u64, t: f64) {
         let now = crate::protocol::nanos((t - self.tolerance_s).max(0.0));
-        while self.deadlines.first().is_some_and(|d| d.end < now) {
-            let Some(Deadline { call_id, .. }) = self.deadlines.pop_first() else {
+        while self
+            .deadlines
+            .first_key_value()
+            .is_some_and(|((end, _), _)| *end < now)
+        {
+            let Some((_, call_id)) = self.deadlines.pop_first() else {
                 break;
             };
             let Some(info) = self.calls.get_mut(&call_id) else {
@@ -439,11 +407,8 @@ impl Checker {
         rare.holder = None;
         if let Some(w) = info.window_s.filter(|w| *w > 0.0) {
             let end = (info.request_t + w).max(t);
-            self.deadlines.insert(Deadline {
-                end: crate::protocol::nanos(end),
-                request_seq: info.request_seq,
-                call_id: call_id.clone(),
-            });
+            self.deadlines
+                .insert((crate::protocol::nanos(end), info.request_seq), call_id.clone());
         }
     }
 
