@@ -137,8 +137,9 @@ fn spec_example_parses_into_the_expected_structure() {
                     arguments: arguments.into(),
                 },
                 Step::Work(1.0),
-            ],
-            on_resume: vec![],
+            ]
+            .into(),
+            on_resume: Arc::from([]),
         })],
         events: vec![EventSpec {
             at_s: 30.0,
@@ -216,8 +217,8 @@ fn every_optional_key_is_read() {
     let root = &scenario.agents[0];
     assert_eq!(root.lineage_parent.as_deref(), Some("ghost"));
     assert_eq!(
-        root.script,
-        vec![
+        *root.script,
+        [
             Step::AskRaw {
                 arguments: r#"[1,"x"]"#.into()
             },
@@ -225,7 +226,7 @@ fn every_optional_key_is_read() {
             Step::AwaitAnswer("root/1".into()),
         ]
     );
-    assert_eq!(root.on_resume, vec![Step::AskUnresolved { timeout: None }]);
+    assert_eq!(*root.on_resume, [Step::AskUnresolved { timeout: None }]);
     assert_eq!(
         scenario.events[0].action,
         Action::ProcessLoss { restart_after_s: 2.0 }
@@ -238,8 +239,8 @@ fn ask_arguments_keep_the_authors_key_order_and_are_not_validated() {
         json!([{ "ask": { "zeta": 1, "alpha": { "b": 2, "a": [] } } }]),
     ));
     assert_eq!(
-        scenario.agents[0].script,
-        vec![Step::Ask {
+        *scenario.agents[0].script,
+        [Step::Ask {
             arguments: r#"{"zeta":1,"alpha":{"b":2,"a":[]}}"#.into()
         }]
     );
@@ -295,6 +296,44 @@ fn count_fans_out_rows_with_i_substituted_in_names_and_references() {
     );
 }
 
+/// SPEC §6 "Cost": the copies of a `count` row whose scripts name nothing share
+/// one list of steps; a row whose scripts spawn, join or await gets its own per
+/// copy, substituted.
+#[test]
+fn copies_of_a_count_row_share_a_script_that_names_nothing() {
+    let scenario = parsed(with_agents(json!([
+        { "name": "asker-{i}", "count": 3, "script": [
+            { "ask": { "note": "{i} stays verbatim" } }, { "work": 1.0 } ],
+          "on_resume": [{ "work": 2.0 }] },
+        { "name": "parent-{i}", "count": 2, "script": [
+            { "spawn": { "name": "kid-{i}" } }, { "join": "kid-{i}" } ] }
+    ])));
+    let [a, b, c, p, q] = &scenario.agents[..] else {
+        panic!("expected five roots, got {:?}", names(&scenario.agents))
+    };
+    assert_eq!(
+        names(&scenario.agents),
+        ["asker-0", "asker-1", "asker-2", "parent-0", "parent-1"]
+    );
+    assert!(Arc::ptr_eq(&a.script, &b.script) && Arc::ptr_eq(&b.script, &c.script));
+    assert!(Arc::ptr_eq(&a.on_resume, &c.on_resume));
+    assert_eq!(
+        *c.script,
+        [
+            Step::Ask {
+                arguments: r#"{"note":"{i} stays verbatim"}"#.into()
+            },
+            Step::Work(1.0)
+        ]
+    );
+    assert_eq!(*c.on_resume, [Step::Work(2.0)]);
+    assert!(
+        !Arc::ptr_eq(&p.script, &q.script),
+        "each parent spawns its own kid"
+    );
+    assert_eq!(q.script[1], Step::Join("kid-1".into()));
+}
+
 #[test]
 fn repeat_is_unrolled_with_r_substituted_in_spawns_and_references() {
     let scenario = parsed(root(json!([
@@ -329,7 +368,7 @@ fn nested_repeats_bind_r_to_the_innermost_repetition() {
     ])));
     let call = |c: &str| Step::AwaitAnswer(c.into());
     assert_eq!(
-        scenario.agents[0].script,
+        *scenario.agents[0].script,
         [call("root/10"), call("root/11"), call("root/10"), call("root/11")]
     );
 }
@@ -1035,7 +1074,7 @@ fn times_at_the_bound_are_read_back_exactly() {
     assert_eq!(policy.offer_latency, Latency::Fixed(b));
     assert_eq!(policy.latency, Latency::Uniform(b, b));
     assert_eq!((policy.hold_after_s, policy.crash_at_s), (Some(b), Some(b)));
-    assert_eq!(scenario.agents[0].script, [Step::Work(b)]);
+    assert_eq!(*scenario.agents[0].script, [Step::Work(b)]);
     assert_eq!(
         scenario.events[0],
         EventSpec {

@@ -51,6 +51,48 @@ struct XAgent {
     lineage_parent: Option<String>,
     script: Vec<XStep>,
     on_resume: Vec<XStep>,
+    /// Both scripts, finished already and shared, for a copy of a `count` row
+    /// whose scripts name nothing (no spawn, join or await): a substitution
+    /// changes no step of theirs, so every copy runs the same steps, and
+    /// `script` and `on_resume` above are left empty.
+    leaves: Option<Leaves>,
+}
+
+/// The finished scripts the copies of one `count` row share.
+#[derive(Clone)]
+struct Leaves {
+    script: Arc<[Step]>,
+    on_resume: Arc<[Step]>,
+}
+
+impl Leaves {
+    /// The template's scripts, finished once, if they hold leaves only.
+    fn of(template: &XAgent) -> Option<Leaves> {
+        let leaves = |steps: &[XStep]| -> Option<Arc<[Step]>> {
+            (steps.iter())
+                .map(|step| match &step.kind {
+                    XKind::Leaf(step) => Some(step.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        Some(Leaves {
+            script: leaves(&template.script)?,
+            on_resume: leaves(&template.on_resume)?,
+        })
+    }
+
+    /// A copy of `template` that shares these scripts.
+    fn copy(&self, template: &XAgent) -> XAgent {
+        XAgent {
+            name: template.name.clone(),
+            name_src: template.name_src,
+            lineage_parent: template.lineage_parent.clone(),
+            script: Vec::new(),
+            on_resume: Vec::new(),
+            leaves: Some(self.clone()),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -559,6 +601,7 @@ impl Builder {
                 lineage_parent: row.lineage.map(|l| l.0.parent),
                 script: self.script(row.script, &format!("{path}.script"), 1)?,
                 on_resume: self.script(row.on_resume, &format!("{path}.on_resume"), 1)?,
+                leaves: None,
             };
             let n = copies.unwrap_or(1);
             let what = if copies.is_some() {
@@ -567,8 +610,14 @@ impl Builder {
                 "this agent"
             };
             total = total.grow(n, Size::of_agent(&template), &path, what)?;
+            // Checked before: the copies of a row of 10^5 share one script
+            // rather than each holding its own (SPEC §6 "Cost").
+            let shared = copies.and_then(|_| Leaves::of(&template));
             for i in 0..n {
-                let mut agent = template.clone();
+                let mut agent = match &shared {
+                    Some(leaves) => leaves.copy(&template),
+                    None => template.clone(),
+                };
                 if copies.is_some() {
                     let i = i.to_string();
                     substitute_agent(&mut agent, "{i}", &i);
@@ -664,6 +713,7 @@ impl Builder {
                     lineage_parent: None,
                     script: self.script(spawn.script, &format!("{path}.spawn.script"), depth + 1)?,
                     on_resume: self.script(spawn.on_resume, &format!("{path}.spawn.on_resume"), depth + 1)?,
+                    leaves: None,
                 };
                 (XKind::Spawn(child), "spawn")
             }
@@ -710,22 +760,23 @@ fn finish_root(agent: XAgent) -> Arc<AgentSpec> {
 /// The output shape of an expanded agent; a spawned child's lineage is its spawner.
 fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
     let name = agent.name;
-    let steps = |steps: Vec<XStep>| -> Vec<Step> {
-        exact(
-            steps
-                .into_iter()
-                .map(|step| match step.kind {
-                    XKind::Leaf(step) => step,
-                    XKind::Spawn(child) => Step::Spawn(Arc::new(finish(child, Some(&name)))),
-                    XKind::Join(child) => Step::Join(child),
-                    XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
-                })
-                .collect(),
-        )
+    let steps = |steps: Vec<XStep>| -> Arc<[Step]> {
+        (steps.into_iter())
+            .map(|step| match step.kind {
+                XKind::Leaf(step) => step,
+                XKind::Spawn(child) => Step::Spawn(Arc::new(finish(child, Some(&name)))),
+                XKind::Join(child) => Step::Join(child),
+                XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
+            })
+            .collect()
+    };
+    let (script, on_resume) = match agent.leaves {
+        Some(leaves) => (leaves.script, leaves.on_resume),
+        None => (steps(agent.script), steps(agent.on_resume)),
     };
     AgentSpec {
-        script: steps(agent.script),
-        on_resume: steps(agent.on_resume),
+        script,
+        on_resume,
         lineage_parent: agent.lineage_parent.or(spawner.map(str::to_owned)),
         name,
     }

@@ -209,7 +209,7 @@ impl Scenario {
     pub fn specs(&self) -> FxHashMap<&str, Arc<AgentSpec>> {
         fn walk<'a>(spec: &'a Arc<AgentSpec>, out: &mut FxHashMap<&'a str, Arc<AgentSpec>>) {
             out.insert(&spec.name, spec.clone());
-            for step in spec.script.iter().chain(&spec.on_resume) {
+            for step in spec.script.iter().chain(spec.on_resume.iter()) {
                 if let Step::Spawn(child) = step {
                     walk(child, out);
                 }
@@ -335,10 +335,11 @@ pub struct AgentSpec {
     pub name: String,
     /// Who spawned it: a root's `lineage.parent` (free text), a child's spawner.
     pub lineage_parent: Option<String>,
-    /// Its script, `repeat` unrolled.
-    pub script: Vec<Step>,
-    /// The script it runs after a restart, `repeat` unrolled.
-    pub on_resume: Vec<Step>,
+    /// Its script, `repeat` unrolled. Shared: the copies of a `count` row whose
+    /// scripts name no agent or call hold one list of steps between them.
+    pub script: Arc<[Step]>,
+    /// The script it runs after a restart, `repeat` unrolled (shared likewise).
+    pub on_resume: Arc<[Step]>,
 }
 
 impl AgentSpec {
@@ -347,7 +348,7 @@ impl AgentSpec {
     pub fn children(&self) -> impl Iterator<Item = &AgentSpec> {
         self.script
             .iter()
-            .chain(&self.on_resume)
+            .chain(self.on_resume.iter())
             .filter_map(|step| match step {
                 Step::Spawn(child) => Some(&**child),
                 _ => None,
