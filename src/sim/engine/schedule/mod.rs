@@ -4,9 +4,11 @@
 //! `crate::sim::engine::{queue, ready, strategy}`.
 //!
 //! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
+//! - `fired`: what a queued timer delivers, in 16 bytes for the common timers.
 //! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 
+mod fired;
 pub mod queue;
 pub mod ready;
 pub mod strategy;

@@ -21,6 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::effect::TimerId;
 use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
+use crate::sim::engine::schedule::fired::Fired;
 use crate::sim::engine::schedule::ready::Slot;
 pub use crate::sim::engine::schedule::ready::{Candidate, Ready};
 use crate::trim::Trim;
@@ -79,15 +80,16 @@ struct Channel {
     messages: VecDeque<Message>,
 }
 
-/// A live timer: 16 bytes in the table, its message behind a pointer. A run's
-/// timer table is its largest (every window, offer timeout and answerer latency
-/// of every open call), and a table's slots are its empty ones too and, while it
-/// grows, the old table's beside the new: an `Envelope` in place (64 bytes, the
-/// size of its largest variant, when most timers carry a few bytes) cost ~300
-/// bytes a call at a tie's peak; boxed, one allocation of 64 bytes a timer.
+/// A live timer: 24 bytes in the table. A run's timer table is its largest
+/// (every window, offer timeout and answerer latency of every open call), and a
+/// table's slots are its empty ones too and, while it grows, the old table's
+/// beside the new: an `Envelope` in place (64 bytes, the size of its largest
+/// variant, when most timers carry a few bytes) cost ~300 bytes a call at a tie's
+/// peak, and boxed, an allocation of 64 bytes a timer. [`Fired`] holds the common
+/// timers' messages in 16 bytes and boxes only the rest.
 #[derive(Debug)]
 struct Timer {
-    envelope: Box<Envelope>,
+    fired: Fired,
     /// Its `seq`, with [`FAULT_BIT`] set for a fault timer.
     tagged: u64,
 }
@@ -244,7 +246,7 @@ impl Queue {
         let previous = self.timers.insert(
             (owner.code(), id),
             Timer {
-                envelope: Box::new(envelope),
+                fired: Fired::pack(owner, id, envelope),
                 tagged: self.seq | if fault { FAULT_BIT } else { 0 },
             },
         );
@@ -471,7 +473,7 @@ impl Queue {
                 self.forget(&timer);
                 Some(Delivery {
                     from: owner,
-                    envelope: *timer.envelope,
+                    envelope: timer.fired.unpack(owner, id),
                     mbox: None,
                     at: self.now,
                 })
@@ -534,7 +536,7 @@ mod tests {
             }
         }
         assert_eq!(std::mem::size_of::<Entry>(), 32);
-        assert_eq!(std::mem::size_of::<Timer>(), 16);
+        assert_eq!(std::mem::size_of::<Timer>(), 24);
     }
 
     struct Last;
