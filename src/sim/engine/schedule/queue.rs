@@ -69,7 +69,10 @@ pub enum Stop {
 struct Message {
     due: Nanos,
     seq: u64,
-    mbox: Option<u64>,
+    /// Its place in the broker's mailbox, from 1; 0 for a message to anyone
+    /// else (8 bytes, not an `Option`'s 16: a channel of 10^5 offers holds one
+    /// message a call).
+    mbox: u64,
     envelope: Envelope,
 }
 
@@ -213,10 +216,12 @@ impl Queue {
     pub fn send(&mut self, from: Addr, envelope: Envelope, due: Nanos) {
         let to = envelope.to();
         self.seq += 1;
-        let mbox = (to == Addr::Broker).then(|| {
+        let mbox = if to == Addr::Broker {
             self.mbox += 1;
             self.mbox
-        });
+        } else {
+            0
+        };
         let channel = self.channels.entry(channel_key(from, to)).or_default();
         if channel.messages.capacity() == 0 {
             // Most channels carry one message at a time (a request, a settle):
@@ -499,7 +504,7 @@ impl Queue {
                 Some(Delivery {
                     from,
                     envelope: message.envelope,
-                    mbox: message.mbox,
+                    mbox: (message.mbox > 0).then_some(message.mbox),
                     at: self.now,
                 })
             }
@@ -536,6 +541,7 @@ mod tests {
             }
         }
         assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<Message>(), 88);
         assert_eq!(std::mem::size_of::<Timer>(), 24);
     }
 
