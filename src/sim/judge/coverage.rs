@@ -120,8 +120,9 @@ impl Coverage {
 }
 
 /// What one event of a call left for the coverage pass: an answerer's accept,
-/// refused accept, batch, offer or offer timeout, a fixed-latency batch's due
-/// time, or a hold. One vector per call, in event order (each kind's own order
+/// refused accept, batch, offer or offer timeout, or a hold (a fixed-latency
+/// batch's due time is a mark too, derived from its accept, never stored). One
+/// vector per call, in event order (each kind's own order
 /// is then the order its events came in), with answerers by index: a call costs
 /// one small allocation, not one per kind.
 #[derive(Clone, Copy)]
@@ -181,10 +182,15 @@ impl Call {
     fn answers(&self) -> impl Iterator<Item = &Mark> {
         self.marks(MarkKind::Answer)
     }
+}
 
-    fn due(&self) -> impl Iterator<Item = &Mark> {
-        self.marks(MarkKind::Due)
+/// Room for three marks at a call's first (an offer, an accept and an answer,
+/// most calls' whole story), where a vector's first push makes room for four.
+fn push_mark(marks: &mut Vec<Mark>, mark: Mark) {
+    if marks.capacity() == 0 {
+        marks.reserve_exact(3);
     }
+    marks.push(mark);
 }
 
 /// The coverage of one run.
@@ -204,6 +210,8 @@ pub struct Pass {
     fixed: FxHashMap<String, f64>,
     /// Answerers by the index marks give them, and the index of each name.
     answerers: Vec<Name>,
+    /// Each indexed answerer's fixed latency, if it has one.
+    fixed_of: Vec<Option<f64>>,
     answerer_ix: FxHashMap<Name, u32>,
     /// Boxed, so the table's slots (and the copy it makes as it grows) are
     /// 24 bytes, not a record's 112.
@@ -238,6 +246,7 @@ impl Pass {
             offer_timeout_s: scenario.broker.offer_timeout_s,
             fixed,
             answerers: Vec::new(),
+            fixed_of: Vec::new(),
             answerer_ix: FxHashMap::default(),
             calls: FxHashMap::default(),
             owners: FxHashMap::default(),
@@ -261,6 +270,7 @@ impl Pass {
         }
         let ix = u32::try_from(self.answerers.len()).expect("fewer than 2^32 answerers");
         self.answerers.push(name.clone());
+        self.fixed_of.push(self.fixed.get(&**name).copied());
         self.answerer_ix.insert(name.clone(), ix);
         ix
     }
@@ -269,7 +279,22 @@ impl Pass {
     fn mark(&mut self, call_id: &CallId, answerer: Option<&Name>, kind: MarkKind, t: f64, seq: u64) {
         let who = answerer.map_or(0, |a| self.answerer(a));
         let call = self.call(call_id);
-        call.marks.push(Mark { t, seq, who, kind });
+        push_mark(&mut call.marks, Mark { t, seq, who, kind });
+    }
+
+    /// When each of the call's owners was due to submit, if its latency is
+    /// fixed: at its accept plus that latency, one per accept, in their order.
+    /// Derived, not marked: most calls have an offer, an accept and an answer,
+    /// and a fourth mark would double their vector.
+    fn due<'c>(&'c self, call: &'c Call) -> impl Iterator<Item = Mark> + 'c {
+        call.marks(MarkKind::Accept).filter_map(|accept| {
+            let latency = self.fixed_of[accept.who as usize]?;
+            Some(Mark {
+                t: accept.t + latency,
+                kind: MarkKind::Due,
+                ..*accept
+            })
+        })
     }
 
     /// Takes one more event.
@@ -359,25 +384,18 @@ impl Pass {
     }
 
     fn accepted(&mut self, call_id: &CallId, answerer: &Name, t: f64, seq: u64) {
-        let due = self.fixed.get(&**answerer).map(|s| t + s);
         let who = self.answerer(answerer);
         let call = self.call(call_id);
         call.owner = Some(who);
-        if let Some(due) = due {
-            let kind = MarkKind::Due;
-            call.marks.push(Mark {
-                t: due,
+        push_mark(
+            &mut call.marks,
+            Mark {
+                t,
                 seq,
                 who,
-                kind,
-            });
-        }
-        call.marks.push(Mark {
-            t,
-            seq,
-            who,
-            kind: MarkKind::Accept,
-        });
+                kind: MarkKind::Accept,
+            },
+        );
     }
 
     fn refused(&mut self, call_id: &CallId, answerer: &Name, what: &str, reason: &str, (t, seq): (f64, u64)) {
@@ -469,7 +487,7 @@ impl Pass {
     fn cancels_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
         for (t, seq) in self.signals_of(id, call) {
             let near = |m: &Mark| (m.t - t).abs() <= RACE_WINDOW_S;
-            if call.answers().any(near) || call.due().any(near) {
+            if call.answers().any(near) || self.due(call).any(|m| near(&m)) {
                 let cancelled =
                     call.first == Some(ResultKind::Error(ErrorCode::Aborted)) || call.withdrawn_by_cancel;
                 coverage.reached(
@@ -503,7 +521,7 @@ impl Pass {
         id: &CallId,
         call: &Call,
     ) {
-        for due in call.due() {
+        for due in self.due(call) {
             let submitted = call.answers().any(|a| a.who == due.who);
             if self.died_near(&self.answerers[due.who as usize], due.t) && !submitted {
                 coverage.reached("submit_vs_owner_death", "death", seen);
@@ -567,7 +585,7 @@ impl Pass {
             .calls
             .iter()
             .filter(|(_, c)| c.first == Some(ResultKind::Pending))
-            .flat_map(|(id, c)| c.due().map(move |d| (d.t, id)))
+            .flat_map(|(id, c)| self.due(c).map(move |d| (d.t, id)))
             .collect();
         due.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (lost_t, lost_seq) in &self.losses {
