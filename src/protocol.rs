@@ -391,7 +391,7 @@ pub enum AgentMsg {
     Call {
         /// The arguments, verbatim.
         arguments: String,
-        /// Receives the callId at once and the result when the call settles.
+        /// Receives the callId and the result when the call settles.
         reply: CallReply,
     },
     /// Library: replies once the call is closed for good (at once if it is).
@@ -412,13 +412,46 @@ pub enum AgentMsg {
     },
 }
 
-/// Where a library call's callId and result go.
+/// Where a library call's callId and result go, together, when it settles:
+/// one channel and one wake-up of the caller a call (issue #23), where a
+/// channel for the callId at numbering and one for the result took two.
+///
+/// A numbered call its agent drops unsettled (the runtime stopped first) still
+/// tells the caller its callId, with no result.
 #[derive(Debug)]
 pub struct CallReply {
-    /// Receives the callId as soon as the call is numbered.
-    pub numbered: oneshot::Sender<String>,
-    /// Receives the result when the call settles.
-    pub result: oneshot::Sender<ToolResult>,
+    reply: Option<oneshot::Sender<(CallId, Option<ToolResult>)>>,
+    call_id: Option<CallId>,
+}
+
+impl CallReply {
+    /// Replies on `reply`.
+    pub fn new(reply: oneshot::Sender<(CallId, Option<ToolResult>)>) -> CallReply {
+        CallReply {
+            reply: Some(reply),
+            call_id: None,
+        }
+    }
+
+    /// The call is numbered `call_id`.
+    pub fn numbered(&mut self, call_id: &CallId) {
+        self.call_id = Some(call_id.clone());
+    }
+
+    /// The call settled with `result`.
+    pub fn settle(mut self, result: ToolResult) {
+        if let (Some(reply), Some(call_id)) = (self.reply.take(), self.call_id.take()) {
+            let _ = reply.send((call_id, Some(result)));
+        }
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        if let (Some(reply), Some(call_id)) = (self.reply.take(), self.call_id.take()) {
+            let _ = reply.send((call_id, None));
+        }
+    }
 }
 
 /// One request offered to an answerer. Only keyed (timed) requests carry a callId.

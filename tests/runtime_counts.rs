@@ -163,10 +163,13 @@ async fn one_round_trip_costs_no_more_than_it_does_today() {
     .await;
     // Today: 6 messages (agent:Call, broker:Request, answerer:Offer,
     // broker:Accept, broker:Submit, agent:Settled: an answer at once needs no
-    // timer), no task, 2 oneshots (the call's number and its result), 88
-    // allocations on the actors' path (108 with the recorder in place, before
-    // issue #23; 96 before the answer batch was shared with its event), 5 events.
-    within("round trip", &got, [6, 0, 2, 92, 5]);
+    // timer), no task, 1 oneshot (the call's number and its result together; 2
+    // before), 38 allocations on the actors' path (108 with the recorder in
+    // place, before issue #23; 96 before the answer batch was shared with its
+    // event; 89 before the arguments were read in one pass into a borrowed
+    // tree, 51 before one oneshot a call and the answerer's batch shared by
+    // equal questions), 5 events.
+    within("round trip", &got, [6, 0, 1, 40, 5]);
     runtime.shutdown().await;
 }
 
@@ -184,10 +187,12 @@ async fn one_pending_call_costs_no_more_than_it_does_today() {
     // answerer:Timer for the late answer, agent:AwaitClosed, agent:Closed), 1
     // task (the broker's sleeper, armed again for each call as the calls here
     // come one after another; the answerer's one sleeper serves every call,
-    // where a task per timer made 2 before issue #23), 3 oneshots, 108
-    // allocations on the actors' path (133 before issue #23, 115 before the
-    // answer batch was shared with its event), 7 events.
-    within("pending call", &got, [10, 1, 3, 112, 7]);
+    // where a task per timer made 2 before issue #23), 2 oneshots (3 before the
+    // number and the result shared one), 58 allocations on the actors' path
+    // (133 before issue #23, 115 before the answer batch was shared with its
+    // event, 109 before the arguments were read in one pass, 71 before one
+    // oneshot a call and the batch shared by equal questions), 7 events.
+    within("pending call", &got, [10, 1, 2, 60, 7]);
     runtime.shutdown().await;
 }
 

@@ -268,11 +268,10 @@ impl AgentHandle {
     }
 
     async fn ask_in(&self, arguments: &str, span: tracing::Span) -> CallOutcome {
-        let (numbered, numbered_rx) = self.oneshot();
-        let (result, result_rx) = self.oneshot();
+        let (reply, reply_rx) = self.oneshot();
         let msg = AgentMsg::Call {
             arguments: arguments.to_owned(),
-            reply: CallReply { numbered, result },
+            reply: CallReply::new(reply),
         };
         if !self.tell(msg) {
             // The agent's actor is gone with its runtime: still arguments first.
@@ -285,9 +284,12 @@ impl AgentHandle {
                 result,
             };
         }
-        let call_id = numbered_rx.await.unwrap_or_else(|_| format!("{}/?", self.name));
+        let (call_id, result) = match reply_rx.await {
+            Ok((call_id, result)) => (call_id.to_string(), result),
+            Err(_) => (format!("{}/?", self.name), None),
+        };
         span.record("call_id", call_id.as_str());
-        let result = result_rx.await.unwrap_or_else(|_| {
+        let result = result.unwrap_or_else(|| {
             ToolResult::error(ErrorCode::Aborted, "the runtime stopped before the call settled")
         });
         // The result leaves the process only once its line is durable (SPEC

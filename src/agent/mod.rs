@@ -40,7 +40,7 @@ enum Waiter {
     /// The agent's own script.
     Script,
     /// A library caller.
-    Caller(oneshot::Sender<ToolResult>),
+    Caller(CallReply),
 }
 
 /// What an agent starts from.
@@ -212,9 +212,7 @@ impl AgentState {
             }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {
-                let CallReply { numbered, result } = reply;
-                let call_id = self.call(self.tool.prepare(&arguments), Waiter::Caller(result), out);
-                let _ = numbered.send(call_id.to_string());
+                self.call(self.tool.prepare(&arguments), Waiter::Caller(reply), out);
             }
             AgentMsg::AwaitClosed { call_id, reply } => {
                 if self.closed.contains(call_id.as_str()) {
@@ -244,9 +242,12 @@ impl AgentState {
     /// Makes one tool call: numbers it and, with its arguments checked
     /// (`prepared`; SPEC §2.3: before identity, invalid ones never reach the
     /// broker), sends the request.
-    fn call(&mut self, prepared: Result<Ask, ArgumentError>, waiter: Waiter, out: &mut Out) -> CallId {
+    fn call(&mut self, prepared: Result<Ask, ArgumentError>, mut waiter: Waiter, out: &mut Out) -> CallId {
         self.calls_made += 1;
         let call_id: CallId = format!("{}/{}", self.name, self.calls_made).into();
+        if let Waiter::Caller(reply) = &mut waiter {
+            reply.numbered(&call_id);
+        }
         match prepared {
             Err(error) => {
                 let result = error.to_result();
@@ -273,9 +274,7 @@ impl AgentState {
         }
         let waiter = self.waiting.remove(&call_id);
         match waiter {
-            Some(Waiter::Caller(reply)) => {
-                let _ = reply.send(result);
-            }
+            Some(Waiter::Caller(reply)) => reply.settle(result),
             Some(Waiter::Script) => self.script_settled(call_id, result, out),
             None => {}
         }

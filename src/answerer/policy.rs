@@ -84,10 +84,12 @@ impl PolicyAnswerer {
     }
 
     /// The batch that answers `questions`, shared with the last call's when
-    /// they are the same questions.
+    /// they ask the same (the batch is the policy's answer to the questions'
+    /// texts alone): calls made through the library each parse their own
+    /// questions, so the same questions asked again are seldom the same `Arc`.
     fn batch(&mut self, questions: &Arc<[Question]>) -> Arc<Value> {
         if let Some((asked, batch)) = &self.last_batch
-            && Arc::ptr_eq(asked, questions)
+            && (Arc::ptr_eq(asked, questions) || asked[..] == questions[..])
         {
             return batch.clone();
         }

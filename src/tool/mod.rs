@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod config;
+mod json;
 pub mod legacy;
 pub mod limits;
 pub mod question;

@@ -89,20 +89,17 @@ impl Question {
         options: impl IntoIterator<Item = QuestionOption<'a>>,
         multi_select: bool,
     ) -> Option<Question> {
-        let options = options.into_iter();
-        let mut text = String::with_capacity(id.len() + question.len() + header.len());
-        let mut ends = Vec::with_capacity(HEAD_PIECES + 2 * options.size_hint().0);
-        let mut push = |piece: &str, text: &mut String| {
+        // A `Vec` passed in is collected in place, with no allocation.
+        let options: Vec<QuestionOption<'a>> = options.into_iter().collect();
+        let head = [id, question, header];
+        let pieces = || (head.iter().copied()).chain(options.iter().flat_map(|o| [o.label, o.description]));
+        // Sized exactly, so neither the text nor the ends grow, nor shrink when
+        // boxed: two allocations a question.
+        let mut text = String::with_capacity(pieces().map(str::len).sum());
+        let mut ends = Vec::with_capacity(HEAD_PIECES + 2 * options.len());
+        for piece in pieces() {
             text.push_str(piece);
             ends.push(u32::try_from(text.len()).ok()?);
-            Some(())
-        };
-        for piece in [id, question, header] {
-            push(piece, &mut text)?;
-        }
-        for option in options {
-            push(option.label, &mut text)?;
-            push(option.description, &mut text)?;
         }
         Some(Question {
             text: text.into_boxed_str(),

@@ -1,6 +1,6 @@
-//! The walk over the timed tool's arguments: typed access to JSON fields that
-//! names the path of the first offending one, with the limits of SPEC §2.3 applied
-//! through `limits`. The plugin row and answer batches name JSON types in their
+//! The walk over the timed tool's arguments: typed access to the fields of a
+//! [`Json`] tree that names the path of the first offending one, with the limits
+//! of SPEC §2.3 applied through `limits`. The plugin row and answer batches name JSON types in their
 //! messages with [`kind`].
 //!
 //! The frozen legacy tool never uses this module: it has its own walk in
@@ -8,104 +8,154 @@
 //! tool"), so a change here cannot reach it. A test holds the two walks to the same
 //! path and message for the same defect in the fields they share.
 
-use serde_json::{Map, Value};
+use std::fmt;
 
+use serde_json::Value;
+
+use super::json::{Fields, Json, field};
 use super::limits::{description_chars, label_chars, label_unique, option_count};
 use super::{ArgumentError, QuestionOption};
 
 /// The rule a text field obeys, from `limits`.
 pub(crate) type TextRule = fn(&str) -> Result<(), String>;
 
+/// Where a field is, for messages (`questions[1].options[0].label`). Written
+/// out only when the field is wrong: a valid call builds no path at all.
+#[derive(Clone, Copy)]
+pub(crate) enum Path<'p> {
+    /// The arguments' top level (the empty path).
+    Top,
+    /// `parent.key`, or `key` at the top.
+    Field(&'p Path<'p>, &'p str),
+    /// `parent.key[i]`, or `key[i]` at the top.
+    Item(&'p Path<'p>, &'p str, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (parent, key) = match self {
+            Path::Top => return Ok(()),
+            Path::Field(parent, key) | Path::Item(parent, key, _) => (parent, key),
+        };
+        if !matches!(parent, Path::Top) {
+            write!(f, "{parent}.")?;
+        }
+        f.write_str(key)?;
+        match self {
+            Path::Item(_, _, i) => write!(f, "[{i}]"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ArgumentError {
+    /// An error at `path`.
+    pub(crate) fn at(path: &Path<'_>, reason: impl Into<String>) -> ArgumentError {
+        ArgumentError::new(&path.to_string(), reason)
+    }
+}
+
 /// The object at `path`, or an error naming it.
-pub(crate) fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ArgumentError> {
-    value
-        .as_object()
-        .ok_or_else(|| ArgumentError::new(path, format!("expected an object, got {}", kind(value))))
-}
-
-/// Refuses the first key of `map` (in document order) that is not in `allowed`.
-pub(crate) fn known_keys(
-    map: &Map<String, Value>,
-    allowed: &[&str],
-    path: &str,
-) -> Result<(), ArgumentError> {
-    match map.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(key) => Err(ArgumentError::new(&join(path, key), "unknown field")),
-        None => Ok(()),
-    }
-}
-
-/// A required string field that obeys `rule`.
-pub(crate) fn text<'a>(
-    map: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-    rule: TextRule,
-) -> Result<&'a str, ArgumentError> {
-    let path = join(path, key);
-    let value = map
-        .get(key)
-        .ok_or_else(|| ArgumentError::new(&path, "required field is missing"))?;
-    string(value, &path, rule)
-}
-
-/// An optional string field that obeys `rule`; empty when absent.
-pub(crate) fn optional_text<'a>(
-    map: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-    rule: TextRule,
-) -> Result<&'a str, ArgumentError> {
-    match map.get(key) {
-        None => Ok(""),
-        Some(value) => string(value, &join(path, key), rule),
-    }
-}
-
-/// An optional boolean field; `false` when absent.
-pub(crate) fn optional_bool(map: &Map<String, Value>, key: &str, path: &str) -> Result<bool, ArgumentError> {
-    match map.get(key) {
-        None => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(ArgumentError::new(
-            &join(path, key),
-            format!("expected a boolean, got {}", kind(other)),
+pub(crate) fn object<'f, 'a>(value: &'f Json<'a>, path: &Path<'_>) -> Result<&'f Fields<'a>, ArgumentError> {
+    match value {
+        Json::Object(fields) => Ok(fields),
+        other => Err(ArgumentError::at(
+            path,
+            format!("expected an object, got {}", other.kind()),
         )),
     }
 }
 
-/// The required array field `key`, whose length obeys `count`.
-pub(crate) fn array<'a>(
-    map: &'a Map<String, Value>,
+/// Refuses the first of `keys` (in document order) that is not in `allowed`.
+pub(crate) fn known_keys<'k>(
+    keys: impl IntoIterator<Item = &'k str>,
+    allowed: &[&str],
+    path: &Path<'_>,
+) -> Result<(), ArgumentError> {
+    match keys.into_iter().find(|key| !allowed.contains(key)) {
+        Some(key) => Err(ArgumentError::at(&Path::Field(path, key), "unknown field")),
+        None => Ok(()),
+    }
+}
+
+/// The keys of `fields`, in document order.
+pub(crate) fn keys<'f>(fields: &'f Fields<'_>) -> impl Iterator<Item = &'f str> {
+    fields.iter().map(|(key, _)| key.as_ref())
+}
+
+/// A required string field that obeys `rule`.
+pub(crate) fn text<'f>(
+    fields: &'f Fields<'_>,
     key: &str,
-    path: &str,
+    path: &Path<'_>,
+    rule: TextRule,
+) -> Result<&'f str, ArgumentError> {
+    let path = Path::Field(path, key);
+    let value = field(fields, key).ok_or_else(|| ArgumentError::at(&path, "required field is missing"))?;
+    string(value, &path, rule)
+}
+
+/// An optional string field that obeys `rule`; empty when absent.
+pub(crate) fn optional_text<'f>(
+    fields: &'f Fields<'_>,
+    key: &str,
+    path: &Path<'_>,
+    rule: TextRule,
+) -> Result<&'f str, ArgumentError> {
+    match field(fields, key) {
+        None => Ok(""),
+        Some(value) => string(value, &Path::Field(path, key), rule),
+    }
+}
+
+/// An optional boolean field; `false` when absent.
+pub(crate) fn optional_bool(fields: &Fields<'_>, key: &str, path: &Path<'_>) -> Result<bool, ArgumentError> {
+    match field(fields, key) {
+        None => Ok(false),
+        Some(Json::Bool(b)) => Ok(*b),
+        Some(other) => Err(ArgumentError::at(
+            &Path::Field(path, key),
+            format!("expected a boolean, got {}", other.kind()),
+        )),
+    }
+}
+
+/// The required array at `path` (`value`, if there is one), whose length obeys
+/// `count`.
+pub(crate) fn array<'f, 'a>(
+    value: Option<&'f Json<'a>>,
+    path: &Path<'_>,
     count: fn(usize) -> Result<(), String>,
-) -> Result<&'a [Value], ArgumentError> {
-    let path = join(path, key);
-    let value = map
-        .get(key)
-        .ok_or_else(|| ArgumentError::new(&path, "required field is missing"))?;
-    let items = value
-        .as_array()
-        .ok_or_else(|| ArgumentError::new(&path, format!("expected an array, got {}", kind(value))))?;
-    count(items.len()).map_err(|reason| ArgumentError::new(&path, reason))?;
+) -> Result<&'f [Json<'a>], ArgumentError> {
+    let value = value.ok_or_else(|| ArgumentError::at(path, "required field is missing"))?;
+    let Json::Array(items) = value else {
+        return Err(ArgumentError::at(
+            path,
+            format!("expected an array, got {}", value.kind()),
+        ));
+    };
+    count(items.len()).map_err(|reason| ArgumentError::at(path, reason))?;
     Ok(items)
 }
 
 /// The options of the question at `path`: 2 to 4, labels non-empty and unique.
-pub(crate) fn options<'a>(
-    map: &'a Map<String, Value>,
-    path: &str,
-) -> Result<Vec<QuestionOption<'a>>, ArgumentError> {
-    let items = array(map, "options", path, option_count)?;
-    let mut options: Vec<QuestionOption<'a>> = Vec::with_capacity(items.len());
+pub(crate) fn options<'f>(
+    fields: &'f Fields<'_>,
+    path: &Path<'_>,
+) -> Result<Vec<QuestionOption<'f>>, ArgumentError> {
+    let items = array(
+        field(fields, "options"),
+        &Path::Field(path, "options"),
+        option_count,
+    )?;
+    let mut options: Vec<QuestionOption<'f>> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let path = format!("{path}.options[{i}]");
+        let path = Path::Item(path, "options", i);
         let option = object(item, &path)?;
-        known_keys(option, &["label", "description"], &path)?;
+        known_keys(keys(option), &["label", "description"], &path)?;
         let label = text(option, "label", &path, label_chars)?;
         label_unique(options.iter().map(|seen| seen.label), label)
-            .map_err(|reason| ArgumentError::new(&format!("{path}.label"), reason))?;
+            .map_err(|reason| ArgumentError::at(&Path::Field(&path, "label"), reason))?;
         let description = optional_text(option, "description", &path, description_chars)?;
         options.push(QuestionOption { label, description });
     }
@@ -113,21 +163,15 @@ pub(crate) fn options<'a>(
 }
 
 /// The string at `path`, which obeys `rule`.
-fn string<'a>(value: &'a Value, path: &str, rule: TextRule) -> Result<&'a str, ArgumentError> {
-    let s = value
-        .as_str()
-        .ok_or_else(|| ArgumentError::new(path, format!("expected a string, got {}", kind(value))))?;
-    rule(s).map_err(|reason| ArgumentError::new(path, reason))?;
+fn string<'f>(value: &'f Json<'_>, path: &Path<'_>, rule: TextRule) -> Result<&'f str, ArgumentError> {
+    let Json::String(s) = value else {
+        return Err(ArgumentError::at(
+            path,
+            format!("expected a string, got {}", value.kind()),
+        ));
+    };
+    rule(s).map_err(|reason| ArgumentError::at(path, reason))?;
     Ok(s)
-}
-
-/// `path.key`, or `key` at the top level.
-pub(crate) fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
-    }
 }
 
 /// The JSON type of `value`, for messages.
