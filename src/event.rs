@@ -335,6 +335,11 @@ mod outcome {
 impl EventKind {
     /// The callId the event is about, if it is about a call.
     pub fn call_id(&self) -> Option<&str> {
+        self.call_id_text().map(CallId::as_str)
+    }
+
+    /// The same, shared (a clone is a reference count).
+    pub fn call_id_text(&self) -> Option<&CallId> {
         use EventKind::*;
         match self {
             Request { call_id, .. }

@@ -55,8 +55,8 @@ impl Watch for Analysis {
     /// recorder folded from the same events.
     fn conclude(self, broker: &BrokerStatus, projection: &Projection) -> Checked {
         Checked {
+            coverage: self.coverage.finish(self.checker.call_ids()),
             violations: self.checker.finish(Some((broker, projection))),
-            coverage: self.coverage.finish(),
             first_results: self.first_results,
         }
     }
@@ -64,8 +64,8 @@ impl Watch for Analysis {
 
 impl Observer for Analysis {
     fn event(&mut self, event: &Event) {
-        self.checker.visit(event);
-        self.coverage.visit(event);
+        let ix = self.checker.visit(event);
+        self.coverage.visit(event, ix);
         self.first_results.visit(event);
     }
 

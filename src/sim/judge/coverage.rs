@@ -32,8 +32,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, EventKind};
-use crate::protocol::{CallId, Name};
+use crate::protocol::Name;
 use crate::scenario::Scenario;
+use crate::sim::judge::call_ix::{CallIds, CallIx, Dense};
 use crate::tool::{ErrorCode, ResultKind};
 
 /// Two events this close (seconds) count as one instant for a race.
@@ -196,10 +197,12 @@ fn push_mark(marks: &mut Vec<Mark>, mark: Mark) {
 /// The coverage of one run.
 pub fn coverage(events: &[Event], scenario: &Scenario) -> Coverage {
     let mut pass = Pass::new(scenario);
+    let mut ids = CallIds::default();
     for event in events {
-        pass.visit(event);
+        let ix = event.kind.call_id_text().map(|id| ids.intern(id));
+        pass.visit(event, ix);
     }
-    pass.finish()
+    pass.finish(&ids)
 }
 
 /// The coverage pass, one event at a time (the run streams its events here).
@@ -213,22 +216,21 @@ pub struct Pass {
     /// Each indexed answerer's fixed latency, if it has one.
     fixed_of: Vec<Option<f64>>,
     answerer_ix: FxHashMap<Name, u32>,
-    /// Boxed, so the table's slots (and the copy it makes as it grows) are
-    /// 24 bytes, not a record's 112.
-    calls: FxHashMap<CallId, Box<Call>>,
+    /// By the number the invariant checker gave each callId.
+    calls: Dense<Call>,
     /// Each child's owner (roots have no entry).
     owners: FxHashMap<Name, Name>,
     /// Turn signals by the agent whose turn fired: (time, seq).
     cancels: FxHashMap<Name, Vec<(f64, u64)>>,
     /// `cancel_call` times by call.
-    cancel_calls: FxHashMap<CallId, Vec<f64>>,
+    cancel_calls: FxHashMap<CallIx, Vec<f64>>,
     /// Death times by answerer.
     deaths: FxHashMap<Name, Vec<f64>>,
     losses: Vec<(f64, u64)>,
     /// Late answers in `seq` order: (time, seq), and each call's first.
     late_answers: Vec<(f64, u64)>,
-    first_late: FxHashMap<CallId, u64>,
-    refused_submits: FxHashSet<(CallId, u32)>,
+    first_late: FxHashMap<CallIx, u64>,
+    refused_submits: FxHashSet<(CallIx, u32)>,
 }
 
 impl Pass {
@@ -248,7 +250,7 @@ impl Pass {
             answerers: Vec::new(),
             fixed_of: Vec::new(),
             answerer_ix: FxHashMap::default(),
-            calls: FxHashMap::default(),
+            calls: Dense::default(),
             owners: FxHashMap::default(),
             cancels: FxHashMap::default(),
             cancel_calls: FxHashMap::default(),
@@ -260,8 +262,8 @@ impl Pass {
         }
     }
 
-    fn call(&mut self, call_id: &CallId) -> &mut Call {
-        self.calls.entry(call_id.clone()).or_default()
+    fn call(&mut self, ix: CallIx) -> &mut Call {
+        self.calls.get_or_default(ix)
     }
 
     fn answerer(&mut self, name: &Name) -> u32 {
@@ -276,9 +278,9 @@ impl Pass {
     }
 
     /// Adds a mark to the call, for `answerer` (index 0 when it names none).
-    fn mark(&mut self, call_id: &CallId, answerer: Option<&Name>, kind: MarkKind, t: f64, seq: u64) {
+    fn mark(&mut self, ix: CallIx, answerer: Option<&Name>, kind: MarkKind, t: f64, seq: u64) {
         let who = answerer.map_or(0, |a| self.answerer(a));
-        let call = self.call(call_id);
+        let call = self.call(ix);
         push_mark(&mut call.marks, Mark { t, seq, who, kind });
     }
 
@@ -297,8 +299,64 @@ impl Pass {
         })
     }
 
-    /// Takes one more event.
-    pub fn visit(&mut self, event: &Event) {
+    /// Takes one more event, `ix` the number of the callId it names (given by
+    /// the invariant checker, or by [`coverage`]'s own [`CallIds`]).
+    pub fn visit(&mut self, event: &Event, ix: Option<CallIx>) {
+        match ix {
+            Some(ix) => self.visit_call_event(event, ix),
+            None => self.visit_signal(event),
+        }
+    }
+
+    /// Events about one call.
+    fn visit_call_event(&mut self, event: &Event, ix: CallIx) {
+        let (t, seq) = (event.t, event.seq);
+        match &event.kind {
+            EventKind::Request { agent, window_s, .. } => {
+                let call = self.call(ix);
+                call.agent = Some(agent.clone());
+                call.window_end = window_s.filter(|w| *w > 0.0).map(|w| t + w);
+                (call.request_seq, call.request_t) = (seq, t);
+            }
+            EventKind::Result { .. } => {
+                let kind = event.kind.result_kind();
+                let call = self.call(ix);
+                call.first = call.first.or(kind);
+            }
+            EventKind::Offer { answerer, .. } => {
+                self.mark(ix, Some(answerer), MarkKind::Offer, t, seq);
+            }
+            EventKind::Accept { answerer, .. } => self.accepted(ix, answerer, t, seq),
+            EventKind::Decline { answerer, reason, .. } if reason == "offer_timeout" => {
+                self.mark(ix, Some(answerer), MarkKind::OfferTimeout, t, seq);
+            }
+            EventKind::Hold { .. } => {
+                self.mark(ix, None, MarkKind::Hold { taken: true }, t, seq);
+            }
+            EventKind::Answer { answerer, .. } => self.mark(ix, Some(answerer), MarkKind::Answer, t, seq),
+            EventKind::Refused {
+                answerer,
+                what,
+                reason,
+                ..
+            } => self.refused(ix, answerer, what, reason, (t, seq)),
+            EventKind::LateAnswer { .. } => {
+                self.call(ix);
+                self.late_answers.push((t, seq));
+                self.first_late.entry(ix).or_insert(seq);
+            }
+            EventKind::Withdraw { reason, .. } if reason == "cancel_call" => {
+                self.call(ix).withdrawn_by_cancel = true;
+            }
+            EventKind::CancelCall { .. } => {
+                self.cancel_calls.entry(ix).or_default().push(t);
+            }
+            _ => {}
+        }
+    }
+
+    /// Spawns, signals, deaths and losses.
+    fn visit_signal(&mut self, event: &Event) {
         let (t, seq) = (event.t, event.seq);
         match &event.kind {
             // Only children are kept: a name without an entry has no owner,
@@ -311,69 +369,8 @@ impl Pass {
                     self.owners.remove(&**agent);
                 }
             },
-            EventKind::Request {
-                call_id,
-                agent,
-                window_s,
-                ..
-            } => {
-                let call = self.call(call_id);
-                call.agent = Some(agent.clone());
-                call.window_end = window_s.filter(|w| *w > 0.0).map(|w| t + w);
-                (call.request_seq, call.request_t) = (seq, t);
-            }
-            EventKind::Result { call_id, .. } => {
-                let kind = event.kind.result_kind();
-                let call = self.call(call_id);
-                call.first = call.first.or(kind);
-            }
-            EventKind::Offer { call_id, answerer } => {
-                self.mark(call_id, Some(answerer), MarkKind::Offer, t, seq);
-            }
-            EventKind::Accept {
-                call_id, answerer, ..
-            } => self.accepted(call_id, answerer, t, seq),
-            EventKind::Decline {
-                call_id,
-                answerer,
-                reason,
-                ..
-            } if reason == "offer_timeout" => {
-                self.mark(call_id, Some(answerer), MarkKind::OfferTimeout, t, seq);
-            }
-            EventKind::Hold { call_id, .. } => {
-                self.mark(call_id, None, MarkKind::Hold { taken: true }, t, seq);
-            }
-            EventKind::Answer {
-                call_id, answerer, ..
-            } => self.mark(call_id, Some(answerer), MarkKind::Answer, t, seq),
-            EventKind::Refused {
-                call_id,
-                answerer,
-                what,
-                reason,
-            } => self.refused(call_id, answerer, what, reason, (t, seq)),
-            _ => self.visit_signal(event),
-        }
-    }
-
-    /// Late answers, withdrawals, signals, deaths and losses.
-    fn visit_signal(&mut self, event: &Event) {
-        let (t, seq) = (event.t, event.seq);
-        match &event.kind {
-            EventKind::LateAnswer { call_id, .. } => {
-                self.call(call_id);
-                self.late_answers.push((t, seq));
-                self.first_late.entry(call_id.clone()).or_insert(seq);
-            }
-            EventKind::Withdraw { call_id, reason, .. } if reason == "cancel_call" => {
-                self.call(call_id).withdrawn_by_cancel = true;
-            }
             EventKind::Cancel { agent } => {
                 self.cancels.entry(agent.clone()).or_default().push((t, seq));
-            }
-            EventKind::CancelCall { call_id } => {
-                self.cancel_calls.entry(call_id.clone()).or_default().push(t);
             }
             EventKind::Crash { answerer, .. } => {
                 self.deaths.entry(answerer.clone()).or_default().push(t);
@@ -383,9 +380,9 @@ impl Pass {
         }
     }
 
-    fn accepted(&mut self, call_id: &CallId, answerer: &Name, t: f64, seq: u64) {
+    fn accepted(&mut self, ix: CallIx, answerer: &Name, t: f64, seq: u64) {
         let who = self.answerer(answerer);
-        let call = self.call(call_id);
+        let call = self.call(ix);
         call.owner = Some(who);
         push_mark(
             &mut call.marks,
@@ -398,13 +395,13 @@ impl Pass {
         );
     }
 
-    fn refused(&mut self, call_id: &CallId, answerer: &Name, what: &str, reason: &str, (t, seq): (f64, u64)) {
+    fn refused(&mut self, ix: CallIx, answerer: &Name, what: &str, reason: &str, (t, seq): (f64, u64)) {
         match what {
-            "accept" => self.mark(call_id, Some(answerer), MarkKind::RefusedAccept, t, seq),
-            "hold" => self.mark(call_id, None, MarkKind::Hold { taken: false }, t, seq),
+            "accept" => self.mark(ix, Some(answerer), MarkKind::RefusedAccept, t, seq),
+            "hold" => self.mark(ix, None, MarkKind::Hold { taken: false }, t, seq),
             "submit" if reason == "owner_dead" => {
                 let who = self.answerer(answerer);
-                self.refused_submits.insert((call_id.clone(), who));
+                self.refused_submits.insert((ix, who));
             }
             _ => {}
         }
@@ -427,17 +424,18 @@ impl Pass {
         chain
     }
 
-    /// The coverage of the events seen.
-    pub fn finish(self) -> Coverage {
+    /// The coverage of the events seen, `ids` the numbers [`Pass::visit`] was
+    /// given.
+    pub fn finish(self, ids: &CallIds) -> Coverage {
         let mut coverage = Coverage::default();
         let mut seen = BTreeSet::new();
-        let mut ids: Vec<&CallId> = self.calls.keys().collect();
-        ids.sort();
-        for id in ids {
-            let call = &self.calls[id];
+        let names = ids.by_ix();
+        let mut calls: Vec<(CallIx, &Call)> = self.calls.iter().collect();
+        calls.sort_unstable_by_key(|(ix, _)| names[ix.index()]);
+        for (ix, call) in calls {
             self.windows(&mut coverage, &mut seen, call);
-            self.cancels_of(&mut coverage, &mut seen, id, call);
-            self.deaths_of(&mut coverage, &mut seen, id, call);
+            self.cancels_of(&mut coverage, &mut seen, ix, call);
+            self.deaths_of(&mut coverage, &mut seen, ix, call);
             self.answerers_of(&mut coverage, &mut seen, call);
         }
         self.offer_timeouts(&mut coverage, &mut seen);
@@ -467,7 +465,7 @@ impl Pass {
 
     /// The turn signals that reach the call (in the order they fired), then its
     /// `cancel_call`s.
-    fn signals_of(&self, id: &str, call: &Call) -> Vec<(f64, Option<u64>)> {
+    fn signals_of(&self, ix: CallIx, call: &Call) -> Vec<(f64, Option<u64>)> {
         let mut turns: Vec<(f64, u64)> = self
             .signalled_by(call.agent.as_deref().unwrap_or(""))
             .into_iter()
@@ -476,7 +474,7 @@ impl Pass {
             .copied()
             .collect();
         turns.sort_by_key(|(_, seq)| *seq);
-        let calls = self.cancel_calls.get(id).into_iter().flatten();
+        let calls = self.cancel_calls.get(&ix).into_iter().flatten();
         turns
             .into_iter()
             .map(|(t, seq)| (t, Some(seq)))
@@ -484,8 +482,14 @@ impl Pass {
             .collect()
     }
 
-    fn cancels_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, id: &str, call: &Call) {
-        for (t, seq) in self.signals_of(id, call) {
+    fn cancels_of(
+        &self,
+        coverage: &mut Coverage,
+        seen: &mut BTreeSet<&'static str>,
+        ix: CallIx,
+        call: &Call,
+    ) {
+        for (t, seq) in self.signals_of(ix, call) {
             let near = |m: &Mark| (m.t - t).abs() <= RACE_WINDOW_S;
             if call.answers().any(near) || self.due(call).any(|m| near(&m)) {
                 let cancelled =
@@ -514,13 +518,7 @@ impl Pass {
             .is_some_and(|ds| ds.iter().any(|d| (d - t).abs() <= RACE_WINDOW_S))
     }
 
-    fn deaths_of(
-        &self,
-        coverage: &mut Coverage,
-        seen: &mut BTreeSet<&'static str>,
-        id: &CallId,
-        call: &Call,
-    ) {
+    fn deaths_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, ix: CallIx, call: &Call) {
         for due in self.due(call) {
             let submitted = call.answers().any(|a| a.who == due.who);
             if self.died_near(&self.answerers[due.who as usize], due.t) && !submitted {
@@ -529,7 +527,7 @@ impl Pass {
         }
         for answer in call.answers() {
             if self.died_near(&self.answerers[answer.who as usize], answer.t) {
-                let refused = self.refused_submits.contains(&(id.clone(), answer.who));
+                let refused = self.refused_submits.contains(&(ix, answer.who));
                 coverage.reached(
                     "submit_vs_owner_death",
                     if refused { "death" } else { "submit" },
@@ -555,8 +553,8 @@ impl Pass {
     fn offer_timeouts(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
         let timeout = self.offer_timeout_s;
         // Every offer, in the order the log gave them.
-        let mut offers: Vec<(&Mark, &Call)> = (self.calls.values())
-            .flat_map(|call| call.marks(MarkKind::Offer).map(move |offer| (offer, &**call)))
+        let mut offers: Vec<(&Mark, &Call)> = (self.calls.iter())
+            .flat_map(|(_, call)| call.marks(MarkKind::Offer).map(move |offer| (offer, call)))
             .collect();
         offers.sort_unstable_by_key(|(offer, _)| offer.seq);
         for (offer, call) in offers {
@@ -581,11 +579,11 @@ impl Pass {
             latest.push(if *t > before { *t } else { before });
         }
         // Fixed-latency due times of calls that went pending, by time.
-        let mut due: Vec<(f64, &CallId)> = self
+        let mut due: Vec<(f64, CallIx)> = self
             .calls
             .iter()
             .filter(|(_, c)| c.first == Some(ResultKind::Pending))
-            .flat_map(|(id, c)| self.due(c).map(move |d| (d.t, id)))
+            .flat_map(|(ix, c)| self.due(c).map(move |d| (d.t, ix)))
             .collect();
         due.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (lost_t, lost_seq) in &self.losses {
@@ -602,7 +600,7 @@ impl Pass {
                 .take_while(|(d, _)| *d <= lost_t + 2.0 * RACE_WINDOW_S)
                 .any(|(d, id)| {
                     (d - lost_t).abs() <= RACE_WINDOW_S
-                        && self.first_late.get(*id).is_none_or(|first| first >= lost_seq)
+                        && self.first_late.get(id).is_none_or(|first| first >= lost_seq)
                 });
             if lost {
                 coverage.reached("late_answer_vs_loss", "loss", seen);

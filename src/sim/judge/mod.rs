@@ -4,6 +4,7 @@
 //!
 //! - `analysis`: the checker and the coverage pass, fed as events are recorded
 //!   (the engine's [`crate::sim::engine::driver::Watch`]).
+//! - `call_ix`: each callId's number, and the records the parts keep by it.
 //! - `invariants`: the invariant checker of SPEC §6.
 //! - `protocol_check`: protocol conformance, a reference state machine per call.
 //! - `turns`: the turn signals as the log tells them, for both checkers.
@@ -16,6 +17,7 @@
 //! - `judged`: a run with the analysis watching it ([`judged::RunOutput`]).
 
 pub mod analysis;
+pub mod call_ix;
 pub mod coverage;
 pub mod expect;
 pub mod first_results;

@@ -18,7 +18,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Event, EventKind};
-use crate::protocol::{CallId, Name};
+use crate::protocol::Name;
+use crate::sim::judge::call_ix::{CallIx, Dense};
 use crate::sim::judge::turns::TurnTree;
 use crate::sim::judge::violation::Violation;
 use crate::tool::ResultKind;
@@ -70,18 +71,17 @@ impl CallState {
 /// The protocol checker's state between events.
 #[derive(Default)]
 pub struct ProtocolChecker {
-    /// Boxed, so the table's slots (and the copy it makes as it grows) are
-    /// 24 bytes, not a state's 96.
-    calls: FxHashMap<CallId, Box<CallState>>,
+    /// By the number the invariant checker gave each callId.
+    calls: Dense<CallState>,
     /// Calls not yet settled (a process loss makes them pending).
-    unsettled: FxHashSet<CallId>,
+    unsettled: FxHashSet<CallIx>,
     dead: FxHashSet<Name>,
     /// The last mailbox place handled per sender (answerer or agent).
     last_mbox: FxHashMap<Name, u64>,
     /// Mailbox places of deaths handled, per answerer.
     died_at: FxHashMap<Name, u64>,
-    /// The last batch submitted: (callId, answerer).
-    answer: Option<(CallId, Name)>,
+    /// The last batch submitted: (call, answerer).
+    answer: Option<(CallIx, Name)>,
     /// Every answerer named so far, by its [`Who`], and the place of each name.
     answerers: Vec<Name>,
     answerer_ix: FxHashMap<Name, Who>,
@@ -115,66 +115,63 @@ impl ProtocolChecker {
         });
     }
 
-    /// Takes one more event; `turns` has followed it already.
-    pub fn visit(&mut self, event: &Event, turns: &TurnTree) {
-        let seq = event.seq;
-        self.settlement(event);
+    /// Takes one more event, `ix` the number of the callId it names (given by
+    /// the invariant checker); `turns` has followed it already.
+    pub fn visit(&mut self, event: &Event, ix: Option<CallIx>, turns: &TurnTree) {
+        self.settlement(event, ix);
         self.mailbox_order(event);
-        match &event.kind {
-            EventKind::Request { call_id, agent, .. } => {
-                let doomed = turns.current(agent).is_some_and(|turn| turns.fired(turn));
-                self.calls.insert(
-                    call_id.clone(),
-                    Box::new(CallState {
-                        doomed,
-                        ..CallState::default()
-                    }),
-                );
-                self.unsettled.insert(call_id.clone());
-            }
-            EventKind::Offer { call_id, answerer } => self.offer(call_id, answerer, seq),
-            EventKind::Accept {
-                call_id, answerer, ..
-            } => self.accept(call_id, answerer, seq),
-            EventKind::Decline {
-                call_id,
-                answerer,
-                reason,
-                ..
-            } => self.decline(call_id, answerer, reason),
-            EventKind::Hold {
-                call_id, answerer, ..
-            } => self.hold(call_id, answerer, seq),
-            EventKind::Answer {
-                call_id, answerer, ..
-            } => {
-                self.answer = Some((call_id.clone(), answerer.clone()));
-            }
-            EventKind::Result { call_id, .. } => {
-                let pending = event.kind.result_kind() == Some(ResultKind::Pending);
-                self.result(call_id, pending, seq);
-            }
-            EventKind::LateAnswer { call_id, .. } | EventKind::Withdraw { call_id, .. } => {
-                self.settle(call_id);
-            }
-            EventKind::Crash { answerer, .. } => {
+        match (&event.kind, ix) {
+            (EventKind::Crash { answerer, .. }, _) => {
                 self.dead.insert(answerer.clone());
             }
-            EventKind::ProcessLoss { .. } => self.process_loss(),
+            (EventKind::ProcessLoss { .. }, _) => self.process_loss(),
+            (_, Some(ix)) => self.visit_call_event(event, ix, turns),
             _ => {}
         }
     }
 
-    fn settle(&mut self, call_id: &str) {
-        if let Some(call) = self.calls.get_mut(call_id) {
-            call.settled = true;
-            self.unsettled.remove(call_id);
+    fn visit_call_event(&mut self, event: &Event, ix: CallIx, turns: &TurnTree) {
+        let seq = event.seq;
+        match &event.kind {
+            EventKind::Request { agent, .. } => {
+                let doomed = turns.current(agent).is_some_and(|turn| turns.fired(turn));
+                let state = CallState {
+                    doomed,
+                    ..CallState::default()
+                };
+                self.calls.insert(ix, state);
+                self.unsettled.insert(ix);
+            }
+            EventKind::Offer { call_id, answerer } => self.offer((ix, call_id), answerer, seq),
+            EventKind::Accept {
+                call_id, answerer, ..
+            } => self.accept((ix, call_id), answerer, seq),
+            EventKind::Decline { answerer, reason, .. } => self.decline(ix, answerer, reason),
+            EventKind::Hold {
+                call_id, answerer, ..
+            } => self.hold((ix, call_id), answerer, seq),
+            EventKind::Answer { answerer, .. } => {
+                self.answer = Some((ix, answerer.clone()));
+            }
+            EventKind::Result { call_id, .. } => {
+                let pending = event.kind.result_kind() == Some(ResultKind::Pending);
+                self.result((ix, call_id), pending, seq);
+            }
+            EventKind::LateAnswer { .. } | EventKind::Withdraw { .. } => self.settle(ix),
+            _ => {}
         }
     }
 
-    fn offer(&mut self, call_id: &str, answerer: &Name, seq: u64) {
+    fn settle(&mut self, ix: CallIx) {
+        if let Some(call) = self.calls.get_mut(ix) {
+            call.settled = true;
+            self.unsettled.remove(&ix);
+        }
+    }
+
+    fn offer(&mut self, (ix, call_id): (CallIx, &str), answerer: &Name, seq: u64) {
         let who = self.who(answerer);
-        let Some(call) = self.calls.get_mut(call_id) else {
+        let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
         call.offered = who;
@@ -185,10 +182,10 @@ impl ProtocolChecker {
         }
     }
 
-    fn accept(&mut self, call_id: &str, answerer: &Name, seq: u64) {
+    fn accept(&mut self, (ix, call_id): (CallIx, &str), answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
         let who = self.who(answerer);
-        let Some(call) = self.calls.get_mut(call_id) else {
+        let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
         let problem = if dead {
@@ -209,9 +206,9 @@ impl ProtocolChecker {
         }
     }
 
-    fn decline(&mut self, call_id: &str, answerer: &Name, reason: &str) {
+    fn decline(&mut self, ix: CallIx, answerer: &Name, reason: &str) {
         let who = self.who(answerer);
-        let Some(call) = self.calls.get_mut(call_id) else {
+        let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
         if call.offered == who {
@@ -235,10 +232,10 @@ impl ProtocolChecker {
         }
     }
 
-    fn hold(&mut self, call_id: &str, answerer: &Name, seq: u64) {
+    fn hold(&mut self, (ix, call_id): (CallIx, &str), answerer: &Name, seq: u64) {
         let dead = self.dead.contains(answerer);
         let who = self.who(answerer);
-        let Some(call) = self.calls.get_mut(call_id) else {
+        let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
         let problem = if dead {
@@ -258,8 +255,8 @@ impl ProtocolChecker {
         }
     }
 
-    fn result(&mut self, call_id: &str, pending: bool, seq: u64) {
-        let Some(call) = self.calls.get_mut(call_id) else {
+    fn result(&mut self, (ix, call_id): (CallIx, &str), pending: bool, seq: u64) {
+        let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
         let held = call.holder;
@@ -267,7 +264,7 @@ impl ProtocolChecker {
             call.pending = true;
         } else {
             call.settled = true;
-            self.unsettled.remove(call_id);
+            self.unsettled.remove(&ix);
         }
         if let (true, Some(holder)) = (pending, (held != NOBODY).then(|| self.name(held)))
             && !self.dead.contains(holder)
@@ -279,13 +276,13 @@ impl ProtocolChecker {
 
     /// The event right after a batch settles its call only if the batch came
     /// from the call's owner, which lives.
-    fn settlement(&mut self, event: &Event) {
-        let Some((call_id, answerer)) = self.answer.take() else {
+    fn settlement(&mut self, event: &Event, ix: Option<CallIx>) {
+        let Some((answered, answerer)) = self.answer.take() else {
             return;
         };
-        if event.kind.call_id() != Some(&*call_id) {
+        let (Some(call_id), true) = (event.kind.call_id(), ix == Some(answered)) else {
             return;
-        }
+        };
         let settles = match &event.kind {
             EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
             EventKind::LateAnswer { .. } => true,
@@ -294,7 +291,7 @@ impl ProtocolChecker {
         if !settles {
             return;
         }
-        let owner = self.calls.get(&*call_id).map_or(NOBODY, |c| c.owner);
+        let owner = self.calls.get(answered).map_or(NOBODY, |c| c.owner);
         let problem = if self.dead.contains(&answerer) {
             Some(format!(
                 "a batch from {answerer}, which had died, settled the call"
@@ -307,7 +304,7 @@ impl ProtocolChecker {
             None
         };
         if let Some(problem) = problem {
-            self.violate(&call_id, event.seq, problem);
+            self.violate(call_id, event.seq, problem);
         }
     }
 
@@ -369,9 +366,9 @@ impl ProtocolChecker {
         self.last_mbox.clear();
         self.died_at.clear();
         self.answer = None;
-        for call_id in &self.unsettled {
-            if let Some(call) = self.calls.get_mut(call_id) {
-                **call = CallState {
+        for ix in &self.unsettled {
+            if let Some(call) = self.calls.get_mut(*ix) {
+                *call = CallState {
                     pending: true,
                     ..CallState::default()
                 };
@@ -390,6 +387,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::sim::judge::call_ix::CallIds;
 
     fn event(seq: u64, t: f64, mut kind: serde_json::Value) -> Event {
         kind["seq"] = json!(seq);
@@ -411,6 +409,7 @@ mod tests {
     fn run(events: &[Event]) -> Vec<(u64, String)> {
         let mut turns = TurnTree::default();
         let mut checker = ProtocolChecker::default();
+        let mut ids = CallIds::default();
         for e in events {
             match &e.kind {
                 EventKind::Spawn { agent, owner, .. } => turns.spawn(agent, owner.as_deref()),
@@ -419,7 +418,8 @@ mod tests {
                 }
                 _ => {}
             }
-            checker.visit(e, &turns);
+            let ix = e.kind.call_id_text().map(|id| ids.intern(id));
+            checker.visit(e, ix, &turns);
         }
         checker.finish().into_iter().map(|v| (v.seq, v.detail)).collect()
     }

@@ -10,6 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::agent::call_map::CallSet;
 use crate::event::RawQuestions;
 use crate::protocol::{CallId, Name};
+use crate::sim::judge::call_ix::{CallIds, CallIx, Dense};
 use crate::sim::judge::turns::TurnIx;
 use crate::tool::{ResultKind, Schema};
 
@@ -140,10 +141,13 @@ impl CallInfo {
 /// Every call the log requested, and the indexes over the open ones.
 #[derive(Default)]
 pub struct Calls {
-    /// Boxed: a record is ~160 bytes, and a hash table's empty slots and the
-    /// copy it makes while it grows would cost that much per slot (a run holds
-    /// one record per call; slots of 24 bytes instead).
-    by_id: FxHashMap<CallId, Box<CallInfo>>,
+    /// The number of every callId the log named (the judge's one table by
+    /// callId: protocol conformance and coverage keep their records by it too).
+    ids: CallIds,
+    /// In place by number: a record is ~150 bytes, and a table of boxed
+    /// records cost an allocation and a slot of 24 bytes (~40 with its slack)
+    /// per call beside it.
+    by_ix: Dense<CallInfo>,
     /// Open calls by agent (the first in place: most agents have one open).
     of_agent: FxHashMap<Name, CallSet>,
     /// Open calls by the answerer that is their offeree or owner.
@@ -160,17 +164,27 @@ fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_i
 }
 
 impl Calls {
+    /// The number of `call_id`, given now if the log never named it before.
+    pub fn intern(&mut self, call_id: &CallId) -> CallIx {
+        self.ids.intern(call_id)
+    }
+
+    /// Every callId the log named, with its number.
+    pub fn ids(&self) -> &CallIds {
+        &self.ids
+    }
+
     /// Whether the log requested `call_id`.
     pub fn contains(&self, call_id: &str) -> bool {
-        self.by_id.contains_key(call_id)
+        self.get(call_id).is_some()
     }
 
     pub fn get(&self, call_id: &str) -> Option<&CallInfo> {
-        self.by_id.get(call_id).map(|info| &**info)
+        self.by_ix.get(self.ids.get(call_id)?)
     }
 
     pub fn get_mut(&mut self, call_id: &str) -> Option<&mut CallInfo> {
-        self.by_id.get_mut(call_id).map(|info| &mut **info)
+        self.by_ix.get_mut(self.ids.get(call_id)?)
     }
 
     /// A new call, open from now on (a second request under one callId replaces
@@ -180,7 +194,8 @@ impl Calls {
             .entry(info.agent.clone())
             .or_default()
             .insert(call_id.clone(), ());
-        if let Some(old) = self.by_id.insert(call_id.clone(), Box::new(info)) {
+        let ix = self.ids.intern(call_id);
+        if let Some(old) = self.by_ix.insert(ix, info) {
             self.unattend(call_id, old.offeree.as_deref(), old.owner.as_deref());
         }
     }
@@ -193,7 +208,7 @@ impl Calls {
 
     /// The call was offered to `answerer`: it is the offeree now.
     pub fn offer(&mut self, call_id: &CallId, answerer: &Name) {
-        let Some(info) = self.by_id.get_mut(&**call_id) else {
+        let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
         info.offered = true;
@@ -211,7 +226,7 @@ impl Calls {
 
     /// `answerer` accepted: no offer is out any more, and it owns the call.
     pub fn accept(&mut self, call_id: &CallId, answerer: &Name) {
-        let Some(info) = self.by_id.get_mut(&**call_id) else {
+        let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
         let (offeree, owner) = (info.offeree.take(), info.owner.replace(answerer.clone()));
@@ -228,7 +243,7 @@ impl Calls {
     /// `answerer` declined, let its offer time out, or died (`dead`): it is the
     /// offeree no more, and a dead owner owns nothing.
     pub fn decline(&mut self, call_id: &str, answerer: &str, dead: bool) {
-        let Some(info) = self.by_id.get_mut(call_id) else {
+        let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
         if info.offeree.as_deref() == Some(answerer) {
@@ -243,7 +258,7 @@ impl Calls {
 
     /// The call is no longer open: it leaves every index.
     pub fn detach(&mut self, call_id: &str) {
-        let Some(info) = self.by_id.get_mut(call_id) else {
+        let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
         let (offeree, owner) = (info.offeree.take(), info.owner.take());
@@ -282,7 +297,8 @@ impl Calls {
     pub fn nobody_attends(&mut self) {
         for (_, calls) in self.attended_by.drain() {
             for call_id in calls {
-                if let Some(info) = self.by_id.get_mut(&call_id) {
+                let ix = self.ids.get(&call_id);
+                if let Some(info) = ix.and_then(|ix| self.by_ix.get_mut(ix)) {
                     info.offeree = None;
                     info.owner = None;
                 }
@@ -290,9 +306,11 @@ impl Calls {
         }
     }
 
-    /// Every call, in no set order (for what is checked once, at the end).
+    /// Every call, in the order the log first named them (for what is checked
+    /// once, at the end).
     pub fn iter(&self) -> impl Iterator<Item = (&CallId, &CallInfo)> {
-        self.by_id.iter().map(|(id, info)| (id, &**info))
+        let ids = self.ids.by_ix();
+        (self.by_ix.iter()).map(move |(ix, info)| (ids[ix.index()], info))
     }
 }
 

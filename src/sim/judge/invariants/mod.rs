@@ -35,6 +35,7 @@ use serde_json::Value;
 use crate::event::{Event, EventKind, RawQuestions};
 use crate::projection::Projection;
 use crate::protocol::{BrokerStatus, CallId, Name};
+use crate::sim::judge::call_ix::{CallIds, CallIx};
 use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema, ToolResult};
@@ -168,14 +169,26 @@ impl Checker {
         self.out.push(invariant, call_id, seq, detail);
     }
 
-    /// Takes one more event.
-    pub fn visit(&mut self, event: &Event) {
+    /// Takes one more event; gives the number of the callId it names, if it
+    /// names one (what the coverage pass keeps its records by).
+    pub fn visit(&mut self, event: &Event) -> Option<CallIx> {
+        let ix = event.kind.call_id_text().map(|id| self.calls.intern(id));
+        self.visit_numbered(event, ix);
+        ix
+    }
+
+    /// Every callId the log named so far, with its number.
+    pub fn call_ids(&self) -> &CallIds {
+        self.calls.ids()
+    }
+
+    fn visit_numbered(&mut self, event: &Event, ix: Option<CallIx>) {
         let (seq, t) = (event.seq, event.t);
         self.last_seq = seq;
         self.liveness
             .advance(t, self.tolerance_s, &mut self.calls, &mut self.out);
         self.follow_turns(&event.kind, seq, t);
-        self.protocol.visit(event, &self.turns);
+        self.protocol.visit(event, ix, &self.turns);
         self.windows_passed(seq, t);
         self.account_answer(event);
         match &event.kind {
