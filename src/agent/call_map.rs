@@ -1,7 +1,8 @@
 //! What one agent keeps per call: who waits for a call's result, which calls
 //! went pending, which closed for good. Nearly every agent has one call in each
 //! at a time (a script's step, a model's tool call), and a run holds many
-//! agents: the first call is kept in place, any more in a map. (A B-tree here
+//! agents: the first call is kept in place, a few more in a vector, any more in
+//! a map. (A B-tree here
 //! took a node of eleven slots per agent for its one entry: 3.7 MB of
 //! `load-10k`'s peak for the waiting calls alone.) The checker keeps each
 //! agent's open calls in one too, for the same reason (a hash set of one took a
@@ -16,9 +17,80 @@ use crate::protocol::CallId;
 #[derive(Debug)]
 pub(crate) struct CallMap<V> {
     first: Option<(CallId, V)>,
-    /// Boxed: most never hold a second call, and an empty table in place is
-    /// four words.
-    more: Option<Box<FxHashMap<CallId, V>>>,
+    /// Boxed: most never hold a second call, and an empty vector or table in
+    /// place is three or four words.
+    more: Option<Box<More<V>>>,
+}
+
+/// The calls past the first. A few in a vector, searched in order: an agent
+/// that holds a second call mostly holds two or three (a root whose first
+/// question went pending asks its next), and a table for one more entry took
+/// two allocations of ~130 bytes where the vector takes one of 16. Past
+/// [`FEW`] a table, so no operation costs more than [`FEW`] comparisons.
+#[derive(Debug)]
+enum More<V> {
+    Few(Vec<(CallId, V)>),
+    Many(FxHashMap<CallId, V>),
+}
+
+/// Calls past the first that a vector holds before they move to a table.
+const FEW: usize = 8;
+
+impl<V> More<V> {
+    fn contains(&self, call_id: &str) -> bool {
+        match self {
+            More::Few(few) => few.iter().any(|(id, _)| **id == *call_id),
+            More::Many(many) => many.contains_key(call_id),
+        }
+    }
+
+    fn insert(&mut self, call_id: CallId, value: V) {
+        match self {
+            More::Few(few) => {
+                if let Some((_, slot)) = few.iter_mut().find(|(id, _)| *id == call_id) {
+                    *slot = value;
+                } else if few.len() < FEW {
+                    if few.capacity() == 0 {
+                        few.reserve_exact(1);
+                    }
+                    few.push((call_id, value));
+                } else {
+                    let mut many: FxHashMap<CallId, V> = std::mem::take(few).into_iter().collect();
+                    many.insert(call_id, value);
+                    *self = More::Many(many);
+                }
+            }
+            More::Many(many) => {
+                many.insert(call_id, value);
+            }
+        }
+    }
+
+    fn remove(&mut self, call_id: &str) -> Option<V> {
+        match self {
+            More::Few(few) => {
+                let at = few.iter().position(|(id, _)| **id == *call_id)?;
+                Some(few.swap_remove(at).1)
+            }
+            More::Many(many) => many.remove(call_id),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            More::Few(few) => few.is_empty(),
+            More::Many(many) => many.is_empty(),
+        }
+    }
+
+    fn ids(&self) -> impl Iterator<Item = &CallId> {
+        let (few, many) = match self {
+            More::Few(few) => (Some(few), None),
+            More::Many(many) => (None, Some(many)),
+        };
+        let few = few.into_iter().flatten().map(|(id, _)| id);
+        few.chain(many.into_iter().flat_map(|many| many.keys()))
+    }
 }
 
 /// The callIds of one agent in some state.
@@ -38,18 +110,19 @@ impl<V> CallMap<V> {
     pub(crate) fn insert(&mut self, call_id: CallId, value: V) {
         match &mut self.first {
             Some((id, slot)) if **id == *call_id => *slot = value,
-            None if !self.more.as_ref().is_some_and(|more| more.contains_key(&call_id)) => {
+            None if !self.more.as_ref().is_some_and(|more| more.contains(&call_id)) => {
                 self.first = Some((call_id, value));
             }
             _ => {
-                self.more.get_or_insert_default().insert(call_id, value);
+                let more = self.more.get_or_insert_with(|| Box::new(More::Few(Vec::new())));
+                more.insert(call_id, value);
             }
         }
     }
 
     pub(crate) fn contains(&self, call_id: &str) -> bool {
         self.first.as_ref().is_some_and(|(id, _)| **id == *call_id)
-            || self.more.as_ref().is_some_and(|more| more.contains_key(call_id))
+            || self.more.as_ref().is_some_and(|more| more.contains(call_id))
     }
 
     /// Whether it holds no call.
@@ -62,7 +135,7 @@ impl<V> CallMap<V> {
         self.first
             .iter()
             .map(|(id, _)| id)
-            .chain(self.more.iter().flat_map(|more| more.keys()))
+            .chain(self.more.iter().flat_map(|more| more.ids()))
     }
 
     /// What `call_id` held, which it holds no more.
@@ -73,7 +146,7 @@ impl<V> CallMap<V> {
         let more = self.more.as_mut()?;
         let value = more.remove(call_id);
         if more.is_empty() {
-            self.more = None; // its table back, once no call is left in it
+            self.more = None; // its room back, once no call is left in it
         }
         value
     }
@@ -99,6 +172,10 @@ mod tests {
         for n in 1..=5u32 {
             map.insert(format!("a/{n}").into(), n);
         }
+        assert!(
+            matches!(map.more.as_deref(), Some(More::Few(_))),
+            "a few past the first in a vector"
+        );
         for n in [3u32, 1, 5, 2, 4] {
             assert!(map.contains(&format!("a/{n}")));
             assert_eq!(map.remove(&format!("a/{n}")), Some(n), "a/{n}");
@@ -109,6 +186,28 @@ mod tests {
         assert!(map.first.is_none() && map.more.is_none(), "nothing held");
         map.insert("a/6".into(), 6);
         assert_eq!(map.remove("a/6"), Some(6));
+    }
+
+    #[test]
+    fn past_a_few_the_calls_move_to_a_table_and_none_is_lost() {
+        let mut map = CallMap::default();
+        let n = (FEW + 4) as u32;
+        for k in 1..=n {
+            map.insert(format!("a/{k}").into(), k);
+        }
+        assert!(
+            matches!(map.more.as_deref(), Some(More::Many(_))),
+            "past FEW, a table"
+        );
+        map.insert("a/2".into(), 200); // in the table, replaced
+        let mut ids: Vec<String> = map.ids().map(|id| id.to_string()).collect();
+        ids.sort();
+        assert_eq!(ids.len(), n as usize, "each call once");
+        assert_eq!(map.remove("a/2"), Some(200));
+        for k in (1..=n).filter(|k| *k != 2) {
+            assert_eq!(map.remove(&format!("a/{k}")), Some(k), "a/{k}");
+        }
+        assert!(map.is_empty(), "nothing held");
     }
 
     #[test]
