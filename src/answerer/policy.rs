@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use super::{Answerer, Replies};
@@ -45,8 +46,14 @@ struct Work {
     questions: Arc<[Question]>,
     agent: Name,
     keyed: bool,
-    timers: Vec<TimerId>,
+    /// The timers that act on it, in the order started, 0 for none (ids start
+    /// at 1): a decide, a hold and a submit at most, one each. In place: a
+    /// vector was an allocation per offer (32 bytes for its first push).
+    timers: [TimerId; TIMERS_MAX],
 }
+
+/// Timers one offer can have running: a decide, a hold, a submit.
+const TIMERS_MAX: usize = 3;
 
 /// The built-in answerer's state.
 #[derive(Debug)]
@@ -58,8 +65,9 @@ pub struct PolicyAnswerer {
     offers: BTreeMap<Ticket, Box<Work>>,
     accepts: u64,
     next_timer: TimerId,
-    /// Running timers and what each does.
-    wakes: BTreeMap<TimerId, Wake>,
+    /// Running timers and what each does (looked up, never iterated: a table,
+    /// not a B-tree appended to in order, whose nodes stay half full).
+    wakes: FxHashMap<TimerId, Wake>,
     /// The last batch built and the questions it answers: a batch depends on the
     /// policy and the questions alone, and calls that ask the same questions
     /// (every copy of a `count` row) share one `Arc` of them, so consecutive
@@ -78,7 +86,7 @@ impl PolicyAnswerer {
             offers: BTreeMap::new(),
             accepts: 0,
             next_timer: 0,
-            wakes: BTreeMap::new(),
+            wakes: FxHashMap::default(),
             last_batch: None,
         }
     }
@@ -120,7 +128,7 @@ impl PolicyAnswerer {
             questions,
             agent,
             keyed: call_id.is_some(),
-            timers: Vec::new(),
+            timers: [0; TIMERS_MAX],
         };
         self.offers.insert(ticket, Box::new(work));
         match self.policy.offer_latency.draw(&mut self.rng) {
@@ -168,12 +176,13 @@ impl PolicyAnswerer {
         out.start_timer(timer, after);
         self.wakes.insert(timer, wake);
         if let Some(work) = self.offers.get_mut(&ticket) {
-            work.timers.push(timer);
+            let free = work.timers.iter_mut().find(|t| **t == 0);
+            *free.expect("an offer has a decide, a hold and a submit timer at most") = timer;
         }
     }
 
-    fn cancel_timers(&mut self, timers: Vec<TimerId>, out: &mut Replies) {
-        for timer in timers {
+    fn cancel_timers(&mut self, timers: [TimerId; TIMERS_MAX], out: &mut Replies) {
+        for timer in timers.into_iter().take_while(|t| *t != 0) {
             self.wakes.remove(&timer);
             out.cancel_timer(timer);
         }
