@@ -1,7 +1,7 @@
 //! The broker's call table: every open call by ticket, the callId index, and how
 //! closed tickets closed (for the reason a late message is refused with).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::num::NonZeroU64;
 
 use rustc_hash::FxHashMap;
@@ -10,6 +10,7 @@ use crate::effect::TimerId;
 use crate::protocol::{AgentId, AnswererIx, CallId, Name, Nanos, Ticket, Turn, TurnId, WithdrawReason};
 use crate::tool::{AnswerItem, Ask};
 
+use super::open_calls::OpenCalls;
 use super::turn_index::TurnIndex;
 
 /// Where an open call stands.
@@ -141,11 +142,9 @@ impl Call {
 /// Every open call, and what became of closed ones.
 #[derive(Debug, Default)]
 pub struct CallTable {
-    /// Boxed: tickets only grow, so a B-tree fills its nodes about half (a node
-    /// splits six to five as an entry is appended), and half-empty slots of a
-    /// 232-byte call cost more than a pointer each (a tie of 10^5 open calls:
-    /// 444 bytes a call unboxed).
-    open: BTreeMap<Ticket, Box<Call>>,
+    /// By ticket, boxed: a slot of the window from the oldest open ticket is
+    /// 8 bytes, a hole where a call closed too, not a 192-byte call.
+    open: OpenCalls<Call>,
     by_call_id: FxHashMap<CallId, Ticket>,
     /// Never iterated into output in its own order (`BrokerStatus` sorts).
     closed: FxHashMap<Ticket, (CallId, Closed)>,
@@ -176,7 +175,7 @@ impl CallTable {
 
     /// Closes a call, remembering how; the call comes back to be settled.
     pub fn close(&mut self, ticket: Ticket, how: Closed) -> Option<Call> {
-        let call = self.open.remove(&ticket)?;
+        let call = self.open.remove(ticket)?;
         self.by_call_id.remove(&call.call_id);
         if let Some(turn) = &call.turn {
             self.by_turn.remove(turn, ticket);
@@ -201,11 +200,11 @@ impl CallTable {
     }
 
     pub fn get(&self, ticket: Ticket) -> Option<&Call> {
-        self.open.get(&ticket).map(|call| &**call)
+        self.open.get(ticket)
     }
 
     pub fn get_mut(&mut self, ticket: Ticket) -> Option<&mut Call> {
-        self.open.get_mut(&ticket).map(|call| &mut **call)
+        self.open.get_mut(ticket)
     }
 
     /// The open call with this callId.
@@ -221,7 +220,7 @@ impl CallTable {
     /// The callId of an open or closed ticket.
     pub fn call_id_of(&self, ticket: Ticket) -> Option<&CallId> {
         self.open
-            .get(&ticket)
+            .get(ticket)
             .map(|c| &c.call_id)
             .or_else(|| self.closed.get(&ticket).map(|(id, _)| id))
     }
@@ -231,7 +230,7 @@ impl CallTable {
     /// under its turn until it closes), never every open call.
     pub fn waiting_fired_by(&self, turn: TurnId) -> Vec<Ticket> {
         let mut tickets = self.by_turn.at_or_below(turn);
-        tickets.retain(|t| self.open.get(t).is_some_and(|c| c.phase == Phase::Waiting));
+        tickets.retain(|t| self.open.get(*t).is_some_and(|c| c.phase == Phase::Waiting));
         tickets
     }
 
@@ -248,13 +247,13 @@ impl CallTable {
         self.open
             .iter()
             .filter(|(_, c)| c.owner == Some(answerer) || c.offered == Some(answerer))
-            .map(|(t, _)| *t)
+            .map(|(t, _)| t)
             .collect()
     }
 
     /// Every open call, in ticket order.
     pub fn iter(&self) -> impl Iterator<Item = &Call> {
-        self.open.values().map(|call| &**call)
+        self.open.iter().map(|(_, call)| call)
     }
 
     /// How many calls are open.

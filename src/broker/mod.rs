@@ -8,11 +8,12 @@
 //! [`Out::timer`]s, carried out by whichever executor runs it.
 //!
 //! Its rooms: [`agents`] (the agent tree and identity), [`calls`] (the call
-//! table), `waterfall` (offers, accepts, declines, offer timeouts, deaths) and
+//! table, its open calls by ticket in `open_calls`), `waterfall` (offers, accepts, declines, offer timeouts, deaths) and
 //! `settle` (windows, holds, batches, and closing a call).
 
 mod agents;
 mod calls;
+mod open_calls;
 mod settle;
 mod turn_index;
 mod waterfall;
