@@ -2,12 +2,13 @@
 //! each tree's size, and each agent's current turn. Identity is decided here
 //! (SPEC §3.1): lineage is recorded elsewhere and never read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
 use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
 
+use super::by_id::ById;
 use super::turn_index::TurnIndex;
 
 /// One registered agent.
@@ -19,6 +20,8 @@ struct Entry {
     root: AgentId,
     live: bool,
     turn: Turn,
+    /// A root's: how many agents its tree ever registered (itself included).
+    tree_size: usize,
 }
 
 /// Who a caller is, for the identity check of SPEC §3.1.
@@ -37,13 +40,13 @@ pub enum Identity {
 /// The agent tree.
 #[derive(Debug, Default)]
 pub struct AgentTree {
-    /// Boxed, as the broker's open calls are: ids only grow, so the B-tree's
-    /// nodes are about half full, and a pointer is what its empty slots cost.
-    agents: BTreeMap<AgentId, Box<Entry>>,
+    /// By id, boxed: the ids are dense, and a pointer is what a slot costs.
+    agents: ById<Entry>,
+    /// How many agents registered.
+    registered: usize,
     /// Hashed: registration looks a name up, nothing reads it in order (a
     /// B-tree of 10^5 names cost a string comparison per level).
     names: FxHashMap<Name, AgentId>,
-    tree_sizes: BTreeMap<AgentId, usize>,
     agents_per_tree_max: usize,
     /// Live agents by their current turn.
     by_turn: TurnIndex<AgentId>,
@@ -65,24 +68,29 @@ impl AgentTree {
         if reg.name.is_empty() || reg.name.contains('/') {
             return Err(SpawnError::BadName(reg.name.to_string()));
         }
-        if self.names.contains_key(&reg.name) || self.agents.contains_key(&reg.agent) {
+        if self.names.contains_key(&reg.name) || self.agents.contains_key(reg.agent) {
             return Err(SpawnError::DuplicateName(reg.name.to_string()));
         }
         let root = match reg.owner {
             None => reg.agent,
-            Some(owner) => match self.agents.get(&owner) {
+            Some(owner) => match self.agents.get(owner) {
                 Some(entry) if entry.live => entry.root,
                 _ => return Err(SpawnError::OwnerNotLive),
             },
         };
-        let size = self.tree_sizes.entry(root).or_insert(0);
-        if *size >= self.agents_per_tree_max {
+        let size = match reg.owner {
+            None => 0,
+            Some(_) => self.agents.get(root).map_or(0, |e| e.tree_size),
+        };
+        if size >= self.agents_per_tree_max {
             return Err(SpawnError::LimitExceeded(self.agents_per_tree_max));
         }
-        *size += 1;
         if let Some(owner) = reg.owner {
+            if let Some(root) = self.agents.get_mut(root) {
+                root.tree_size += 1;
+            }
             self.agents
-                .get_mut(&owner)
+                .get_mut(owner)
                 .expect("the owner was found live above")
                 .children
                 .insert(reg.agent);
@@ -98,26 +106,28 @@ impl AgentTree {
                 root,
                 live: true,
                 turn: reg.turn.clone(),
+                tree_size: 1,
             }),
         );
+        self.registered += 1;
         Ok(())
     }
 
     /// Stops a live agent: it is no longer live, and ownership ends on both sides,
     /// so its children become roots. Returns its name, or `None` if it was not live.
     pub fn stop(&mut self, agent: AgentId) -> Option<Name> {
-        let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
+        let entry = self.agents.get_mut(agent).filter(|e| e.live)?;
         entry.live = false;
         self.by_turn.remove(&entry.turn, agent);
         let name = entry.name.clone();
         let children = std::mem::take(&mut entry.children);
         let owner = entry.owner.take();
         for child in children {
-            if let Some(child) = self.agents.get_mut(&child) {
+            if let Some(child) = self.agents.get_mut(child) {
                 child.owner = None;
             }
         }
-        if let Some(owner) = owner.and_then(|o| self.agents.get_mut(&o)) {
+        if let Some(owner) = owner.and_then(|o| self.agents.get_mut(o)) {
             owner.children.remove(&agent);
         }
         Some(name)
@@ -125,7 +135,7 @@ impl AgentTree {
 
     /// Who `agent` is (SPEC §3.1).
     pub fn identity(&self, agent: AgentId) -> Identity {
-        match self.agents.get(&agent) {
+        match self.agents.get(agent) {
             None => Identity::Unknown,
             Some(e) if !e.live => Identity::Stopped(e.name.clone()),
             Some(e) if e.owner.is_some() => Identity::Delegated(e.name.clone()),
@@ -135,12 +145,12 @@ impl AgentTree {
 
     /// An agent's name, if it ever registered.
     pub fn name(&self, agent: AgentId) -> Option<&Name> {
-        self.agents.get(&agent).map(|e| &e.name)
+        self.agents.get(agent).map(|e| &e.name)
     }
 
     /// Whether the agent is registered and live.
     pub fn is_live(&self, agent: AgentId) -> bool {
-        self.agents.get(&agent).is_some_and(|e| e.live)
+        self.agents.get(agent).is_some_and(|e| e.live)
     }
 
     /// The live agents whose current turn is fired by `turn`, in id order.
@@ -150,7 +160,7 @@ impl AgentTree {
 
     /// Records a live agent's new current turn; its name, or `None` if not live.
     pub fn set_turn(&mut self, agent: AgentId, turn: Turn) -> Option<Name> {
-        let entry = self.agents.get_mut(&agent).filter(|e| e.live)?;
+        let entry = self.agents.get_mut(agent).filter(|e| e.live)?;
         self.by_turn.remove(&entry.turn, agent);
         self.by_turn.insert(&turn, agent);
         entry.turn = turn;
@@ -160,7 +170,7 @@ impl AgentTree {
     /// How many agents were ever registered.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.agents.len()
+        self.registered
     }
 }
 
