@@ -8,12 +8,15 @@
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// How long (ms) memory freed in whole pages stays mapped before mimalloc hands
-/// it back to the system. Its default, 10 ms, gave memory back in the middle of a
-/// run only to fault it in again (zeroed, often as 2 MiB pages) moments later: a
-/// fifth of `load-mixed-30k`'s time was the kernel clearing pages. A second
-/// absorbs a run's churn and still returns what an idle process holds; the peak
-/// is the same (BENCHMARKS.md).
-const PURGE_DELAY_MS: std::ffi::c_long = 1000;
+/// it back to the system: none. A second (the value until the sixteenth
+/// session) held what a run freed in its last second resident at its peak: a
+/// tie of 10^5 roots asking twice peaked at 2.24-2.26 KB a call above 64 MiB
+/// with it, 1.98 KB without (SPEC §8: 2 KB), `load-mixed-30k` at 96-98 MB
+/// against 88. The delay was set when mimalloc backed its regions with
+/// transparent huge pages, so a purged page came back as 2 MiB to clear (a
+/// fifth of `load-mixed-30k`'s time); with those off (below) a page comes
+/// back as 4 KiB, and the runs measured no slower (BENCHMARKS.md, issue #19).
+const PURGE_DELAY_MS: std::ffi::c_long = 0;
 
 /// Sets the process up as the binary runs: call first thing in `main`, in a
 /// program whose global allocator is mimalloc (the option is mimalloc's; with
