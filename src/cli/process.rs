@@ -8,25 +8,39 @@
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// How long (ms) memory freed in whole pages stays mapped before mimalloc hands
-/// it back to the system: none. A second (the value until the sixteenth
-/// session) held what a run freed in its last second resident at its peak: a
-/// tie of 10^5 roots asking twice peaked at 2.24-2.26 KB a call above 64 MiB
-/// with it, 1.98 KB without (SPEC §8: 2 KB), `load-mixed-30k` at 96-98 MB
-/// against 88. The delay was set when mimalloc backed its regions with
-/// transparent huge pages, so a purged page came back as 2 MiB to clear (a
-/// fifth of `load-mixed-30k`'s time); with those off (below) a page comes
-/// back as 4 KiB, and the runs measured no slower (BENCHMARKS.md, issue #19).
-const PURGE_DELAY_MS: std::ffi::c_long = 0;
+/// it back to the system, in a process that runs many runs (a sweep, a hunt, a
+/// bench): a second. Its default, 10 ms, gave a run's pages back between one
+/// run and the next only to fault them in again (zeroed) moments later.
+const PURGE_DELAY_MS: std::ffi::c_long = 1000;
+
+/// The same for a process that runs one run (`asksim run`): none. What a run
+/// frees it does not need again soon, and a second's delay held what it freed
+/// in its last second resident at its peak: a tie of 10^5 roots asking twice
+/// peaked at 2.24-2.26 KB a call above 64 MiB with it, 1.98 KB without (SPEC
+/// §8: 2 KB), `load-mixed-30k` at 96-98 MB against 88, and no run was
+/// measurably slower (BENCHMARKS.md, issue #19, sixteenth session). Many small
+/// runs in one process do pay for it: 100 runs of a tree of 10^3 took 13-20%
+/// longer, all of it the kernel clearing pages again.
+const ONE_RUN_PURGE_DELAY_MS: std::ffi::c_long = 0;
 
 /// Sets the process up as the binary runs: call first thing in `main`, in a
 /// program whose global allocator is mimalloc (the option is mimalloc's; with
 /// another allocator it is set and never read).
 pub fn tune() {
+    purge_delay(PURGE_DELAY_MS);
+    no_huge_pages();
+}
+
+/// Sets the process up for one run: call before it, after [`tune`].
+pub fn tune_for_one_run() {
+    purge_delay(ONE_RUN_PURGE_DELAY_MS);
+}
+
+fn purge_delay(ms: std::ffi::c_long) {
     // SAFETY: `mi_option_set` writes one of mimalloc's option words (atomically);
     // any value is valid for this option, and it is read only when memory is
     // purged, so setting it at any time, before or after allocations, is sound.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
-    no_huge_pages();
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
 }
 
 /// Turns transparent huge pages off for this process. mimalloc asks for them

@@ -177,6 +177,7 @@ fn first_run(
 }
 
 pub(super) fn run(args: &RunArgs) -> ExitCode {
+    super::process::tune_for_one_run();
     let scenario = match load(&args.file) {
         Ok(scenario) => scenario,
         Err(code) => return code,
