@@ -222,7 +222,7 @@ impl Recorder {
     }
 
     /// Takes back an event the log already holds (read back from its file, as
-    /// `line`): it counts, hashes and folds as if recorded now, and is not
+    /// `line`): it counts, hashes (what it computes) and folds as if recorded now, and is not
     /// written again. Events must come in `seq` order, before any new one.
     pub fn restore(&mut self, event: Event, line: &[u8]) {
         assert_eq!(event.seq, self.seq + 1, "restored events come in seq order");

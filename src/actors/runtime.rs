@@ -169,8 +169,8 @@ impl EventLog {
         self.0.lock().events().to_vec()
     }
 
-    /// Moves every event out, leaving the kept list empty (the hashes and the
-    /// count go on).
+    /// Moves every event out, leaving the kept list empty (the count and the
+    /// hashes asked for go on).
     pub fn take(&self) -> Vec<Event> {
         self.0.lock().take_events()
     }
@@ -287,7 +287,7 @@ impl Runtime {
     }
 
     /// Starts a runtime that keeps no event in memory: [`Runtime::events`] still
-    /// counts them (and the log's hashes and projection go on), but its snapshot
+    /// counts them (and the projection and the hashes asked for go on), but its snapshot
     /// is empty. For a long-lived host or many open questions, where the kept
     /// log is most of the memory (3.3 KB of 4.6 KB per pending question).
     pub async fn start_without_events(config: RuntimeConfig) -> Result<Runtime, StartError> {
