@@ -1,7 +1,9 @@
 //! The runtime's recorder as every actor reaches it (issue #23). With no log
 //! file, recording is off the actors' path: a handler's events go into a queue
 //! under a short lock, in the order handlers record them, and a thread of the
-//! journal's own serialises, hashes, folds and keeps them, in that order. Every
+//! journal's own folds and keeps them, in that order (serialising and hashing
+//! each first when its recorder computes a hash: a library runtime's does only
+//! when asked, [`crate::RuntimeConfig::hashes`]). Every
 //! reader locks the recorder through [`Journal::lock`], which first records what
 //! is queued, so what a reader sees is exactly what the recorder would hold had
 //! each event been recorded in place. With a group-commit log file too: the journal gives

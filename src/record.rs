@@ -5,6 +5,13 @@
 //! durable log file) when there is one, to an [`Observer`] (the simulator's streaming checker) when one
 //! watches, and to a kept list when a caller wants every event.
 //!
+//! The three hashes are the simulator's tools (a run's `trace_hash`, a sweep's
+//! distinct orders and timings); a recorder computes only those it is asked for
+//! ([`Hashes`]: all three unless narrowed, as the actor runtime of a library host
+//! is by default), and with no hash and no log file it does not serialise an
+//! event at all: the projection, the observer and the kept list take the
+//! [`Event`] itself, never its line.
+//!
 //! It is the one place events are written; executors own one per run (the
 //! simulator's world) or share one behind a lock (the actor runtime). A log read
 //! back after a crash goes on in a recorder that restores its events first
@@ -26,15 +33,66 @@ pub trait Observer: Send {
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
+/// Which of its SHA-256 digests a recorder computes over the lines it records.
+/// Each is a superset of the one before it (`None < Trace < All`), and a
+/// recorder's can only be narrowed ([`Recorder::narrow_hashes`]): a hash
+/// stopped is never started again, since it would miss the lines before.
+///
+/// A hash that was not computed is reported as unavailable ([`LogHashes`]'s
+/// `None`, [`Recording`]'s empty string), never as a digest of part of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hashes {
+    /// No hash: an event is serialised only when a log file takes its line,
+    /// and otherwise goes straight to the projection, the observer and the kept
+    /// list. The actor runtime's default for a library host
+    /// ([`crate::RuntimeConfig::hashes`]), which reads none of them.
+    None,
+    /// The trace hash only (SHA-256 of the log's bytes, header included).
+    Trace,
+    /// The trace, order and timing hashes: what the simulator reports and
+    /// compares (`trace_hash`, a sweep's distinct orders and timings). A
+    /// recorder made by [`Recorder::new`] or [`Recorder::continuing`] starts
+    /// with all three.
+    All,
+}
+
+impl Hashes {
+    fn trace(self) -> bool {
+        self >= Hashes::Trace
+    }
+
+    fn order_and_timing(self) -> bool {
+        self == Hashes::All
+    }
+}
+
+/// A recorder's hashes so far, hex; `None` for each it does not compute
+/// ([`Hashes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogHashes {
+    /// SHA-256 of the log (header and events): the run's `trace_hash`.
+    pub trace_hash: Option<String>,
+    /// SHA-256 of the event lines without `seq` and `t`.
+    pub order_hash: Option<String>,
+    /// SHA-256 of the event lines (no header, so no seed).
+    pub timing_hash: Option<String>,
+}
+
 /// What a finished recording gives.
 #[derive(Clone, Debug)]
 pub struct Recording {
-    /// SHA-256 of the log (header and events), hex.
+    /// Which hashes were computed: each of the three below that was not is the
+    /// empty string (the simulator's runs compute all three).
+    pub hashes: Hashes,
+    /// SHA-256 of the log (header and events), hex; empty unless `hashes`
+    /// includes [`Hashes::Trace`].
     pub trace_hash: String,
-    /// SHA-256 of the event lines without `seq` and `t`, hex.
+    /// SHA-256 of the event lines without `seq` and `t`, hex; empty unless
+    /// `hashes` is [`Hashes::All`].
     pub order_hash: String,
     /// SHA-256 of the event lines (no header, so no seed), hex: equal for two
-    /// runs exactly when they did the same things at the same times.
+    /// runs exactly when they did the same things at the same times; empty
+    /// unless `hashes` is [`Hashes::All`].
     pub timing_hash: String,
     /// Every event, when they were kept.
     pub events: Vec<Event>,
@@ -55,6 +113,10 @@ pub struct Recorder {
     overflowed: bool,
     last_t: f64,
     line: Vec<u8>,
+    /// Which of the three below are kept up to date.
+    hashes: Hashes,
+    /// Event lines serialised (for a hash or the file).
+    lines: u64,
     trace: Sha256,
     order: Sha256,
     timing: Sha256,
@@ -94,6 +156,8 @@ impl Recorder {
             overflowed: false,
             last_t: 0.0,
             line: Vec::new(),
+            hashes: Hashes::All,
+            lines: 0,
             trace,
             order: Sha256::new(),
             timing: Sha256::new(),
@@ -102,6 +166,41 @@ impl Recorder {
             observer: None,
             file: None,
             file_error: None,
+        }
+    }
+
+    /// Computes only `hashes` from now on, of those it computed before: a hash
+    /// is stopped, never started again (it would have missed the lines so
+    /// far), so a wider `hashes` than the recorder's changes nothing. Those
+    /// stopped are unavailable from then on ([`Hashes`]).
+    pub fn narrow_hashes(&mut self, hashes: Hashes) {
+        self.hashes = self.hashes.min(hashes);
+    }
+
+    /// [`Recorder::narrow_hashes`], by value.
+    pub fn with_hashes(mut self, hashes: Hashes) -> Recorder {
+        self.narrow_hashes(hashes);
+        self
+    }
+
+    /// Which hashes it computes.
+    pub fn hashes(&self) -> Hashes {
+        self.hashes
+    }
+
+    /// Event lines it serialised so far, for a hash or a log file (restored
+    /// ones, read back from a file, aside): none with neither.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// Its hashes of the log so far (the recording goes on).
+    pub fn hashes_so_far(&self) -> LogHashes {
+        let computed = |on: bool, hash: &Sha256| on.then(|| hex(&hash.clone().finalize()));
+        LogHashes {
+            trace_hash: computed(self.hashes.trace(), &self.trace),
+            order_hash: computed(self.hashes.order_and_timing(), &self.order),
+            timing_hash: computed(self.hashes.order_and_timing(), &self.timing),
         }
     }
 
@@ -123,12 +222,13 @@ impl Recorder {
     }
 
     /// Takes back an event the log already holds (read back from its file, as
-    /// `line`): it counts, hashes and folds as if recorded now, and is not
+    /// `line`): it counts, hashes (what it computes) and folds as if recorded now, and is not
     /// written again. Events must come in `seq` order, before any new one.
     pub fn restore(&mut self, event: Event, line: &[u8]) {
         assert_eq!(event.seq, self.seq + 1, "restored events come in seq order");
         self.seq = event.seq;
-        self.absorb(event, line);
+        self.hash(line);
+        self.absorb(event);
     }
 
     /// Starts from a projection snapshot of the events up to `seq` (a compacted
@@ -168,8 +268,20 @@ impl Recorder {
             t,
             kind,
         };
+        // Nothing reads the line but the hashes and the file: without either,
+        // it is never written (the journal's thread skips the serialisation).
+        if self.hashes.trace() || self.file.is_some() {
+            self.write_line(&event);
+        }
+        self.absorb(event);
+    }
+
+    /// Serialises `event` into its line, appends it to the file (if any) and
+    /// hashes it.
+    fn write_line(&mut self, event: &Event) {
+        self.lines += 1;
         self.line.clear();
-        serde_json::to_writer(&mut self.line, &event).expect("an event serialises");
+        serde_json::to_writer(&mut self.line, event).expect("an event serialises");
         self.line.push(b'\n');
         let line = std::mem::take(&mut self.line);
         if let Some(file) = &mut self.file
@@ -178,17 +290,25 @@ impl Recorder {
             self.file_error = Some(error);
             self.file = None;
         }
-        self.absorb(event, &line);
+        self.hash(&line);
         self.line = line;
     }
 
-    /// Hashes `line` (the event's line in the log) and folds, observes and keeps
-    /// `event`: what every event goes through, recorded now or restored.
-    fn absorb(&mut self, event: Event, line: &[u8]) {
-        self.trace.update(line);
-        self.timing.update(line);
-        self.order.update(b"{");
-        self.order.update(without_seq_and_t(line));
+    /// Hashes `line` (an event's line in the log) into the hashes it computes.
+    fn hash(&mut self, line: &[u8]) {
+        if self.hashes.trace() {
+            self.trace.update(line);
+        }
+        if self.hashes.order_and_timing() {
+            self.timing.update(line);
+            self.order.update(b"{");
+            self.order.update(without_seq_and_t(line));
+        }
+    }
+
+    /// Folds, observes and keeps `event`: what every event goes through,
+    /// recorded now or restored.
+    fn absorb(&mut self, event: Event) {
         self.last_t = event.t;
         self.projection.apply(&event);
         if let Some(observer) = &mut self.observer {
@@ -265,11 +385,12 @@ impl Recorder {
     /// Ends the recording; flushes the log file, whose first error is returned.
     pub fn finish(mut self) -> (Recording, std::io::Result<()>) {
         let written = self.flush();
-        let hex = |digest: &[u8]| digest.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let hashes = self.hashes_so_far();
         let recording = Recording {
-            trace_hash: hex(&self.trace.finalize()),
-            order_hash: hex(&self.order.finalize()),
-            timing_hash: hex(&self.timing.finalize()),
+            hashes: self.hashes,
+            trace_hash: hashes.trace_hash.unwrap_or_default(),
+            order_hash: hashes.order_hash.unwrap_or_default(),
+            timing_hash: hashes.timing_hash.unwrap_or_default(),
             events: self.keep.unwrap_or_default(),
             count: self.seq,
             projection: self.projection,
@@ -278,6 +399,17 @@ impl Recorder {
         };
         (recording, written)
     }
+}
+
+/// `digest` in lowercase hex.
+fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write;
+    digest
+        .iter()
+        .fold(String::with_capacity(2 * digest.len()), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// The event line without its leading `{"seq":N,"t":T,`: the bytes of the event's
@@ -301,6 +433,107 @@ fn without_seq_and_t(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::event::EventKind;
+    use std::sync::{Arc, Mutex};
+
+    /// A sink that keeps every line appended.
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl LogSink for Lines {
+        fn append(&mut self, _: u64, line: &[u8]) -> std::io::Result<()> {
+            self.0.lock().unwrap().extend_from_slice(line);
+            Ok(())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Records the same few events under `hashes`, into a sink when `file`:
+    /// the recording, the lines the sink got, and whether a line was ever
+    /// serialised.
+    fn recorded(hashes: Hashes, file: bool) -> (Recording, Vec<u8>, bool) {
+        let mut recorder = Recorder::new(&LogHeader::real("t", 3), u64::MAX, true).with_hashes(hashes);
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        if file {
+            recorder.sink_to(Box::new(Lines(lines.clone())));
+        }
+        for i in 0..5 {
+            recorder.record(
+                0.25 * i as f64,
+                EventKind::Stop {
+                    agent: format!("a{i}").into(),
+                },
+            );
+        }
+        recorder.end(2.0, "done");
+        let serialised = recorder.lines() > 0;
+        assert_eq!(serialised, recorder.line.capacity() > 0);
+        let (recording, written) = recorder.finish();
+        written.unwrap();
+        let lines = lines.lock().unwrap().clone();
+        (recording, lines, serialised)
+    }
+
+    #[test]
+    fn each_hash_asked_for_is_the_one_every_hash_gives_and_the_rest_are_empty() {
+        let (all, _, _) = recorded(Hashes::All, false);
+        assert_eq!(all.hashes, Hashes::All);
+        assert_eq!(
+            all.trace_hash,
+            crate::log::trace_hash(&LogHeader::real("t", 3), &all.events)
+        );
+        assert_eq!(all.timing_hash, crate::log::events_hash(&all.events));
+        assert_eq!(all.order_hash.len(), 64);
+        let (trace, _, _) = recorded(Hashes::Trace, false);
+        assert_eq!(trace.hashes, Hashes::Trace);
+        assert_eq!(trace.trace_hash, all.trace_hash);
+        assert_eq!((trace.order_hash.as_str(), trace.timing_hash.as_str()), ("", ""));
+        let (none, _, serialised) = recorded(Hashes::None, false);
+        assert_eq!(none.hashes, Hashes::None);
+        let empty = ["", "", ""];
+        assert_eq!([&*none.trace_hash, &*none.order_hash, &*none.timing_hash], empty);
+        assert!(!serialised, "no hash and no file: no event serialised");
+        assert_eq!(none.events, all.events);
+        assert_eq!(none.projection, all.projection);
+        assert_eq!((none.count, none.last_t), (all.count, all.last_t));
+    }
+
+    /// A log file gets every line whatever is hashed: the same bytes.
+    #[test]
+    fn a_log_file_gets_the_same_lines_with_no_hash() {
+        let (all, hashed_lines, _) = recorded(Hashes::All, true);
+        let (none, lines, serialised) = recorded(Hashes::None, true);
+        assert!(serialised);
+        assert_eq!(lines, hashed_lines);
+        assert_eq!(none.trace_hash, "");
+        let mut log = serde_json::to_vec(&LogHeader::real("t", 3)).unwrap();
+        log.push(b'\n');
+        log.extend_from_slice(&lines);
+        assert_eq!(
+            hex(&Sha256::digest(&log)),
+            all.trace_hash,
+            "the file's bytes are the hash's"
+        );
+    }
+
+    /// A hash once stopped stays stopped: started again it would miss the
+    /// lines before, a wrong hash.
+    #[test]
+    fn hashes_only_narrow() {
+        let mut recorder = Recorder::new(&LogHeader::real("t", 3), u64::MAX, false);
+        assert_eq!(recorder.hashes(), Hashes::All);
+        recorder.narrow_hashes(Hashes::Trace);
+        recorder.record(0.0, EventKind::Stop { agent: "a".into() });
+        recorder.narrow_hashes(Hashes::All);
+        assert_eq!(recorder.hashes(), Hashes::Trace);
+        let so_far = recorder.hashes_so_far();
+        assert!(so_far.trace_hash.is_some());
+        assert_eq!((so_far.order_hash, so_far.timing_hash), (None, None));
+        recorder.narrow_hashes(Hashes::None);
+        recorder.narrow_hashes(Hashes::Trace);
+        assert_eq!(recorder.hashes_so_far().trace_hash, None);
+        assert_eq!(recorder.finish().0.trace_hash, "");
+    }
 
     #[test]
     fn the_order_bytes_are_the_kind_serialised_alone() {

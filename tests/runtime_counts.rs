@@ -120,6 +120,7 @@ async fn per_call<F: std::future::Future<Output = ()>>(runtime: &Runtime, call: 
     counts.oneshots = per(counts.oneshots);
     counts.recorder_locks = per(counts.recorder_locks);
     counts.queue_pushes = per(counts.queue_pushes);
+    counts.lines = per(counts.lines);
     PerCall {
         counts,
         messages,
@@ -128,8 +129,9 @@ async fn per_call<F: std::future::Future<Output = ()>>(runtime: &Runtime, call: 
     }
 }
 
-/// Holds `got` to the bounds (messages, tasks, oneshots, allocations, events).
-fn within(what: &str, got: &PerCall, bounds: [u64; 5]) {
+/// Holds `got` to the bounds (messages, tasks, oneshots, allocations, events,
+/// event lines serialised).
+fn within(what: &str, got: &PerCall, bounds: [u64; 6]) {
     eprintln!("{what}: {got:#?}");
     let figures = [
         ("messages", got.messages),
@@ -137,6 +139,7 @@ fn within(what: &str, got: &PerCall, bounds: [u64; 5]) {
         ("oneshots", got.counts.oneshots),
         ("allocations", got.allocations),
         ("events", got.events),
+        ("lines", got.counts.lines),
     ];
     for ((name, n), bound) in figures.into_iter().zip(bounds) {
         assert!(
@@ -168,8 +171,10 @@ async fn one_round_trip_costs_no_more_than_it_does_today() {
     // place, before issue #23; 96 before the answer batch was shared with its
     // event; 89 before the arguments were read in one pass into a borrowed
     // tree, 51 before one oneshot a call and the answerer's batch shared by
-    // equal questions), 5 events.
-    within("round trip", &got, [6, 0, 1, 40, 5]);
+    // equal questions), 5 events, no event line serialised (one an event while
+    // the recorder hashed every line for nobody, before the library's runtime
+    // computed only the hashes it is asked for).
+    within("round trip", &got, [6, 0, 1, 40, 5, 0]);
     runtime.shutdown().await;
 }
 
@@ -191,8 +196,9 @@ async fn one_pending_call_costs_no_more_than_it_does_today() {
     // number and the result shared one), 58 allocations on the actors' path
     // (133 before issue #23, 115 before the answer batch was shared with its
     // event, 109 before the arguments were read in one pass, 71 before one
-    // oneshot a call and the batch shared by equal questions), 7 events.
-    within("pending call", &got, [10, 1, 2, 60, 7]);
+    // oneshot a call and the batch shared by equal questions), 7 events, no
+    // event line serialised (7 before the runtime's hashes were asked for).
+    within("pending call", &got, [10, 1, 2, 60, 7, 0]);
     runtime.shutdown().await;
 }
 
@@ -206,7 +212,26 @@ fn a_bound_under_the_figure_fails() {
         allocations: 0,
         events: 0,
     };
-    within("planted", &got, [6, 0, 2, 100, 5]);
+    within("planted", &got, [6, 0, 2, 100, 5, 0]);
+}
+
+/// Asked for the trace hash, the recorder serialises each event once (and
+/// the count of lines is no vacuous zero).
+#[tokio::test(start_paused = true)]
+async fn a_runtime_asked_for_a_hash_serialises_each_event_once() {
+    let config = RuntimeConfig {
+        hashes: asksim::record::Hashes::Trace,
+        ..answering_after(0.0)
+    };
+    let runtime = Runtime::start(config).await.expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let got = per_call(&runtime, || async {
+        root.ask(ARGS_5S).await;
+    })
+    .await;
+    assert_eq!(got.counts.lines, got.events, "{got:#?}");
+    assert_eq!(got.events, 5);
+    runtime.shutdown().await;
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! What one runtime did, counted (issue #23): the messages its actors got, by
 //! receiver and kind; the tasks and oneshots it made; how often the recorder
-//! was locked, or the journal's queue, on an actor's path. Relaxed counters,
+//! was locked, or the journal's queue, on an actor's path; the event lines the
+//! recorder serialised. Relaxed counters,
 //! read by tests and benches ([`crate::Runtime::counts`]) to hold the cost of a
 //! call to a bound. Counting only: the runtime never decides anything by them.
 
@@ -87,8 +88,9 @@ impl Counters {
         self.bump(ONESHOTS);
     }
 
-    /// The counts so far, with the journal's (recorder locks, queue pushes).
-    pub(crate) fn read(&self, (recorder_locks, queue_pushes): (u64, u64)) -> RuntimeCounts {
+    /// The counts so far, with the journal's (recorder locks, queue pushes)
+    /// and the recorder's lines.
+    pub(crate) fn read(&self, (recorder_locks, queue_pushes): (u64, u64), lines: u64) -> RuntimeCounts {
         let get = |i: usize| self.0[i].load(Ordering::Relaxed);
         let messages = NAMES[..TASKS]
             .iter()
@@ -102,6 +104,7 @@ impl Counters {
             oneshots: get(ONESHOTS),
             recorder_locks,
             queue_pushes,
+            lines,
         }
     }
 }
@@ -160,6 +163,10 @@ pub struct RuntimeCounts {
     pub recorder_locks: u64,
     /// Locks of the journal's queue on an actor's path (no log file).
     pub queue_pushes: u64,
+    /// Event lines the recorder serialised, on whichever thread records: one
+    /// an event for a hash ([`crate::RuntimeConfig::hashes`]) or a log file,
+    /// none with neither.
+    pub lines: u64,
 }
 
 impl RuntimeCounts {
@@ -182,6 +189,7 @@ impl RuntimeCounts {
             oneshots: self.oneshots - before.oneshots,
             recorder_locks: self.recorder_locks - before.recorder_locks,
             queue_pushes: self.queue_pushes - before.queue_pushes,
+            lines: self.lines - before.lines,
         }
     }
 }

@@ -86,7 +86,7 @@ impl Runtime {
         let recovery = crate::durable::recover(path, Some(&expected), options)?;
         let (torn, crashed, events, last_t) =
             (recovery.torn, recovery.crashed, recovery.events, recovery.last_t);
-        let mut recorder = recovery.recorder;
+        let mut recorder = recovery.recorder.with_hashes(config.hashes);
         let lost = lost_at_last_loss(recorder.projection());
         recorder.record(last_t, EventKind::recovered(torn.map(|t| t.line as u64)));
         let plan = crate::restart::plan(recorder.projection());

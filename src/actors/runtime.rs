@@ -47,7 +47,7 @@ use crate::protocol::{
     AgentId, AnswererIx, AnswererMsg, BrokerMail, BrokerMsg, BrokerStatus, CallId, Name, Registration,
     SpawnError, Turn, TurnId,
 };
-use crate::record::Recorder;
+use crate::record::{Hashes, LogHashes, Recorder};
 use crate::seed::answerer_stream;
 use crate::tool::ToolConfig;
 
@@ -108,6 +108,19 @@ pub struct RuntimeConfig {
     /// crash, [`Runtime::recover`] goes on from it. `None`: the log is kept in
     /// memory only.
     pub log: Option<LogConfig>,
+    /// Which SHA-256 hashes of the log the recorder computes, for
+    /// [`EventLog::hashes`]. Default [`Hashes::None`]: nothing else in the
+    /// runtime reads them (the projection, the kept events and the log file
+    /// do not need them), and they were the largest part of the recorder's
+    /// work; with no hash and no log file an event is not even serialised.
+    /// [`Hashes::Trace`] gives the log's `trace_hash` as the simulator
+    /// computes it, [`Hashes::All`] its order and timing hashes too. With a
+    /// log file the lines are written whatever this says: the file holds
+    /// every byte a hash would be computed from. A recovered runtime
+    /// ([`Runtime::recover`]) hashes the events read back from its file, then
+    /// goes on; after a compaction, those the snapshot folded are in no hash
+    /// (the file no longer holds their lines).
+    pub hashes: Hashes,
 }
 
 impl Default for RuntimeConfig {
@@ -120,6 +133,7 @@ impl Default for RuntimeConfig {
             events_max: EVENTS_MAX_DEFAULT,
             limits: BrokerLimits::default(),
             log: None,
+            hashes: Hashes::None,
         }
     }
 }
@@ -155,8 +169,8 @@ impl EventLog {
         self.0.lock().events().to_vec()
     }
 
-    /// Moves every event out, leaving the kept list empty (the hashes and the
-    /// count go on).
+    /// Moves every event out, leaving the kept list empty (the count and the
+    /// hashes asked for go on).
     pub fn take(&self) -> Vec<Event> {
         self.0.lock().take_events()
     }
@@ -169,6 +183,12 @@ impl EventLog {
     /// Whether none was recorded.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The log's hashes so far (header and every event recorded), each `None`
+    /// unless [`RuntimeConfig::hashes`] asked for it.
+    pub fn hashes(&self) -> LogHashes {
+        self.0.lock().hashes_so_far()
     }
 }
 
@@ -267,7 +287,7 @@ impl Runtime {
     }
 
     /// Starts a runtime that keeps no event in memory: [`Runtime::events`] still
-    /// counts them (and the log's hashes and projection go on), but its snapshot
+    /// counts them (and the projection and the hashes asked for go on), but its snapshot
     /// is empty. For a long-lived host or many open questions, where the kept
     /// log is most of the memory (3.3 KB of 4.6 KB per pending question).
     pub async fn start_without_events(config: RuntimeConfig) -> Result<Runtime, StartError> {
@@ -277,7 +297,7 @@ impl Runtime {
     async fn start_keeping(config: RuntimeConfig, keep: bool) -> Result<Runtime, StartError> {
         let name = config.log.as_ref().map_or(LIBRARY_LOG_NAME, |l| &l.name);
         let recorder_header = LogHeader::real(name, config.seed);
-        let recorder = Recorder::new(&recorder_header, config.events_max, keep);
+        let recorder = Recorder::new(&recorder_header, config.events_max, keep).with_hashes(config.hashes);
         let continuity = match &config.log {
             None => Continuity::new(recorder),
             Some(log) => Continuity::with_log(recorder, new_log(log, &recorder_header)?),
@@ -559,10 +579,12 @@ impl Runtime {
     }
 
     /// What the runtime did so far, counted: messages by kind, tasks, oneshots,
-    /// recorder and journal locks (for tests and benches of its cost).
+    /// recorder and journal locks, event lines serialised (for tests and
+    /// benches of its cost; what is queued is recorded first).
     pub fn counts(&self) -> super::RuntimeCounts {
         let shared = &self.inner.shared;
-        shared.counts.read(shared.recorder.path_counts())
+        let lines = shared.recorder.lock().lines();
+        shared.counts.read(shared.recorder.path_counts(), lines)
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
