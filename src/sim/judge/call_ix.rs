@@ -12,6 +12,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::event::Event;
 use crate::protocol::CallId;
 
 /// A call's number among those a log named, from 0 in order of first sight.
@@ -40,6 +41,12 @@ impl CallIds {
         let ix = CallIx(u32::try_from(self.of.len()).expect("fewer than 2^32 calls a log"));
         self.of.insert(call_id.clone(), ix);
         ix
+    }
+
+    /// The number of the callId `event` names, if it names one (given now if
+    /// the log never named it before): what every part is handed with the event.
+    pub fn intern_event(&mut self, event: &Event) -> Option<CallIx> {
+        event.kind.call_id_text().map(|id| self.intern(id))
     }
 
     /// The number of `call_id`, if it was seen.

@@ -199,7 +199,7 @@ pub fn coverage(events: &[Event], scenario: &Scenario) -> Coverage {
     let mut pass = Pass::new(scenario);
     let mut ids = CallIds::default();
     for event in events {
-        let ix = event.kind.call_id_text().map(|id| ids.intern(id));
+        let ix = ids.intern_event(event);
         pass.visit(event, ix);
     }
     pass.finish(&ids)

@@ -418,7 +418,7 @@ mod tests {
                 }
                 _ => {}
             }
-            let ix = e.kind.call_id_text().map(|id| ids.intern(id));
+            let ix = ids.intern_event(e);
             checker.visit(e, ix, &turns);
         }
         checker.finish().into_iter().map(|v| (v.seq, v.detail)).collect()

@@ -164,9 +164,10 @@ fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_i
 }
 
 impl Calls {
-    /// The number of `call_id`, given now if the log never named it before.
-    pub fn intern(&mut self, call_id: &CallId) -> CallIx {
-        self.ids.intern(call_id)
+    /// The number of the callId `event` names, given now if the log never
+    /// named it before.
+    pub fn intern_event(&mut self, event: &crate::event::Event) -> Option<CallIx> {
+        self.ids.intern_event(event)
     }
 
     /// Every callId the log named, with its number.

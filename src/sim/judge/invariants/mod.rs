@@ -172,7 +172,7 @@ impl Checker {
     /// Takes one more event; gives the number of the callId it names, if it
     /// names one (what the coverage pass keeps its records by).
     pub fn visit(&mut self, event: &Event) -> Option<CallIx> {
-        let ix = event.kind.call_id_text().map(|id| self.calls.intern(id));
+        let ix = self.calls.intern_event(event);
         self.visit_numbered(event, ix);
         ix
     }
