@@ -15,7 +15,7 @@
 //! and a strategy picks by rank without seeing the whole set.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque, hash_map};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -77,10 +77,26 @@ struct Message {
 }
 
 /// A channel exists while it holds messages; its head is in the heap or in
-/// `ready`.
-#[derive(Debug, Default)]
+/// `ready`. The head lives in the table's slot, beside the key a delivery looks
+/// up: most channels carry one message at a time (a request, a settle), and a
+/// deque of one was an allocation of its own and a second cache miss at every
+/// delivery, the largest part of a delivery's cost once a run's channels no
+/// longer fit in the cache (a tree of 10^5 agents).
+#[derive(Debug)]
 struct Channel {
-    messages: VecDeque<Message>,
+    head: Message,
+    /// What follows the head, in order.
+    rest: VecDeque<Message>,
+}
+
+impl Channel {
+    fn last(&self) -> &Message {
+        self.rest.back().unwrap_or(&self.head)
+    }
+
+    fn len(&self) -> usize {
+        1 + self.rest.len()
+    }
 }
 
 /// A live timer: 24 bytes in the table. A run's timer table is its largest
@@ -222,26 +238,33 @@ impl Queue {
         } else {
             0
         };
-        let channel = self.channels.entry(channel_key(from, to)).or_default();
-        if channel.messages.capacity() == 0 {
-            // Most channels carry one message at a time (a request, a settle):
-            // room for one, not the four of a first push (384 bytes a channel).
-            channel.messages.reserve_exact(1);
-        }
-        let due = channel
-            .messages
-            .back()
-            .map_or(due, |last| due.max(last.due))
-            .max(self.now);
-        channel.messages.push_back(Message {
-            due,
-            seq: self.seq,
+        let now = self.now;
+        let message = |due: Nanos, seq: u64| Message {
+            due: due.max(now),
+            seq,
             mbox,
             envelope,
-        });
+        };
         self.work += 1;
-        if channel.messages.len() == 1 {
-            self.schedule(Entry::new(due, self.seq, Key::Channel(from, to)));
+        match self.channels.entry(channel_key(from, to)) {
+            hash_map::Entry::Occupied(mut channel) => {
+                let channel = channel.get_mut();
+                let message = message(due.max(channel.last().due), self.seq);
+                if channel.rest.capacity() == 0 {
+                    // Room for one, not the four of a first push (352 bytes).
+                    channel.rest.reserve_exact(1);
+                }
+                channel.rest.push_back(message);
+            }
+            hash_map::Entry::Vacant(slot) => {
+                let head = message(due, self.seq);
+                let entry = Entry::new(head.due, head.seq, Key::Channel(from, to));
+                slot.insert(Channel {
+                    head,
+                    rest: VecDeque::new(),
+                });
+                self.schedule(entry);
+            }
         }
     }
 
@@ -345,7 +368,7 @@ impl Queue {
         self.channels.retain(|(from, to), channel| {
             let kept = keep(Addr::from_code(*from), Addr::from_code(*to));
             if !kept {
-                dropped += channel.messages.len();
+                dropped += channel.len();
             }
             kept
         });
@@ -387,8 +410,7 @@ impl Queue {
             Key::Channel(from, to) => self
                 .channels
                 .get(&channel_key(from, to))
-                .and_then(|c| c.messages.front())
-                .is_some_and(|head| head.seq == seq),
+                .is_some_and(|c| c.head.seq == seq),
             Key::Timer(owner, id) => self
                 .timers
                 .get(&(owner.code(), id))
@@ -484,23 +506,25 @@ impl Queue {
                 })
             }
             Key::Channel(from, to) => {
-                let channel = self.channels.get_mut(&channel_key(from, to))?;
-                if channel.messages.front().is_none_or(|head| head.seq != seq) {
+                let hash_map::Entry::Occupied(mut channel) = self.channels.entry(channel_key(from, to))
+                else {
+                    return None;
+                };
+                if channel.get().head.seq != seq {
                     return None; // a channel of a life before a process loss
                 }
-                let message = channel.messages.pop_front().expect("the head was just seen");
                 self.work -= 1;
-                match channel.messages.front() {
+                let message = match channel.get_mut().rest.pop_front() {
                     Some(next) => {
                         let entry = Entry::new(next.due, next.seq, Key::Channel(from, to));
+                        let message = std::mem::replace(&mut channel.get_mut().head, next);
                         self.schedule(entry);
+                        message
                     }
                     // An empty channel goes: a send makes it again, with nothing
                     // ahead of its first message, as here.
-                    None => {
-                        self.channels.remove(&channel_key(from, to));
-                    }
-                }
+                    None => channel.remove().head,
+                };
                 Some(Delivery {
                     from,
                     envelope: message.envelope,
