@@ -86,6 +86,7 @@ pub mod answerer;
 mod broker;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod dense;
 pub mod durable;
 mod effect;
 pub mod event;
