@@ -48,6 +48,11 @@ impl RawQuestions {
         self.0.get()
     }
 
+    /// The text, shared (a question rebuilt from it holds the same).
+    pub(crate) fn shared(&self) -> Arc<RawValue> {
+        Arc::clone(&self.0)
+    }
+
     /// The parsed value.
     pub fn value(&self) -> Value {
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
