@@ -35,6 +35,7 @@ pub const CHUNK: usize = 1024;
 /// A record per number `I`, in place. The first chunk grows as a vector does (a
 /// small run allocates for its few records, not for [`CHUNK`]); every later one
 /// is allocated whole.
+#[derive(Debug)]
 pub struct Dense<I, T> {
     chunks: Vec<Vec<Option<T>>>,
     number: PhantomData<fn(I)>,

@@ -40,7 +40,7 @@ pub enum Identity {
 /// The agent tree.
 #[derive(Debug, Default)]
 pub struct AgentTree {
-    /// By id, boxed: the ids are dense, and a pointer is what a slot costs.
+    /// By id, in place: the ids are dense.
     agents: ById<Entry>,
     /// How many agents registered.
     registered: usize,
@@ -99,7 +99,7 @@ impl AgentTree {
         self.by_turn.insert(&reg.turn, reg.agent);
         self.agents.insert(
             reg.agent,
-            Box::new(Entry {
+            Entry {
                 name: reg.name.clone(),
                 owner: reg.owner,
                 children: BTreeSet::new(),
@@ -107,7 +107,7 @@ impl AgentTree {
                 live: true,
                 turn: reg.turn.clone(),
                 tree_size: 1,
-            }),
+            },
         );
         self.registered += 1;
         Ok(())
