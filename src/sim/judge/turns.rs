@@ -26,13 +26,18 @@ pub struct Fire {
     pub t: f64,
 }
 
-#[derive(Default)]
+/// A turn: 8 bytes, as a run holds one per agent and per new turn; the few
+/// that fire keep their firings in [`TurnTree::fires`].
+#[derive(Clone, Copy)]
 struct Node {
-    /// The turn it derives from.
-    parent: Option<TurnIx>,
-    /// When it fired (a hand-made log may fire one turn twice).
-    fired: Vec<Fire>,
+    /// The turn it derives from, or [`NO_PARENT`].
+    parent: TurnIx,
+    /// Whether it fired.
+    fired: bool,
 }
+
+/// A root turn's parent.
+const NO_PARENT: TurnIx = TurnIx::MAX;
 
 /// An agent's turns: its current one and the one its turns derive from.
 #[derive(Clone, Copy)]
@@ -45,15 +50,20 @@ struct AgentTurns {
 #[derive(Default)]
 pub struct TurnTree {
     nodes: Vec<Node>,
+    /// When each turn that fired did (a hand-made log may fire one turn twice).
+    fires: FxHashMap<TurnIx, Vec<Fire>>,
     agents: FxHashMap<Name, AgentTurns>,
 }
 
 impl TurnTree {
     fn node(&mut self, parent: Option<TurnIx>) -> TurnIx {
-        let ix = TurnIx::try_from(self.nodes.len()).expect("fewer than 2^32 turns in a run");
+        let ix = TurnIx::try_from(self.nodes.len())
+            .ok()
+            .filter(|ix| *ix != NO_PARENT)
+            .expect("fewer than 2^32 - 1 turns in a run");
         self.nodes.push(Node {
-            parent,
-            fired: Vec::new(),
+            parent: parent.unwrap_or(NO_PARENT),
+            fired: false,
         });
         ix
     }
@@ -81,8 +91,9 @@ impl TurnTree {
     /// `agent`'s current turn fired.
     pub fn fire(&mut self, agent: &str, fire: Fire) {
         if let Some(turns) = self.agents.get(agent) {
-            let current = turns.current as usize;
-            self.nodes[current].fired.push(fire);
+            let current = turns.current;
+            self.nodes[current as usize].fired = true;
+            self.fires.entry(current).or_default().push(fire);
         }
     }
 
@@ -93,20 +104,25 @@ impl TurnTree {
 
     /// Whether `turn`, or a turn it derives from, has fired.
     pub fn fired(&self, turn: TurnIx) -> bool {
-        self.chain(turn).any(|node| !node.fired.is_empty())
+        self.chain(turn).any(|ix| self.nodes[ix as usize].fired)
     }
 
     /// Every firing of `turn` or of a turn it derives from, in no set order.
     pub fn fires(&self, turn: TurnIx) -> impl Iterator<Item = Fire> + '_ {
-        self.chain(turn).flat_map(|node| node.fired.iter().copied())
+        (self.chain(turn))
+            .filter(|ix| self.nodes[*ix as usize].fired)
+            .filter_map(|ix| self.fires.get(&ix))
+            .flat_map(|fires| fires.iter().copied())
     }
 
-    fn chain(&self, turn: TurnIx) -> impl Iterator<Item = &Node> + '_ {
+    /// `turn` and every turn it derives from, innermost first.
+    fn chain(&self, turn: TurnIx) -> impl Iterator<Item = TurnIx> + '_ {
         let mut at = Some(turn);
         std::iter::from_fn(move || {
-            let node = &self.nodes[at? as usize];
-            at = node.parent;
-            Some(node)
+            let ix = at?;
+            let parent = self.nodes[ix as usize].parent;
+            at = (parent != NO_PARENT).then_some(parent);
+            Some(ix)
         })
     }
 
