@@ -136,7 +136,7 @@ impl AgentState {
         let own = turn.derive(TurnId { agent: id, n: 1 });
         AgentState::new(AgentSetup {
             id,
-            name: spec.name.as_str().into(),
+            name: spec.name.clone(),
             tool,
             turn: own,
             parent_turn: Some(turn.clone()),

@@ -162,7 +162,7 @@ impl AgentState {
                 }
             }
             Step::Spawn(spec) => {
-                let name: Name = spec.name.as_str().into();
+                let name: Name = spec.name.clone();
                 out.spawn(Spawn {
                     spec,
                     owner: self.id,

@@ -778,7 +778,7 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
         script,
         on_resume,
         lineage_parent: agent.lineage_parent.or(spawner.map(str::to_owned)),
-        name,
+        name: name.into(),
     }
 }
 

@@ -331,8 +331,8 @@ pub use crate::policy::{Accepts, AnswerPolicy, Latency, Policy};
 /// An agent: a root of the run, or a child inside a [`Step::Spawn`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentSpec {
-    /// Its unique name.
-    pub name: String,
+    /// Its unique name (shared with the agent, its registration and its events).
+    pub name: crate::protocol::Name,
     /// Who spawned it: a root's `lineage.parent` (free text), a child's spawner.
     pub lineage_parent: Option<String>,
     /// Its script, `repeat` unrolled. Shared: the copies of a `count` row whose

@@ -425,7 +425,7 @@ impl<'s> Driver<'s> {
         let id = runtime.next_agent_id();
         let setup = AgentSetup {
             id,
-            name: spec.name.as_str().into(),
+            name: spec.name.clone(),
             tool: self.scenario.tool,
             turn: Turn::root(TurnId { agent: id, n: 1 }),
             parent_turn: None,

@@ -366,7 +366,7 @@ impl<'s> World<'s> {
         self.next_agent += 1;
         let id = self.next_agent;
         let turn = Turn::root(TurnId { agent: id, n: 1 });
-        let name: Name = spec.name.as_str().into();
+        let name: Name = spec.name.clone();
         let agent = AgentState::new(AgentSetup {
             id,
             name: name.clone(),
