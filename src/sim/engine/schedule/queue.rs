@@ -516,6 +516,9 @@ impl Queue {
                 self.work -= 1;
                 let message = match channel.get_mut().rest.pop_front() {
                     Some(next) => {
+                        // A burst on one channel (every root's registration at
+                        // the start) gives its room back as it drains.
+                        channel.get_mut().rest.trim();
                         let entry = Entry::new(next.due, next.seq, Key::Channel(from, to));
                         let message = std::mem::replace(&mut channel.get_mut().head, next);
                         self.schedule(entry);
