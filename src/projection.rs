@@ -116,10 +116,11 @@ pub struct RejectedCall {
 /// An agent as the log tells it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentRecord {
-    /// The agent that spawned it, if it was spawned as a child.
-    pub owner: Option<String>,
+    /// The agent that spawned it, if it was spawned as a child (the event's
+    /// name, shared).
+    pub owner: Option<Text>,
     /// Its durable lineage.
-    pub lineage: Option<String>,
+    pub lineage: Option<Text>,
     /// Whether it is live (spawned and not stopped).
     pub live: bool,
     /// Tool calls it made so far (its callId counter).
@@ -217,8 +218,8 @@ impl Projection {
             } => {
                 let previous = self.agents.remove(agent);
                 let record = AgentRecord {
-                    owner: owner.as_deref().map(str::to_owned),
-                    lineage: lineage.clone(),
+                    owner: owner.clone(),
+                    lineage: lineage.as_deref().map(Text::from),
                     live: true,
                     calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
                     messages: previous.map(|a| a.messages).unwrap_or_default(),

@@ -92,7 +92,7 @@ pub fn plan(projection: &Projection) -> Plan {
         .filter(|(_, a)| a.live)
         .map(|(name, record)| Resumed {
             name: name.to_string(),
-            lineage: record.lineage.clone().or_else(|| record.owner.clone()),
+            lineage: (record.lineage.as_ref().or(record.owner.as_ref())).map(|l| l.to_string()),
             calls_made: record.calls_made,
             pending: pending.remove(name.as_str()).unwrap_or_default(),
             redeliver: redeliver.remove(name.as_str()).unwrap_or_default(),

@@ -55,8 +55,8 @@ fn answerable(projection: &Projection) -> Vec<&str> {
 
 fn agent(owner: Option<&str>, lineage: Option<&str>, live: bool, calls_made: u64) -> AgentRecord {
     AgentRecord {
-        owner: owner.map(str::to_owned),
-        lineage: lineage.map(str::to_owned),
+        owner: owner.map(Into::into),
+        lineage: lineage.map(Into::into),
         live,
         calls_made,
         messages: Vec::new(),
