@@ -26,8 +26,22 @@ use tokio::task::AbortHandle;
 use super::order::Stamps;
 use super::{Shared, TimerSink};
 use crate::effect::TimerId;
-use crate::protocol::{BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
+use crate::protocol::{AnswererIx, BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
 use crate::trim::Trim;
+
+/// Whose timer it is: the broker's, or one of the answerers that run inside
+/// the broker's actor ([`super::resident`]). Each counts its timer ids on its
+/// own, so an id is unique only with its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Owner {
+    /// The broker's own (windows, offer timeouts).
+    Broker,
+    /// The resident answerer at this place of the waterfall.
+    Resident(AnswererIx),
+}
+
+/// A timer's name in the wheel.
+type Key = (Owner, TimerId);
 
 /// The message the sleeper sends an idle broker.
 fn wake_mail() -> BrokerMail {
@@ -39,13 +53,13 @@ pub(crate) fn is_wake(msg: &BrokerMsg) -> bool {
     matches!(msg, BrokerMsg::Wake)
 }
 
-/// The broker's running timers, by deadline.
+/// The broker's running timers, by deadline, and its resident answerers'.
 #[derive(Default)]
 pub(crate) struct Wheel {
-    /// (deadline, id) → what the timer delivers, whether it is a fault.
-    queue: BTreeMap<(Nanos, TimerId), (Envelope, bool)>,
-    /// id → deadline, to cancel by id.
-    deadlines: rustc_hash::FxHashMap<TimerId, Nanos>,
+    /// (deadline, owner and id) → what the timer delivers, whether it is a fault.
+    queue: BTreeMap<(Nanos, Key), (Envelope, bool)>,
+    /// Owner and id → deadline, to cancel by id.
+    deadlines: rustc_hash::FxHashMap<Key, Nanos>,
     /// The sleeper now waiting, and the deadline it wakes at.
     armed: Option<(Nanos, AbortHandle)>,
     /// Filled by [`TimerSink::start`], which has no clock: the time of the
@@ -63,7 +77,7 @@ impl Wheel {
         self.now = now;
     }
 
-    fn take(&mut self, shared: &Shared, key: (Nanos, TimerId)) -> Option<Envelope> {
+    fn take(&mut self, shared: &Shared, key: (Nanos, Key)) -> Option<Envelope> {
         let (envelope, fault) = self.queue.remove(&key)?;
         self.deadlines.remove(&key.1);
         self.deadlines.trim();
@@ -85,13 +99,15 @@ impl Wheel {
 
     /// The earliest timer due at `now` that may overtake what is still in the
     /// mailbox ([`Stamps::may_overtake`]), taken out; never one behind a
-    /// blocked timer of its own call.
+    /// blocked timer of its own call, nor behind a resident answerer's timer
+    /// (whose call the wheel does not know: it waits for the wake-up, where its
+    /// reply would have entered the mailbox, and holds back what is due after).
     pub(crate) fn pop_early(&mut self, shared: &Shared, stamps: &Stamps, now: Nanos) -> Option<Envelope> {
         let mut blocked: Vec<Ticket> = Vec::new();
         let mut found = None;
         for (&key, (envelope, _)) in self
             .queue
-            .range(..(now.saturating_add(1), 0))
+            .range(..(now.saturating_add(1), (Owner::Broker, 0)))
             .take(EARLY_SCAN_MAX)
         {
             let (ticket, window) = match envelope {
@@ -155,25 +171,76 @@ fn wake(shared: &Shared) {
     }
 }
 
-impl TimerSink for Wheel {
-    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+impl Wheel {
+    fn start_as(&mut self, shared: &Shared, key: Key, after: Nanos, envelope: Envelope, fault: bool) {
         if !fault {
             shared.due.fetch_add(1, Ordering::SeqCst);
         }
         let deadline = self.now.saturating_add(after);
-        self.queue.insert((deadline, id), (envelope, fault));
-        let previous = self.deadlines.insert(id, deadline);
-        assert!(previous.is_none(), "timer {id} started twice");
+        self.queue.insert((deadline, key), (envelope, fault));
+        let previous = self.deadlines.insert(key, deadline);
+        assert!(previous.is_none(), "timer {key:?} started twice");
     }
 
-    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
-        if let Some(deadline) = self.deadlines.remove(&id)
-            && let Some((_, fault)) = self.queue.remove(&(deadline, id))
+    fn cancel_as(&mut self, shared: &Shared, key: Key) {
+        if let Some(deadline) = self.deadlines.remove(&key)
+            && let Some((_, fault)) = self.queue.remove(&(deadline, key))
             && !fault
         {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
         self.deadlines.trim();
+    }
+
+    /// The timers of `owner`, as a [`TimerSink`] of its own ids.
+    pub(crate) fn of(&mut self, owner: Owner) -> OwnedTimers<'_> {
+        OwnedTimers { wheel: self, owner }
+    }
+
+    /// Cancels every timer of `owner` (a resident answerer died). It scans
+    /// the wheel once, as a death happens once per answerer and run (or
+    /// restart), never per call.
+    pub(crate) fn cancel_owner(&mut self, shared: &Shared, owner: Owner) {
+        let mut counted = 0;
+        self.queue.retain(|(_, key), (_, fault)| {
+            let keep = key.0 != owner;
+            counted += i64::from(!keep && !*fault);
+            keep
+        });
+        self.deadlines.retain(|key, _| key.0 != owner);
+        self.deadlines.trim();
+        shared.due.fetch_sub(counted, Ordering::SeqCst);
+    }
+}
+
+/// One owner's timers in the broker's wheel ([`Wheel::of`]).
+pub(crate) struct OwnedTimers<'a> {
+    wheel: &'a mut Wheel,
+    owner: Owner,
+}
+
+impl TimerSink for OwnedTimers<'_> {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        self.wheel
+            .start_as(shared, (self.owner, id), after, envelope, fault);
+    }
+
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
+        self.wheel.cancel_as(shared, (self.owner, id));
+    }
+
+    fn cancel_all(&mut self, shared: &Arc<Shared>) {
+        self.wheel.cancel_owner(shared, self.owner);
+    }
+}
+
+impl TimerSink for Wheel {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        self.start_as(shared, (Owner::Broker, id), after, envelope, fault);
+    }
+
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
+        self.cancel_as(shared, (Owner::Broker, id));
     }
 
     fn cancel_all(&mut self, shared: &Arc<Shared>) {
