@@ -1,6 +1,8 @@
 //! The broker's timers without a task each: every window and offer timeout of
-//! the broker waits in one ordered map inside the broker actor, and one tokio
-//! sleep (for the earliest deadline) wakes the broker when it is idle.
+//! the broker (and every timer of its resident answerers, [`super::resident`])
+//! waits in one ordered map inside the broker actor, and one sleeper task, kept
+//! for the broker's life, wakes the broker at the earliest deadline when it is
+//! idle (re-arming it is a store and a notify, not a spawn).
 //!
 //! Why: a task per timer costs a spawn, an abort and a mailbox message each, and
 //! a fired timer's message used to queue behind whatever reached the broker's
@@ -18,10 +20,10 @@
 //! real-clock run is not over while one waits.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use tokio::task::AbortHandle;
+use tokio::sync::Notify;
 
 use super::order::Stamps;
 use super::{Shared, TimerSink};
@@ -60,8 +62,11 @@ pub(crate) struct Wheel {
     queue: BTreeMap<(Nanos, Key), (Envelope, bool)>,
     /// Owner and id → deadline, to cancel by id.
     deadlines: rustc_hash::FxHashMap<Key, Nanos>,
-    /// The sleeper now waiting, and the deadline it wakes at.
-    armed: Option<(Nanos, AbortHandle)>,
+    /// The sleeper, started with the first deadline.
+    sleeper: Option<Arc<Sleeper>>,
+    /// The deadline the sleeper was last set to wake the broker at, until
+    /// that wake-up is handled.
+    armed: Option<Nanos>,
     /// Filled by [`TimerSink::start`], which has no clock: the time of the
     /// delivery being handled (set by [`Wheel::at`]).
     now: Nanos,
@@ -126,7 +131,7 @@ impl Wheel {
 
     /// A wake-up sent at `sent` was handled: the sleeper that sent it is done.
     pub(crate) fn woken(&mut self, sent: Nanos) {
-        if self.armed.as_ref().is_some_and(|(at, _)| *at <= sent) {
+        if self.armed.is_some_and(|at| at <= sent) {
             self.armed = None;
         }
     }
@@ -138,23 +143,83 @@ impl Wheel {
         };
         // A sleeper due no later than the earliest deadline wakes the broker in
         // time (or already did: its wake-up is in the mailbox, and re-arms).
-        if self.armed.as_ref().is_some_and(|(at, _)| *at <= earliest) {
+        if self.armed.is_some_and(|at| at <= earliest) {
             return;
         }
-        if let Some((_, sleeper)) = self.armed.take() {
-            sleeper.abort();
-        }
-        let shared_for_task = shared.clone();
-        let wake_at = shared.start + std::time::Duration::from_nanos(earliest);
+        let sleeper = self.sleeper.get_or_insert_with(|| Sleeper::start(shared));
+        sleeper.set(Some(earliest));
+        self.armed = Some(earliest);
+    }
+}
+
+/// The broker's one sleeper: it waits for the deadline it is set to (none:
+/// for a change, with no sleep, or paused time would jump to its end), then
+/// wakes the broker once and waits for the next.
+struct Sleeper {
+    state: Mutex<SleeperState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct SleeperState {
+    target: Option<Nanos>,
+    closed: bool,
+}
+
+impl Sleeper {
+    fn start(shared: &Arc<Shared>) -> Arc<Sleeper> {
+        let sleeper = Arc::new(Sleeper {
+            state: Mutex::new(SleeperState::default()),
+            changed: Notify::new(),
+        });
         shared.counts.task();
-        let task = tokio::spawn(async move {
+        tokio::spawn(sleeper.clone().run(shared.clone()));
+        sleeper
+    }
+
+    /// Sets the deadline to wake at (`None`: none).
+    fn set(&self, target: Option<Nanos>) {
+        self.state.lock().expect("sleeper poisoned").target = target;
+        self.changed.notify_one();
+    }
+
+    /// Ends the task (the broker stopped).
+    fn close(&self) {
+        self.state.lock().expect("sleeper poisoned").closed = true;
+        self.changed.notify_one();
+    }
+
+    async fn run(self: Arc<Sleeper>, shared: Arc<Shared>) {
+        loop {
+            let target = {
+                let state = self.state.lock().expect("sleeper poisoned");
+                if state.closed {
+                    return;
+                }
+                state.target
+            };
+            let Some(at) = target else {
+                tokio::select! {
+                    biased;
+                    _ = shared.epoch.cancelled() => return,
+                    _ = self.changed.notified() => continue,
+                }
+            };
+            let wake_at = shared.start + std::time::Duration::from_nanos(at);
             tokio::select! {
                 biased;
-                _ = shared_for_task.epoch.cancelled() => {}
-                _ = tokio::time::sleep_until(wake_at) => wake(&shared_for_task),
+                _ = shared.epoch.cancelled() => return,
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep_until(wake_at) => {
+                    let mut state = self.state.lock().expect("sleeper poisoned");
+                    if state.target == Some(at) {
+                        state.target = None;
+                        drop(state);
+                        wake(&shared);
+                    }
+                }
             }
-        });
-        self.armed = Some((earliest, task.abort_handle()));
+        }
     }
 }
 
@@ -248,8 +313,9 @@ impl TimerSink for Wheel {
         shared.due.fetch_sub(counted as i64, Ordering::SeqCst);
         self.queue.clear();
         self.deadlines.clear();
-        if let Some((_, sleeper)) = self.armed.take() {
-            sleeper.abort();
+        self.armed = None;
+        if let Some(sleeper) = self.sleeper.take() {
+            sleeper.close();
         }
     }
 }
