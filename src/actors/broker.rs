@@ -132,6 +132,7 @@ impl BrokerShell {
                 self.settle(now).await
             }
             other => {
+                self.residents.flush(&self.shared, now);
                 self.shared.route(other);
                 true
             }
@@ -200,7 +201,9 @@ impl Actor for BrokerActor {
         (shell.residents)
             .start(&shell.shared, &mut shell.timers, now)
             .await;
-        if !shell.settle(now).await {
+        let started = shell.settle(now).await;
+        shell.residents.flush(&shell.shared, now);
+        if !started {
             return Err("the broker panicked as its answerers started".into());
         }
         shell.timers.arm(&shell.shared);
@@ -221,6 +224,7 @@ impl Actor for BrokerActor {
         if ok && !woken {
             ok = shell.step(now, msg).await;
         }
+        shell.residents.flush(&shell.shared, now);
         if counted {
             shell.shared.stamps.lock().expect("stamps poisoned").pop(kind);
         }

@@ -296,11 +296,20 @@ pub(crate) trait Host {
     fn divert(&mut self, envelope: Envelope) -> Option<Envelope> {
         Some(envelope)
     }
+    /// Where the handler's events wait to be recorded: `None`, recorded at
+    /// once (the default); `Some`, gathered with those of the handlers before
+    /// it (the broker and its residents, one batch for all a mailbox message
+    /// led to) and recorded before anything is routed.
+    fn deferred(&mut self) -> Option<&mut Vec<crate::event::EventKind>> {
+        None
+    }
 }
 
 /// Carries out what the actor at `from` did: its events first, all of them, so
 /// that every send of the handler comes after the lines it depends on (the
-/// write-ahead rule of SPEC §4.1), then the rest in order.
+/// write-ahead rule of SPEC §4.1), then the rest in order. Events the host
+/// defers ([`Host::deferred`]) are recorded before the first send that is
+/// routed: what is routed still comes after every line before it.
 pub(crate) async fn execute<H: Host, T: TimerSink>(
     shared: &Arc<Shared>,
     out: &mut Out,
@@ -308,12 +317,20 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
     host: &mut H,
 ) {
     let t = crate::protocol::seconds(out.now());
-    shared.recorder.record(t, out.take_records());
+    match host.deferred() {
+        Some(deferred) => deferred.extend(out.take_records()),
+        None => {
+            shared.recorder.record(t, out.take_records());
+        }
+    }
     for effect in out.drain() {
         match effect {
             Effect::Send(envelope) => {
                 host.before_send(shared, &envelope);
                 if let Some(envelope) = host.divert(envelope) {
+                    if let Some(deferred) = host.deferred() {
+                        shared.recorder.record(t, deferred.drain(..));
+                    }
                     shared.route(envelope);
                 }
             }

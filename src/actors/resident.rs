@@ -39,6 +39,7 @@ use super::wheel::{Owner, Wheel};
 use super::{Host, Shared, execute, guarded};
 use crate::answerer::{Answerer, Replies};
 use crate::effect::{Out, Spawn};
+use crate::event::EventKind;
 use crate::protocol::{AnswererInput, AnswererIx, BrokerMsg, Envelope, Nanos};
 
 /// What the broker and its resident answerers sent each other, not yet handed on.
@@ -68,6 +69,11 @@ pub(crate) struct Residents {
     queue: VecDeque<Local>,
     /// The outbox every resident's handler writes into in turn.
     out: Out,
+    /// Events of the broker's and the residents' handlers since the last send
+    /// that left the broker's actor ([`Host::deferred`]): the handlers one
+    /// mailbox message leads to are recorded in one batch (one lock of the
+    /// journal's queue, one wake-up of its thread) instead of one each.
+    deferred: Vec<EventKind>,
 }
 
 impl Residents {
@@ -77,6 +83,7 @@ impl Residents {
             places: Vec::with_capacity(places),
             queue: VecDeque::new(),
             out: Out::default(),
+            deferred: Vec::new(),
         }
     }
 
@@ -144,6 +151,7 @@ impl Residents {
     async fn carry_out(&mut self, shared: &Arc<Shared>, wheel: &mut Wheel, index: AnswererIx, ok: bool) {
         let mut host = ResidentHost {
             queue: &mut self.queue,
+            deferred: &mut self.deferred,
             dead: !ok,
         };
         execute(
@@ -170,6 +178,14 @@ impl Residents {
         }
     }
 
+    /// Records the events deferred so far, at `now` (the broker's handlers
+    /// and its residents' for one mailbox message all run at one instant).
+    pub(crate) fn flush(&mut self, shared: &Shared, now: Nanos) {
+        if !self.deferred.is_empty() {
+            (shared.recorder).record(crate::protocol::seconds(now), self.deferred.drain(..));
+        }
+    }
+
     fn bury(&mut self, shared: &Shared, wheel: &mut Wheel, index: AnswererIx) {
         self.places[index as usize] = Place::Dead;
         wheel.cancel_owner(shared, Owner::Resident(index));
@@ -191,11 +207,16 @@ impl Host for Residents {
             other => Some(other),
         }
     }
+
+    fn deferred(&mut self) -> Option<&mut Vec<EventKind>> {
+        Some(&mut self.deferred)
+    }
 }
 
 /// A resident's sends: to the broker, through the queue.
 struct ResidentHost<'a> {
     queue: &'a mut VecDeque<Local>,
+    deferred: &'a mut Vec<EventKind>,
     dead: bool,
 }
 
@@ -214,5 +235,9 @@ impl Host for ResidentHost<'_> {
             }
             other => Some(other),
         }
+    }
+
+    fn deferred(&mut self) -> Option<&mut Vec<EventKind>> {
+        Some(self.deferred)
     }
 }
