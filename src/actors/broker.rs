@@ -1,6 +1,7 @@
-//! The broker as a ractor actor: its answerers start linked under its
-//! supervision, and an answerer's death reaches the broker's state as a message
-//! queued behind whatever that answerer sent before dying.
+//! The broker as a ractor actor: the built-in answerers run inside it
+//! ([`super::resident`]); the others start linked under its supervision, and an
+//! answerer's death reaches the broker's state as a message queued behind
+//! whatever that answerer sent before dying.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -8,16 +9,18 @@ use std::sync::atomic::Ordering;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::answerer::{AnswererActor, AnswererArgs};
+use super::resident::{Local, Residents};
 use super::wheel::{Wheel, is_wake};
-use super::{AnswererActorRef, AnswererRef, Host, Shared, TimerSink, execute, guarded};
+use super::{AnswererActorRef, AnswererRef, Shared, TimerSink, execute, guarded};
 use crate::broker::BrokerState;
-use crate::effect::{Out, Spawn};
+use crate::effect::Out;
 use crate::protocol::{AnswererIx, AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
 
 /// How the broker's waterfall is made up.
 pub(crate) enum Slot {
-    /// A sans-IO answerer (the built-in one, or a user's), run in the runtime's
-    /// own answerer actor.
+    /// The built-in answerer, run inside the broker's actor.
+    Resident(Box<dyn crate::answerer::Answerer>),
+    /// A user's sans-IO answerer, run in the runtime's own answerer actor.
     Machine(Box<dyn crate::answerer::Answerer>),
     /// A user's actor.
     User(ActorRef<AnswererMsg>),
@@ -36,23 +39,57 @@ pub(crate) struct BrokerShell {
     state: BrokerState,
     timers: Wheel,
     out: Out,
-    cells: Vec<ractor::ActorId>,
+    residents: Residents,
+    /// The answerers' actors by place (`None` for a resident), to know whose
+    /// death supervision reports.
+    cells: Vec<Option<ractor::ActorId>>,
     /// Whether window expiries may overtake mail ([`super::order`]): not when a
     /// user's answerer is in the waterfall, as its mail is not stamped.
     early: bool,
 }
 
 impl BrokerShell {
-    /// Handles one message at `now`; false if the handler panicked.
+    /// Handles one message at `now`, then everything it and the residents send
+    /// each other; false if a handler of the broker panicked.
     async fn step(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
+        self.handle_one(now, msg).await && self.settle(now).await
+    }
+
+    /// Handles one message at `now` and carries out what the broker did (what
+    /// it sends a resident waits in the residents' queue); false if it panicked.
+    async fn handle_one(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
+        self.residents.before(&self.shared, &mut self.timers, &msg);
         self.out.reset(now, None);
         self.timers.at(now);
         let (state, out) = (&mut self.state, &mut self.out);
         let ok = guarded(&self.shared, || state.handle(msg, out));
-        execute(&self.shared, &mut self.out, &mut self.timers, &mut NoHost).await;
+        execute(&self.shared, &mut self.out, &mut self.timers, &mut self.residents).await;
         ok
     }
 
+    /// Hands on what the broker and its residents sent each other, in the
+    /// order sent, until nothing is left: before the broker's next mailbox
+    /// message. It ends: each reply is to something the broker sent, and what
+    /// the broker sends in turn is bounded by its calls and its waterfall (an
+    /// offer goes to each answerer of a call at most once). False if a handler
+    /// of the broker panicked.
+    async fn settle(&mut self, now: Nanos) -> bool {
+        while let Some(local) = self.residents.pop() {
+            match local {
+                Local::Answerer(index, input) => {
+                    (self.residents)
+                        .deliver(&self.shared, &mut self.timers, now, index, input)
+                        .await
+                }
+                Local::Broker(msg) => {
+                    if !self.handle_one(now, msg).await {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
     /// Fires timers before the message at hand: on a wake-up, every timer due by
     /// the time it was sent (where their own messages would have queued); then
     /// the window expiries that may overtake what is still in the mailbox. False
@@ -88,19 +125,19 @@ impl BrokerShell {
     async fn fire(&mut self, now: Nanos, envelope: Envelope) -> bool {
         match envelope {
             Envelope::Broker(msg) => self.step(now, msg).await,
+            Envelope::Answerer(index, input) if self.residents.holds(index) => {
+                (self.residents)
+                    .deliver(&self.shared, &mut self.timers, now, index, input)
+                    .await;
+                self.settle(now).await
+            }
             other => {
+                self.residents.flush(&self.shared, now);
                 self.shared.route(other);
                 true
             }
         }
     }
-}
-
-struct NoHost;
-
-impl Host for NoHost {
-    async fn spawn(&mut self, _: &Arc<Shared>, _: Spawn) {}
-    fn die(&mut self) {}
 }
 
 impl Actor for BrokerActor {
@@ -113,12 +150,18 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerShell, ActorProcessingErr> {
-        let early = args.slots.iter().all(|slot| matches!(slot, Slot::Machine(_)));
+        let early = !args.slots.iter().any(|slot| matches!(slot, Slot::User(_)));
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
+        let mut residents = Residents::new(args.slots.len());
         let _ = args.shared.broker.set(myself.clone());
         for (index, slot) in args.slots.into_iter().enumerate() {
+            let resident = matches!(slot, Slot::Resident(_));
             let (actor, counted) = match slot {
+                Slot::Resident(state) => {
+                    residents.push(Some(state));
+                    (AnswererActorRef::Resident, false)
+                }
                 Slot::Machine(state) => {
                     let answerer_args = AnswererArgs {
                         shared: args.shared.clone(),
@@ -134,21 +177,37 @@ impl Actor for BrokerActor {
                     (AnswererActorRef::User(actor), false)
                 }
             };
+            if !resident {
+                residents.push(None);
+            }
             cells.push(actor.id());
             actors.push(AnswererRef {
                 actor,
                 outstanding: std::sync::Mutex::new(counted.then_some(0)),
+                killed: Default::default(),
             });
         }
         let _ = args.shared.answerers.set(actors);
-        Ok(BrokerShell {
+        let mut shell = BrokerShell {
             shared: args.shared,
             state: args.state,
             timers: Wheel::default(),
             out: Out::default(),
+            residents,
             cells,
             early,
-        })
+        };
+        let now = shell.shared.now();
+        (shell.residents)
+            .start(&shell.shared, &mut shell.timers, now)
+            .await;
+        let started = shell.settle(now).await;
+        shell.residents.flush(&shell.shared, now);
+        if !started {
+            return Err("the broker panicked as its answerers started".into());
+        }
+        shell.timers.arm(&shell.shared);
+        Ok(shell)
     }
 
     async fn handle(
@@ -165,6 +224,7 @@ impl Actor for BrokerActor {
         if ok && !woken {
             ok = shell.step(now, msg).await;
         }
+        shell.residents.flush(&shell.shared, now);
         if counted {
             shell.shared.stamps.lock().expect("stamps poisoned").pop(kind);
         }
@@ -198,7 +258,7 @@ impl Actor for BrokerActor {
         if let Some(answerer) = shell
             .cells
             .iter()
-            .position(|id| *id == cell.get_id())
+            .position(|id| *id == Some(cell.get_id()))
             .map(|i| i as AnswererIx)
         {
             shell.shared.in_flight.fetch_add(1, Ordering::SeqCst);

@@ -22,6 +22,7 @@ mod broker;
 mod counts;
 mod order;
 mod recover;
+mod resident;
 mod runtime;
 mod timers;
 mod wheel;
@@ -186,9 +187,13 @@ impl Shared {
     }
 }
 
-/// An answerer's actor: the runtime's own, running a sans-IO answerer (it takes
-/// its timers too), or a user's (it takes the broker's messages only).
+/// Where an answerer runs: inside the broker's actor (the built-in policy
+/// answerer, [`resident`]), in the runtime's answerer actor (a user's sans-IO
+/// answerer: it takes its timers too), or in a user's actor (it takes the
+/// broker's messages only).
 pub(crate) enum AnswererActorRef {
+    /// Inside the broker's actor: nothing is sent to it through a mailbox.
+    Resident,
     /// The runtime's answerer actor.
     Machine(ActorRef<AnswererInput>),
     /// A user's actor.
@@ -196,26 +201,21 @@ pub(crate) enum AnswererActorRef {
 }
 
 impl AnswererActorRef {
-    /// The actor's id.
-    pub(crate) fn id(&self) -> ractor::ActorId {
+    /// The actor's id; `None` for a resident, which has no actor.
+    pub(crate) fn id(&self) -> Option<ractor::ActorId> {
         match self {
-            AnswererActorRef::Machine(actor) => actor.get_id(),
-            AnswererActorRef::User(actor) => actor.get_id(),
-        }
-    }
-
-    /// Stops the actor, as a crash would.
-    pub(crate) fn stop(&self, reason: Option<String>) {
-        match self {
-            AnswererActorRef::Machine(actor) => actor.stop(reason),
-            AnswererActorRef::User(actor) => actor.stop(reason),
+            AnswererActorRef::Resident => None,
+            AnswererActorRef::Machine(actor) => Some(actor.get_id()),
+            AnswererActorRef::User(actor) => Some(actor.get_id()),
         }
     }
 
     /// Sends `input`; false if the actor is gone (or `input` is a timer, which
-    /// a user's actor never starts).
+    /// a user's actor never starts, or the answerer is a resident, which the
+    /// broker reaches in place).
     fn send(&self, input: AnswererInput) -> bool {
         match self {
+            AnswererActorRef::Resident => false,
             AnswererActorRef::Machine(actor) => actor.send_message(input).is_ok(),
             AnswererActorRef::User(actor) => match input {
                 AnswererInput::Broker(msg) => actor.send_message(msg).is_ok(),
@@ -229,11 +229,33 @@ impl AnswererActorRef {
 pub(crate) struct AnswererRef {
     actor: AnswererActorRef,
     /// Messages queued for a built-in answerer and not handled yet; `None` for a
-    /// user's actor (which never reports handling) and once the answerer died.
+    /// user's actor (which never reports handling), for a resident (which gets
+    /// no mail) and once the answerer died.
     outstanding: Mutex<Option<i64>>,
+    /// Set when the runtime kills the answerer ([`Runtime::crash_answerer`]):
+    /// a resident handles nothing from then on, as a stopped actor would not.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 impl AnswererRef {
+    /// Kills the answerer, as a crash would: an actor is stopped (the broker
+    /// hears of it through supervision); a resident handles nothing more, and
+    /// the broker is told of its death through its mailbox, behind whatever
+    /// is there.
+    pub(crate) fn kill(&self, shared: &Shared, index: AnswererIx) {
+        match &self.actor {
+            AnswererActorRef::Resident => {
+                if !self.killed.swap(true, Ordering::SeqCst) {
+                    shared.route(Envelope::Broker(crate::protocol::BrokerMsg::AnswererDied {
+                        answerer: index,
+                    }));
+                }
+            }
+            AnswererActorRef::Machine(actor) => actor.stop(Some("crash".into())),
+            AnswererActorRef::User(actor) => actor.stop(Some("crash".into())),
+        }
+    }
+
     /// Sends `msg`; true if it is counted in flight (the caller then counts it).
     fn send(&self, msg: AnswererInput) -> bool {
         let mut outstanding = self.outstanding.lock().expect("slot poisoned");
@@ -268,11 +290,26 @@ pub(crate) trait Host {
     /// A message the actor sends to the broker is about to go (agents check
     /// their turn token here).
     fn before_send(&mut self, _shared: &Arc<Shared>, _envelope: &Envelope) {}
+    /// Takes a send the actor carries out in place instead of through a
+    /// mailbox (the broker's to its resident answerers, theirs to the broker,
+    /// [`resident`]), or gives it back to be routed.
+    fn divert(&mut self, envelope: Envelope) -> Option<Envelope> {
+        Some(envelope)
+    }
+    /// Where the handler's events wait to be recorded: `None`, recorded at
+    /// once (the default); `Some`, gathered with those of the handlers before
+    /// it (the broker and its residents, one batch for all a mailbox message
+    /// led to) and recorded before anything is routed.
+    fn deferred(&mut self) -> Option<&mut Vec<crate::event::EventKind>> {
+        None
+    }
 }
 
 /// Carries out what the actor at `from` did: its events first, all of them, so
 /// that every send of the handler comes after the lines it depends on (the
-/// write-ahead rule of SPEC §4.1), then the rest in order.
+/// write-ahead rule of SPEC §4.1), then the rest in order. Events the host
+/// defers ([`Host::deferred`]) are recorded before the first send that is
+/// routed: what is routed still comes after every line before it.
 pub(crate) async fn execute<H: Host, T: TimerSink>(
     shared: &Arc<Shared>,
     out: &mut Out,
@@ -280,12 +317,22 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
     host: &mut H,
 ) {
     let t = crate::protocol::seconds(out.now());
-    shared.recorder.record(t, out.take_records());
+    match host.deferred() {
+        Some(deferred) => deferred.extend(out.take_records()),
+        None => {
+            shared.recorder.record(t, out.take_records());
+        }
+    }
     for effect in out.drain() {
         match effect {
             Effect::Send(envelope) => {
                 host.before_send(shared, &envelope);
-                shared.route(envelope);
+                if let Some(envelope) = host.divert(envelope) {
+                    if let Some(deferred) = host.deferred() {
+                        shared.recorder.record(t, deferred.drain(..));
+                    }
+                    shared.route(envelope);
+                }
             }
             Effect::Timer {
                 id,

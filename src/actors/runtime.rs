@@ -53,7 +53,8 @@ use crate::tool::ToolConfig;
 
 /// One answerer of the waterfall.
 pub enum AnswererSlot {
-    /// The built-in policy actor.
+    /// The built-in policy answerer, run inside the broker's actor (its
+    /// offers, replies and timers are no mailbox hops).
     Policy {
         /// Its name.
         name: String,
@@ -250,7 +251,7 @@ fn slots(answerers: Vec<AnswererSlot>, seed: u64) -> Vec<Slot> {
         .map(|(index, slot)| match slot {
             AnswererSlot::Policy { name, policy } => {
                 let stream = answerer_stream(seed, index);
-                Slot::Machine(Box::new(PolicyAnswerer::new(
+                Slot::Resident(Box::new(PolicyAnswerer::new(
                     index as AnswererIx,
                     name.as_str().into(),
                     policy,
@@ -538,9 +539,9 @@ impl Runtime {
     /// Kills the named answerer, as a crash would.
     pub fn crash_answerer(&self, name: &str) {
         let index = self.inner.answerer_names.iter().position(|n| &**n == name);
-        let slots = self.inner.shared.answerers.get();
-        if let Some(slot) = index.and_then(|i| slots.and_then(|a| a.get(i))) {
-            slot.actor.stop(Some("crash".into()));
+        let shared = &self.inner.shared;
+        if let Some((i, slot)) = index.and_then(|i| shared.answerers.get()?.get(i).map(|slot| (i, slot))) {
+            slot.kill(shared, i as AnswererIx);
         }
     }
 

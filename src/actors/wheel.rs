@@ -1,6 +1,8 @@
 //! The broker's timers without a task each: every window and offer timeout of
-//! the broker waits in one ordered map inside the broker actor, and one tokio
-//! sleep (for the earliest deadline) wakes the broker when it is idle.
+//! the broker (and every timer of its resident answerers, [`super::resident`])
+//! waits in one ordered map inside the broker actor, and one sleeper task, kept
+//! for the broker's life, wakes the broker at the earliest deadline when it is
+//! idle (re-arming it is a store and a notify, not a spawn).
 //!
 //! Why: a task per timer costs a spawn, an abort and a mailbox message each, and
 //! a fired timer's message used to queue behind whatever reached the broker's
@@ -18,16 +20,30 @@
 //! real-clock run is not over while one waits.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use tokio::task::AbortHandle;
+use tokio::sync::Notify;
 
 use super::order::Stamps;
 use super::{Shared, TimerSink};
 use crate::effect::TimerId;
-use crate::protocol::{BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
+use crate::protocol::{AnswererIx, BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
 use crate::trim::Trim;
+
+/// Whose timer it is: the broker's, or one of the answerers that run inside
+/// the broker's actor ([`super::resident`]). Each counts its timer ids on its
+/// own, so an id is unique only with its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Owner {
+    /// The broker's own (windows, offer timeouts).
+    Broker,
+    /// The resident answerer at this place of the waterfall.
+    Resident(AnswererIx),
+}
+
+/// A timer's name in the wheel.
+type Key = (Owner, TimerId);
 
 /// The message the sleeper sends an idle broker.
 fn wake_mail() -> BrokerMail {
@@ -39,15 +55,18 @@ pub(crate) fn is_wake(msg: &BrokerMsg) -> bool {
     matches!(msg, BrokerMsg::Wake)
 }
 
-/// The broker's running timers, by deadline.
+/// The broker's running timers, by deadline, and its resident answerers'.
 #[derive(Default)]
 pub(crate) struct Wheel {
-    /// (deadline, id) → what the timer delivers, whether it is a fault.
-    queue: BTreeMap<(Nanos, TimerId), (Envelope, bool)>,
-    /// id → deadline, to cancel by id.
-    deadlines: rustc_hash::FxHashMap<TimerId, Nanos>,
-    /// The sleeper now waiting, and the deadline it wakes at.
-    armed: Option<(Nanos, AbortHandle)>,
+    /// (deadline, owner and id) → what the timer delivers, whether it is a fault.
+    queue: BTreeMap<(Nanos, Key), (Envelope, bool)>,
+    /// Owner and id → deadline, to cancel by id.
+    deadlines: rustc_hash::FxHashMap<Key, Nanos>,
+    /// The sleeper, started with the first deadline.
+    sleeper: Option<Arc<Sleeper>>,
+    /// The deadline the sleeper was last set to wake the broker at, until
+    /// that wake-up is handled.
+    armed: Option<Nanos>,
     /// Filled by [`TimerSink::start`], which has no clock: the time of the
     /// delivery being handled (set by [`Wheel::at`]).
     now: Nanos,
@@ -63,7 +82,7 @@ impl Wheel {
         self.now = now;
     }
 
-    fn take(&mut self, shared: &Shared, key: (Nanos, TimerId)) -> Option<Envelope> {
+    fn take(&mut self, shared: &Shared, key: (Nanos, Key)) -> Option<Envelope> {
         let (envelope, fault) = self.queue.remove(&key)?;
         self.deadlines.remove(&key.1);
         self.deadlines.trim();
@@ -85,13 +104,15 @@ impl Wheel {
 
     /// The earliest timer due at `now` that may overtake what is still in the
     /// mailbox ([`Stamps::may_overtake`]), taken out; never one behind a
-    /// blocked timer of its own call.
+    /// blocked timer of its own call, nor behind a resident answerer's timer
+    /// (whose call the wheel does not know: it waits for the wake-up, where its
+    /// reply would have entered the mailbox, and holds back what is due after).
     pub(crate) fn pop_early(&mut self, shared: &Shared, stamps: &Stamps, now: Nanos) -> Option<Envelope> {
         let mut blocked: Vec<Ticket> = Vec::new();
         let mut found = None;
         for (&key, (envelope, _)) in self
             .queue
-            .range(..(now.saturating_add(1), 0))
+            .range(..(now.saturating_add(1), (Owner::Broker, 0)))
             .take(EARLY_SCAN_MAX)
         {
             let (ticket, window) = match envelope {
@@ -110,7 +131,7 @@ impl Wheel {
 
     /// A wake-up sent at `sent` was handled: the sleeper that sent it is done.
     pub(crate) fn woken(&mut self, sent: Nanos) {
-        if self.armed.as_ref().is_some_and(|(at, _)| *at <= sent) {
+        if self.armed.is_some_and(|at| at <= sent) {
             self.armed = None;
         }
     }
@@ -122,23 +143,83 @@ impl Wheel {
         };
         // A sleeper due no later than the earliest deadline wakes the broker in
         // time (or already did: its wake-up is in the mailbox, and re-arms).
-        if self.armed.as_ref().is_some_and(|(at, _)| *at <= earliest) {
+        if self.armed.is_some_and(|at| at <= earliest) {
             return;
         }
-        if let Some((_, sleeper)) = self.armed.take() {
-            sleeper.abort();
-        }
-        let shared_for_task = shared.clone();
-        let wake_at = shared.start + std::time::Duration::from_nanos(earliest);
+        let sleeper = self.sleeper.get_or_insert_with(|| Sleeper::start(shared));
+        sleeper.set(Some(earliest));
+        self.armed = Some(earliest);
+    }
+}
+
+/// The broker's one sleeper: it waits for the deadline it is set to (none:
+/// for a change, with no sleep, or paused time would jump to its end), then
+/// wakes the broker once and waits for the next.
+struct Sleeper {
+    state: Mutex<SleeperState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct SleeperState {
+    target: Option<Nanos>,
+    closed: bool,
+}
+
+impl Sleeper {
+    fn start(shared: &Arc<Shared>) -> Arc<Sleeper> {
+        let sleeper = Arc::new(Sleeper {
+            state: Mutex::new(SleeperState::default()),
+            changed: Notify::new(),
+        });
         shared.counts.task();
-        let task = tokio::spawn(async move {
+        tokio::spawn(sleeper.clone().run(shared.clone()));
+        sleeper
+    }
+
+    /// Sets the deadline to wake at (`None`: none).
+    fn set(&self, target: Option<Nanos>) {
+        self.state.lock().expect("sleeper poisoned").target = target;
+        self.changed.notify_one();
+    }
+
+    /// Ends the task (the broker stopped).
+    fn close(&self) {
+        self.state.lock().expect("sleeper poisoned").closed = true;
+        self.changed.notify_one();
+    }
+
+    async fn run(self: Arc<Sleeper>, shared: Arc<Shared>) {
+        loop {
+            let target = {
+                let state = self.state.lock().expect("sleeper poisoned");
+                if state.closed {
+                    return;
+                }
+                state.target
+            };
+            let Some(at) = target else {
+                tokio::select! {
+                    biased;
+                    _ = shared.epoch.cancelled() => return,
+                    _ = self.changed.notified() => continue,
+                }
+            };
+            let wake_at = shared.start + std::time::Duration::from_nanos(at);
             tokio::select! {
                 biased;
-                _ = shared_for_task.epoch.cancelled() => {}
-                _ = tokio::time::sleep_until(wake_at) => wake(&shared_for_task),
+                _ = shared.epoch.cancelled() => return,
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep_until(wake_at) => {
+                    let mut state = self.state.lock().expect("sleeper poisoned");
+                    if state.target == Some(at) {
+                        state.target = None;
+                        drop(state);
+                        wake(&shared);
+                    }
+                }
             }
-        });
-        self.armed = Some((earliest, task.abort_handle()));
+        }
     }
 }
 
@@ -155,20 +236,20 @@ fn wake(shared: &Shared) {
     }
 }
 
-impl TimerSink for Wheel {
-    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+impl Wheel {
+    fn start_as(&mut self, shared: &Shared, key: Key, after: Nanos, envelope: Envelope, fault: bool) {
         if !fault {
             shared.due.fetch_add(1, Ordering::SeqCst);
         }
         let deadline = self.now.saturating_add(after);
-        self.queue.insert((deadline, id), (envelope, fault));
-        let previous = self.deadlines.insert(id, deadline);
-        assert!(previous.is_none(), "timer {id} started twice");
+        self.queue.insert((deadline, key), (envelope, fault));
+        let previous = self.deadlines.insert(key, deadline);
+        assert!(previous.is_none(), "timer {key:?} started twice");
     }
 
-    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
-        if let Some(deadline) = self.deadlines.remove(&id)
-            && let Some((_, fault)) = self.queue.remove(&(deadline, id))
+    fn cancel_as(&mut self, shared: &Shared, key: Key) {
+        if let Some(deadline) = self.deadlines.remove(&key)
+            && let Some((_, fault)) = self.queue.remove(&(deadline, key))
             && !fault
         {
             shared.due.fetch_sub(1, Ordering::SeqCst);
@@ -176,13 +257,65 @@ impl TimerSink for Wheel {
         self.deadlines.trim();
     }
 
+    /// The timers of `owner`, as a [`TimerSink`] of its own ids.
+    pub(crate) fn of(&mut self, owner: Owner) -> OwnedTimers<'_> {
+        OwnedTimers { wheel: self, owner }
+    }
+
+    /// Cancels every timer of `owner` (a resident answerer died). It scans
+    /// the wheel once, as a death happens once per answerer and run (or
+    /// restart), never per call.
+    pub(crate) fn cancel_owner(&mut self, shared: &Shared, owner: Owner) {
+        let mut counted = 0;
+        self.queue.retain(|(_, key), (_, fault)| {
+            let keep = key.0 != owner;
+            counted += i64::from(!keep && !*fault);
+            keep
+        });
+        self.deadlines.retain(|key, _| key.0 != owner);
+        self.deadlines.trim();
+        shared.due.fetch_sub(counted, Ordering::SeqCst);
+    }
+}
+
+/// One owner's timers in the broker's wheel ([`Wheel::of`]).
+pub(crate) struct OwnedTimers<'a> {
+    wheel: &'a mut Wheel,
+    owner: Owner,
+}
+
+impl TimerSink for OwnedTimers<'_> {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        self.wheel
+            .start_as(shared, (self.owner, id), after, envelope, fault);
+    }
+
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
+        self.wheel.cancel_as(shared, (self.owner, id));
+    }
+
+    fn cancel_all(&mut self, shared: &Arc<Shared>) {
+        self.wheel.cancel_owner(shared, self.owner);
+    }
+}
+
+impl TimerSink for Wheel {
+    fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool) {
+        self.start_as(shared, (Owner::Broker, id), after, envelope, fault);
+    }
+
+    fn cancel(&mut self, shared: &Arc<Shared>, id: TimerId) {
+        self.cancel_as(shared, (Owner::Broker, id));
+    }
+
     fn cancel_all(&mut self, shared: &Arc<Shared>) {
         let counted = self.queue.values().filter(|(_, fault)| !fault).count();
         shared.due.fetch_sub(counted as i64, Ordering::SeqCst);
         self.queue.clear();
         self.deadlines.clear();
-        if let Some((_, sleeper)) = self.armed.take() {
-            sleeper.abort();
+        self.armed = None;
+        if let Some(sleeper) = self.sleeper.take() {
+            sleeper.close();
         }
     }
 }
