@@ -82,6 +82,9 @@ pub struct CallInfo {
     pub delivered: u32,
     /// A `no_orphaned_wait` violation was raised already.
     pub orphan_reported: bool,
+    /// The instant (the liveness checks' count, plus one) at which it last owed
+    /// being attended; 0 never.
+    pub owed_in: u64,
 }
 
 impl CallInfo {
@@ -107,6 +110,7 @@ impl CallInfo {
             owner: None,
             delivered: 0,
             orphan_reported: false,
+            owed_in: 0,
         }
     }
 

@@ -69,6 +69,10 @@ pub struct Liveness {
     /// The instant the checks owed belong to, and the checks.
     instant_t: f64,
     owed: Vec<(CallId, Owes)>,
+    /// How many instants ended (and process losses cleared what was owed): a
+    /// call owes being attended once per instant, marked with this count plus
+    /// one ([`CallInfo::owed_in`]).
+    instants: u64,
     /// Answerers whose death the broker handled, in this life of the runtime.
     pub dead: FxHashSet<Name>,
 }
@@ -87,7 +91,22 @@ impl Liveness {
 
     /// The event `seq` took the call's offeree or owner away (or it is new): it
     /// owes being attended by the end of this instant.
-    pub fn attend(&mut self, call_id: &CallId, seq: u64) {
+    ///
+    /// Once per call and instant: the check reads the call's state when the
+    /// instant ends, so a second obligation of the same instant could only
+    /// report what the first did, and the first is the one that reports (its
+    /// `seq` names the violation). A waterfall whose answerers decline at one
+    /// instant owed a check per decline, and a tie of 10^5 such calls held them
+    /// all in this list (~400 bytes a call at a waterfall of 8).
+    pub fn attend(&mut self, calls: &mut Calls, call_id: &CallId, seq: u64) {
+        let Some(info) = calls.get_mut(call_id) else {
+            return; // never requested: nothing is checked of it
+        };
+        let mark = self.instants + 1;
+        if info.owed_in == mark {
+            return;
+        }
+        info.owed_in = mark;
         self.owed.push((call_id.clone(), Owes::Attended(seq)));
     }
 
@@ -147,6 +166,7 @@ impl Liveness {
 
     /// The checks owed at the instant that ended.
     pub fn instant_ended(&mut self, calls: &mut Calls, out: &mut Violations) {
+        self.instants += 1;
         for (call_id, owes) in std::mem::take(&mut self.owed) {
             let Some(info) = calls.get_mut(&call_id).filter(|i| i.open()) else {
                 continue;
@@ -171,6 +191,7 @@ impl Liveness {
 
     /// A process loss: every answerer dies (and comes back at the restart).
     pub fn process_loss(&mut self) {
+        self.instants += 1;
         self.owed.clear();
         self.dead.clear();
     }
@@ -253,7 +274,7 @@ mod tests {
         let id: CallId = "root/1".into();
         calls.insert(&id, call());
         liveness.advance(1.0, 0.1, &mut calls, &mut out);
-        liveness.attend(&id, 7);
+        liveness.attend(&mut calls, &id, 7);
         // Events 0.06 s apart: each within the tolerance of the one before, but
         // the third is past the instant's first event and the tolerance.
         liveness.advance(1.06, 0.1, &mut calls, &mut out);
@@ -261,5 +282,33 @@ mod tests {
         liveness.advance(1.12, 0.1, &mut calls, &mut out);
         assert_eq!(out.0.len(), 1);
         assert_eq!((out.0[0].invariant, out.0[0].seq), (NO_ORPHANED_WAIT, 7));
+    }
+
+    #[test]
+    fn a_call_owes_one_check_an_instant_and_the_first_names_it() {
+        let mut liveness = Liveness::default();
+        let mut calls = Calls::default();
+        let mut out = Violations::default();
+        let id: CallId = "root/1".into();
+        calls.insert(&id, call());
+        liveness.advance(1.0, 0.1, &mut calls, &mut out);
+        for seq in [7, 8, 9] {
+            liveness.attend(&mut calls, &id, seq);
+        }
+        assert_eq!(liveness.owed.len(), 1, "one check owed at the instant");
+        liveness.advance(2.0, 0.1, &mut calls, &mut out);
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(out.0[0].seq, 7, "the first obligation names the violation");
+        // The next instant owes its own check (reported once per call, so the
+        // list is what shows it).
+        liveness.attend(&mut calls, &id, 12);
+        assert_eq!(liveness.owed.len(), 1, "owed again at a new instant");
+        // A process loss clears what was owed; what follows owes anew.
+        liveness.process_loss();
+        liveness.attend(&mut calls, &id, 13);
+        assert_eq!(liveness.owed.len(), 1);
+        // A call the log never requested owes nothing.
+        liveness.attend(&mut calls, &"root/2".into(), 14);
+        assert_eq!(liveness.owed.len(), 1);
     }
 }

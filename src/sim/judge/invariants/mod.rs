@@ -215,7 +215,7 @@ impl Checker {
             EventKind::Crash { answerer, .. } => {
                 self.liveness.dead.insert(answerer.clone());
                 for call_id in self.calls.attended_by(answerer) {
-                    self.liveness.attend(&call_id, seq);
+                    self.liveness.attend(&mut self.calls, &call_id, seq);
                 }
             }
             _ => self.visit_call_event(event),
@@ -329,7 +329,7 @@ impl Checker {
         }
         self.calls.decline(call_id, answerer, dead);
         if self.calls.get(call_id).is_some_and(CallInfo::open) {
-            self.liveness.attend(call_id, seq);
+            self.liveness.attend(&mut self.calls, call_id, seq);
         }
     }
 
@@ -369,7 +369,7 @@ impl Checker {
             (self.deadlines).push(Reverse((crate::protocol::nanos(t + w), seq, call_id.clone())));
         }
         self.calls.insert(call_id, info);
-        self.liveness.attend(call_id, seq);
+        self.liveness.attend(&mut self.calls, call_id, seq);
     }
 
     /// A live child owned by a live agent (ownership ends when either stops).
