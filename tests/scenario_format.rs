@@ -223,7 +223,7 @@ fn every_optional_key_is_read() {
                 arguments: r#"[1,"x"]"#.into()
             },
             Step::AskUnresolved { timeout: Some(-1.0) },
-            Step::AwaitAnswer("root/1".into()),
+            Step::AwaitAnswer(1),
         ]
     );
     assert_eq!(*root.on_resume, [Step::AskUnresolved { timeout: None }]);
@@ -287,7 +287,7 @@ fn count_fans_out_rows_with_i_substituted_in_names_and_references() {
     assert_eq!(child.lineage_parent.as_deref(), Some("root-1"));
     assert_eq!(child.script[1], Step::Join("grandchild-1".into()));
     assert_eq!(second.script[1], Step::Join("child-1".into()));
-    assert_eq!(second.script[2], Step::AwaitAnswer("root-1/1".into()));
+    assert_eq!(second.script[2], Step::AwaitAnswer(1));
     assert_eq!(
         second.script[3],
         Step::Ask {
@@ -334,6 +334,36 @@ fn copies_of_a_count_row_share_a_script_that_names_nothing() {
     assert_eq!(q.script[1], Step::Join("kid-1".into()));
 }
 
+/// An `await_answer` of the copy's own call names no agent once parsed (the
+/// call's number), so the copies share it; one that names another agent's call
+/// is refused at the copy it does not fit, and a number that differs by copy
+/// is substituted per copy.
+#[test]
+fn copies_of_a_count_row_share_an_await_of_their_own_call() {
+    let scenario = parsed(with_agents(json!([
+        { "name": "late-{i}", "count": 3, "script": [{ "ask": {} }, { "await_answer": "late-{i}/1" }],
+          "on_resume": [{ "await_answer": "late-{i}/1" }] },
+        { "name": "own-{i}", "count": 2, "script": [{ "await_answer": "own-{i}/1{i}" }] }
+    ])));
+    let [a, b, c, p, q] = &scenario.agents[..] else {
+        panic!("expected five roots, got {:?}", names(&scenario.agents))
+    };
+    assert!(Arc::ptr_eq(&a.script, &b.script) && Arc::ptr_eq(&b.script, &c.script));
+    assert!(Arc::ptr_eq(&a.on_resume, &c.on_resume));
+    assert_eq!(c.script[1], Step::AwaitAnswer(1));
+    assert_eq!(*c.on_resume, [Step::AwaitAnswer(1)]);
+    assert_eq!(
+        (&*p.script, &*q.script),
+        (&[Step::AwaitAnswer(10)][..], &[Step::AwaitAnswer(11)][..])
+    );
+    refused(
+        with_agents(json!([
+            { "name": "late-{i}", "count": 2, "script": [{ "await_answer": "late-0/1" }] }
+        ])),
+        "agents[0].script[0].await_answer: expected a call of this agent, \"late-1/<n>\"",
+    );
+}
+
 #[test]
 fn repeat_is_unrolled_with_r_substituted_in_spawns_and_references() {
     let scenario = parsed(root(json!([
@@ -366,10 +396,10 @@ fn nested_repeats_bind_r_to_the_innermost_repetition() {
         { "repeat": { "times": 2, "script": [
             { "repeat": { "times": 2, "script": [{ "await_answer": "root/1{r}" }] } } ] } }
     ])));
-    let call = |c: &str| Step::AwaitAnswer(c.into());
+    let call = Step::AwaitAnswer;
     assert_eq!(
         *scenario.agents[0].script,
-        [call("root/10"), call("root/11"), call("root/10"), call("root/11")]
+        [call(10), call(11), call(10), call(11)]
     );
 }
 

@@ -187,9 +187,10 @@ impl AgentState {
                     Some(Child::Failed) | None => {}
                 }
             }
-            Step::AwaitAnswer(call_id) => {
+            Step::AwaitAnswer(n) => {
+                let call_id = format!("{}/{n}", self.name);
                 if self.pending.contains(call_id.as_str()) && !self.closed.contains(call_id.as_str()) {
-                    self.park(Wait::Closed(call_id.as_str().into()));
+                    self.park(Wait::Closed(call_id.into()));
                 }
             }
         }

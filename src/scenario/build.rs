@@ -72,6 +72,7 @@ impl Leaves {
             (steps.iter())
                 .map(|step| match &step.kind {
                     XKind::Leaf(step) => Some(step.clone()),
+                    XKind::AwaitAnswer(call) => own_call(call, &template.name).map(Step::AwaitAnswer),
                     _ => None,
                 })
                 .collect()
@@ -766,7 +767,9 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
                 XKind::Leaf(step) => step,
                 XKind::Spawn(child) => Step::Spawn(Arc::new(finish(child, Some(&name)))),
                 XKind::Join(child) => Step::Join(child),
-                XKind::AwaitAnswer(call) => Step::AwaitAnswer(call),
+                XKind::AwaitAnswer(call) => Step::AwaitAnswer(
+                    own_call(&call, &name).expect("an await_answer checked against its agent"),
+                ),
             })
             .collect()
     };
@@ -873,6 +876,16 @@ impl Builder {
 
 /// The agent of a well-formed callId `"<agent>/<n>"` (n ≥ 1, decimal, no leading
 /// zeros), or `None`.
+/// The number of `call` if it is exactly a call of agent `name`
+/// (`"<name>/<n>"`, n ≥ 1 without leading zeros): on a `count` row's template,
+/// the same substitution turns both into a copy's own call and name, so every
+/// copy awaits its own call n.
+fn own_call(call: &str, name: &str) -> Option<u64> {
+    let n = call.strip_prefix(name)?.strip_prefix('/')?;
+    call_agent(call)?;
+    n.parse().ok()
+}
+
 fn call_agent(call: &str) -> Option<&str> {
     let (agent, n) = call.rsplit_once('/')?;
     let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0');

@@ -391,8 +391,11 @@ pub enum Step {
     Spawn(Arc<AgentSpec>),
     /// Wait for the named child's script to end and take its final result.
     Join(String),
-    /// Wait until this agent's call (a callId) is settled for good.
-    AwaitAnswer(String),
+    /// Wait until this agent's call number n (its callId `<agent>/<n>`) is
+    /// settled for good. The file names the whole callId, and it must be one
+    /// of this agent's; kept as its number, the step names no agent, so the
+    /// copies of a `count` row share it with the rest of their script.
+    AwaitAnswer(u64),
 }
 
 /// A scheduled event.
