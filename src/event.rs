@@ -375,6 +375,17 @@ impl EventKind {
         }
     }
 
+    /// The same, taking the result's text rather than copying it.
+    pub fn result_owned(call_id: &CallId, agent: &Name, result: ToolResult) -> EventKind {
+        EventKind::Result {
+            call_id: call_id.clone(),
+            agent: agent.clone(),
+            is_error: result.is_error(),
+            outcome: Some(result.kind),
+            result: result.text,
+        }
+    }
+
     /// What a `result` event says the model got: its kind, recorded beside the
     /// text (or, for a log written before the kind was recorded, read from it).
     pub fn result_kind(&self) -> Option<ResultKind> {

@@ -362,6 +362,14 @@ pub enum AgentMsg {
         /// What the model reads.
         result: ToolResult,
     },
+    /// From the broker: a call of this agent returned the tool's own `pending`
+    /// result, [`ToolResult::pending`] of its callId. The callId alone gives the
+    /// text back, so it travels without it: a tie of 10^5 windows ending at one
+    /// instant held 10^5 texts of ~190 bytes in the messages on their way.
+    Pending {
+        /// The call.
+        call_id: CallId,
+    },
     /// From the broker: a pending call closed for good, with the user message the
     /// model reads, if any (a late answer, or a withdrawal for lack of an answerer;
     /// `cancel_call` and a stop close without one).

@@ -129,7 +129,7 @@ fn agent_kind(msg: &AgentMsg) -> usize {
     match msg {
         AgentMsg::Registered(_) => 11,
         AgentMsg::Spawned { .. } => 12,
-        AgentMsg::Settled { .. } => 13,
+        AgentMsg::Settled { .. } | AgentMsg::Pending { .. } => 13,
         AgentMsg::Closed { .. } => 14,
         AgentMsg::TurnFired(_) => 15,
         AgentMsg::Call { .. } => 17,

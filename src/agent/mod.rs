@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use crate::effect::{Out, TimerId};
 use crate::event::EventKind;
+use crate::final_result::Got;
 use crate::protocol::{
     AgentId, AgentMsg, BrokerMsg, CallId, CallReply, Name, Request, SpawnError, Turn, TurnId,
 };
@@ -196,6 +197,7 @@ impl AgentState {
             }
             AgentMsg::Spawned { child, result } => self.spawned(child, result, out),
             AgentMsg::Settled { call_id, result } => self.settled(call_id, result, out),
+            AgentMsg::Pending { call_id } => self.went_pending(call_id, out),
             AgentMsg::Closed { call_id, message } => self.closed(call_id, message, out),
             AgentMsg::TurnFired(turn) => {
                 if self.turn.fired_by(turn) {
@@ -283,6 +285,17 @@ impl AgentState {
         match waiter {
             Some(Waiter::Caller(reply)) => reply.settle(result),
             Some(Waiter::Script) => self.script_settled(call_id, result, out),
+            None => {}
+        }
+    }
+
+    /// The call returned the tool's own `pending` result: its text is made only
+    /// for a library caller, who reads it; a script keeps that it was pending.
+    fn went_pending(&mut self, call_id: CallId, out: &mut Out) {
+        self.pending.insert(call_id.clone(), ());
+        match self.waiting.remove(&call_id) {
+            Some(Waiter::Caller(reply)) => reply.settle(ToolResult::pending(&call_id)),
+            Some(Waiter::Script) => self.script_got(call_id, Got::Pending, false, out),
             None => {}
         }
     }

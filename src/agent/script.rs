@@ -227,14 +227,20 @@ impl AgentState {
 
     /// A call of the script settled: its result goes into the final result.
     pub(super) fn script_settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {
-        let Some(script) = self.script.as_mut() else {
-            return;
-        };
         let delegated = result.error_code() == Some(ErrorCode::DelegatedCaller);
         // The text itself, not a copy (a tie settles every call at one instant,
         // and each result would be held twice there), or none for the tool's
         // own `pending`.
         let value = Got::new(&call_id, result);
+        self.script_got(call_id, value, delegated, out);
+    }
+
+    /// A call of the script settled as `value` (`delegated`: refused as
+    /// `DELEGATED_CALLER`, whose questions join the unresolved).
+    pub(super) fn script_got(&mut self, call_id: CallId, value: Got, delegated: bool, out: &mut Out) {
+        let Some(script) = self.script.as_mut() else {
+            return;
+        };
         let arguments = script.asking.take();
         if delegated {
             let questions = serde_json::from_str::<Value>(arguments.as_deref().unwrap_or_default())

@@ -48,12 +48,11 @@ impl BrokerState {
         assert!(!call.held, "a held call never returns pending");
         call.phase = Phase::Pending;
         let result = ToolResult::pending(&call.call_id);
-        out.record(EventKind::result(&call.call_id, &call.agent_name, &result));
-        let settled = AgentMsg::Settled {
+        out.record(EventKind::result_owned(&call.call_id, &call.agent_name, result));
+        let pending = AgentMsg::Pending {
             call_id: call.call_id.clone(),
-            result,
         };
-        out.tell_agent(call.agent, settled);
+        out.tell_agent(call.agent, pending);
     }
 
     /// The holder died: the call returns to its window. If the window has passed,

@@ -156,8 +156,12 @@ impl ToolResult {
             call_id,
             message: PENDING_MESSAGE,
         };
+        // Sized once: the message's escapes and a few for the callId's, where
+        // `to_string`'s first guess of 128 bytes grew once for every call.
+        let mut text = Vec::with_capacity(PENDING_MESSAGE.len() + call_id.len() + 64);
+        serde_json::to_writer(&mut text, &pending).expect("result shapes always serialise");
         ToolResult {
-            text: to_json(&pending),
+            text: String::from_utf8(text).expect("serde_json writes UTF-8"),
             kind: ResultKind::Pending,
         }
     }

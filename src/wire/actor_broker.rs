@@ -24,7 +24,7 @@ use crate::protocol::{
     AgentMsg, AnswererInput, AnswererIx, AnswererMsg, BrokerMsg, CallId, Envelope, Name, Registration,
     Request, Restored, Ticket, seconds,
 };
-use crate::tool::{Ask, Schema, Wait};
+use crate::tool::{Ask, Schema, ToolResult, Wait};
 
 /// The broker and what the wire needs beside it.
 #[derive(Debug)]
@@ -302,6 +302,12 @@ impl ActorBroker {
                 agent,
                 call_id,
                 result: serde_json::from_str::<Value>(&result.text).expect("a tool result is JSON"),
+            },
+            Envelope::Agent(agent, AgentMsg::Pending { call_id }) => BrokerEffect::Settled {
+                agent,
+                result: serde_json::from_str::<Value>(&ToolResult::pending(&call_id).text)
+                    .expect("a tool result is JSON"),
+                call_id,
             },
             Envelope::Answerer(index, AnswererInput::Broker(AnswererMsg::Withdraw { ticket })) => {
                 BrokerEffect::Withdraw {
