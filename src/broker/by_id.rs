@@ -16,6 +16,14 @@ use crate::protocol::AgentId;
 /// Ids below this always go to the dense store.
 const DENSE_MIN: usize = 4096;
 
+/// The first id a store is given goes to the dense store too when it is below
+/// this, however far from 0: a restarted broker's agents continue the ids of
+/// the life before (a process loss of 10^5 roots starts the next life at
+/// 10^5 + 1), and went to the table, ~70 bytes an agent more. The dense
+/// store allocates a chunk when it is first written, so the gap below costs a
+/// list's header per [`crate::dense::CHUNK`] ids (at most 384 KB).
+const FIRST_MAX: usize = 1 << 24;
+
 /// Values by agent id, in place (a delivery to one of 10^5 agents reads its
 /// entry without a pointer to follow, one cache miss fewer), never removed.
 #[derive(Debug)]
@@ -40,7 +48,10 @@ impl<V> ById<V> {
     /// The slot of `id` in the dense store, if it has one there or may be given
     /// one.
     fn dense_at(&self, id: AgentId) -> Option<usize> {
-        let bound = self.end.saturating_mul(2).max(DENSE_MIN);
+        let bound = match self.end {
+            0 => FIRST_MAX,
+            end => end.saturating_mul(2).max(DENSE_MIN),
+        };
         usize::try_from(id).ok().filter(|at| *at < bound)
     }
 
@@ -103,8 +114,27 @@ mod tests {
     }
 
     #[test]
+    fn a_first_id_far_from_zero_and_its_followers_sit_in_the_vector() {
+        let mut by_id: ById<u64> = ById::default();
+        let first = 100_001;
+        for id in first..first + 10 {
+            by_id.insert(id, id);
+        }
+        assert_eq!((by_id.end, by_id.sparse.len()), (100_011, 0));
+        assert_eq!(by_id.get(first + 9), Some(&(first + 9)));
+        let mut stray: ById<u64> = ById::default();
+        stray.insert(FIRST_MAX as AgentId, 1);
+        assert_eq!(
+            (stray.end, stray.sparse.len()),
+            (0, 1),
+            "a stray first id sizes nothing"
+        );
+    }
+
+    #[test]
     fn an_id_the_vector_grew_past_stays_where_it_was_put() {
         let mut by_id: ById<u64> = ById::default();
+        by_id.insert(1, 0);
         let id = (2 * DENSE_MIN) as AgentId;
         by_id.insert(id, 1);
         assert_eq!(by_id.sparse.len(), 1, "past the vector's bound: the table");
