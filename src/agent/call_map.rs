@@ -66,6 +66,20 @@ impl<V> More<V> {
         }
     }
 
+    fn get_mut(&mut self, call_id: &str) -> Option<&mut V> {
+        match self {
+            More::Few(few) => few.iter_mut().find(|(id, _)| **id == *call_id).map(|(_, v)| v),
+            More::Many(many) => many.get_mut(call_id),
+        }
+    }
+
+    fn get(&self, call_id: &str) -> Option<&V> {
+        match self {
+            More::Few(few) => few.iter().find(|(id, _)| **id == *call_id).map(|(_, v)| v),
+            More::Many(many) => many.get(call_id),
+        }
+    }
+
     fn remove(&mut self, call_id: &str) -> Option<V> {
         match self {
             More::Few(few) => {
@@ -117,6 +131,22 @@ impl<V> CallMap<V> {
                 let more = self.more.get_or_insert_with(|| Box::new(More::Few(Vec::new())));
                 more.insert(call_id, value);
             }
+        }
+    }
+
+    /// What `call_id` holds, if anything.
+    pub(crate) fn get(&self, call_id: &str) -> Option<&V> {
+        match &self.first {
+            Some((id, value)) if **id == *call_id => Some(value),
+            _ => self.more.as_ref()?.get(call_id),
+        }
+    }
+
+    /// The same, to change.
+    pub(crate) fn get_mut(&mut self, call_id: &str) -> Option<&mut V> {
+        match &mut self.first {
+            Some((id, value)) if **id == *call_id => Some(value),
+            _ => self.more.as_mut()?.get_mut(call_id),
         }
     }
 
@@ -186,6 +216,19 @@ mod tests {
         assert!(map.first.is_none() && map.more.is_none(), "nothing held");
         map.insert("a/6".into(), 6);
         assert_eq!(map.remove("a/6"), Some(6));
+        for n in 1..=3u32 {
+            map.insert(format!("b/{n}").into(), n);
+        }
+        for n in 1..=3u32 {
+            *map.get_mut(&format!("b/{n}")).expect("held") += 10;
+            assert_eq!(
+                map.get(&format!("b/{n}")),
+                Some(&(n + 10)),
+                "b/{n}, in place or not"
+            );
+        }
+        assert_eq!(map.get("b/4"), None);
+        assert_eq!(map.get_mut("b/4"), None);
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl AgentState {
             }
             Step::AwaitAnswer(n) => {
                 let call_id = format!("{}/{n}", self.name);
-                if self.pending.contains(call_id.as_str()) && !self.closed.contains(call_id.as_str()) {
+                if self.is_pending_open(&call_id) {
                     self.park(Wait::Closed(call_id.into()));
                 }
             }
