@@ -46,27 +46,31 @@ enum Child {
 pub struct Script {
     spec: Arc<AgentSpec>,
     on_resume: bool,
-    pc: usize,
+    /// The next step's index: a script holds at most
+    /// [`STEPS_MAX`](crate::scenario::STEPS_MAX) steps.
+    pc: u32,
     wait: Option<Wait>,
     /// The arguments of the call in flight, for `unresolved` if it is delegated.
     asking: Option<Arc<str>>,
     /// The turn fired while a call was in flight: end once its result is in.
     ending: bool,
+    /// Each call's result as the model got it, in the order they settled.
+    results: Vec<(CallId, Got)>,
+    /// What only a script that delegates, spawns or is cancelled gathers; most
+    /// scripts never do, so it is boxed on first use (a tie of 10^5 roots holds
+    /// 10^5 scripts).
+    kin: Option<Box<Kin>>,
+}
+
+/// A script's delegated calls, spawn failures and children, and the turn that
+/// ended it.
+#[derive(Debug, Default)]
+struct Kin {
     /// The turn whose firing ended (or is ending) the script: its owner hears it
     /// with the final result, and ends its own script first if that turn is one
     /// of its own (SPEC §3.8: a fired turn ends the whole tree at one instant, so
     /// no parent runs a step because a child ended of the same signal).
     fired: Option<TurnId>,
-    /// Each call's result as the model got it, in the order they settled.
-    results: Vec<(CallId, Got)>,
-    /// What only a script that delegates or spawns gathers; most scripts never
-    /// do, so it is boxed on first use (a tie of 10^5 roots holds 10^5 scripts).
-    kin: Option<Box<Kin>>,
-}
-
-/// A script's delegated calls, spawn failures and children.
-#[derive(Debug, Default)]
-struct Kin {
     unresolved: Vec<Unresolved>,
     errors: Vec<Value>,
     /// By name, hashed: spawns insert and joins look up, nothing reads it in
@@ -85,7 +89,6 @@ impl Script {
             wait: None,
             asking: None,
             ending: false,
-            fired: None,
             results: Vec::new(),
             kin: None,
         }
@@ -126,11 +129,11 @@ impl AgentState {
             let Some(script) = self.script.as_mut().filter(|s| s.wait.is_none()) else {
                 return;
             };
-            let Some(step) = script.steps().get(script.pc).cloned() else {
+            let Some(step) = script.steps().get(script.pc as usize).cloned() else {
                 self.finish(out);
                 return;
             };
-            let pc = script.pc;
+            let pc = script.pc as usize;
             script.pc += 1;
             self.step(pc, step, out);
         }
@@ -321,7 +324,7 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        script.fired = Some(turn);
+        script.kin_mut().fired = Some(turn);
         match script.wait {
             Some(Wait::Call(_)) => script.ending = true,
             _ => self.finish(out),
@@ -334,7 +337,7 @@ impl AgentState {
         };
         let final_result = script.final_result(&self.name);
         let is_child_script = !script.on_resume;
-        let fired = script.fired;
+        let fired = script.kin.as_ref().and_then(|kin| kin.fired);
         // An ended script is dropped: what reaches the agent after it (a late
         // result, a close, a child's end, its turn's signal) finds no script and
         // changes nothing, as it changed nothing in an ended one.
