@@ -112,19 +112,32 @@ pub struct AgentState {
     /// close), and the pending calls closed for good: one map for the three
     /// (three maps took 96 bytes of every agent of a run, one takes 56).
     calls: call_map::CallMap<CallState>,
-    /// Library callers awaiting a pending call's close: boxed, as most agents
-    /// never have one (24 bytes in place, of every agent of a run). The box is
-    /// the point: 8 bytes in place, and an allocation only for those that wait.
-    #[allow(clippy::box_collection)]
-    await_closed: Option<Box<BTreeMap<CallId, Vec<oneshot::Sender<()>>>>>,
-    registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    /// What only a library's agent keeps, boxed (most agents of a run never
+    /// hold any of it: 8 bytes in place, and an allocation only while it does).
+    library: Option<Box<Library>>,
     messages: Vec<Arc<str>>,
     /// Its script while it runs: boxed, and dropped once it ends (nothing of an
     /// ended script is read again, and a run holds many agents that finished
     /// theirs while their pending calls wait for late answers).
     script: Option<Box<Script>>,
     prepared: Prepared,
-    next_timer: TimerId,
+    /// Its timers so far (a script's `work` steps: at most
+    /// [`STEPS_MAX`](crate::scenario::STEPS_MAX) a script).
+    next_timer: u32,
+}
+
+/// Who waits for a library agent's registration, and library callers awaiting
+/// a pending call's close.
+#[derive(Debug, Default)]
+struct Library {
+    registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
+    await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
+}
+
+impl Library {
+    fn is_empty(&self) -> bool {
+        self.registered.is_none() && self.await_closed.is_empty()
+    }
 }
 
 impl AgentState {
@@ -140,8 +153,7 @@ impl AgentState {
             owner: setup.owner,
             calls_made: setup.calls_made,
             calls: calls_pending(setup.pending),
-            await_closed: None,
-            registered: None,
+            library: None,
             messages: Vec::new(),
             script: setup.script.map(Box::new),
             prepared: setup.prepared,
@@ -205,7 +217,14 @@ impl AgentState {
 
     /// Replies to `reply` once the broker answered its registration.
     pub fn on_registered(&mut self, reply: oneshot::Sender<Result<(), SpawnError>>) {
-        self.registered = Some(reply);
+        self.library.get_or_insert_default().registered = Some(reply);
+    }
+
+    /// Gives the library's part back once it holds nothing.
+    fn library_done(&mut self) {
+        if self.library.as_ref().is_some_and(|library| library.is_empty()) {
+            self.library = None;
+        }
     }
 
     /// Handles one message.
@@ -213,8 +232,9 @@ impl AgentState {
         match msg {
             AgentMsg::Registered(result) => {
                 let ok = result.is_ok();
-                if let Some(reply) = self.registered.take() {
+                if let Some(reply) = self.library.as_mut().and_then(|l| l.registered.take()) {
                     let _ = reply.send(result);
+                    self.library_done();
                 }
                 if ok {
                     self.advance(out);
@@ -249,7 +269,7 @@ impl AgentState {
                 if self.is_closed(&call_id) {
                     let _ = reply.send(());
                 } else {
-                    (self.await_closed.get_or_insert_default())
+                    (self.library.get_or_insert_default().await_closed)
                         .entry(call_id.into())
                         .or_default()
                         .push(reply);
@@ -334,15 +354,13 @@ impl AgentState {
             });
             push_sized(&mut self.messages, message);
         }
-        if let Some(awaiting) = &mut self.await_closed {
-            for waiter in awaiting.remove(&call_id).unwrap_or_default() {
+        if let Some(library) = &mut self.library {
+            for waiter in library.await_closed.remove(&call_id).unwrap_or_default() {
                 let _ = waiter.send(());
             }
-            if awaiting.is_empty() {
-                // An emptied B-tree keeps its root node: give it back, as a run
-                // holds many agents that await nothing any more.
-                self.await_closed = None;
-            }
+            // An emptied B-tree keeps its root node: give it back, as a run
+            // holds many agents that await nothing any more.
+            self.library_done();
         }
         self.state_of(&call_id).closed = true;
         self.script_closed(&call_id, out);
@@ -378,7 +396,7 @@ impl AgentState {
     }
 
     fn timer_id(&mut self) -> TimerId {
-        self.next_timer += 1;
-        self.next_timer
+        self.next_timer = (self.next_timer.checked_add(1)).expect("a script's steps fit in 32 bits");
+        TimerId::from(self.next_timer)
     }
 }
