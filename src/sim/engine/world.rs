@@ -120,7 +120,10 @@ pub struct World<'s> {
     answerers: Vec<Option<AnswererSlot>>,
     /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
-    specs: FxHashMap<&'s str, Arc<AgentSpec>>,
+    /// Every spec by name, for a restart to start its agents from: made at the
+    /// first restart (most runs have none, and a table by name of every agent
+    /// was ~33 bytes an agent of a run's peak).
+    specs: Option<FxHashMap<&'s str, Arc<AgentSpec>>>,
     /// The memo every agent of the run validates its script's arguments through.
     prepared: Prepared,
     recorder: RunRecorder,
@@ -148,7 +151,6 @@ impl<'s> World<'s> {
         recorder: RunRecorder,
         own: Answerers,
     ) -> World<'s> {
-        let specs = scenario.specs();
         let jitter = (jitter_max_s > 0.0).then(|| Jitter {
             seed: jitter_stream(seed),
             max: nanos(jitter_max_s),
@@ -166,7 +168,7 @@ impl<'s> World<'s> {
             names: FxHashMap::default(),
             answerers: Vec::new(),
             own,
-            specs,
+            specs: None,
             prepared: Prepared::default(),
             recorder,
             jitter,
@@ -605,8 +607,14 @@ impl<'s> World<'s> {
         };
         self.boot();
         let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
+        let scenario = self.scenario;
+        self.specs.get_or_insert_with(|| scenario.specs());
         for agent in plan.agents {
-            let Some(spec) = self.specs.get(agent.name.as_str()).cloned() else {
+            let spec = self
+                .specs
+                .as_ref()
+                .and_then(|specs| specs.get(agent.name.as_str()));
+            let Some(spec) = spec.cloned() else {
                 continue;
             };
             let id = self.start_agent(&spec, agent.lineage, agent.calls_made, agent.pending, true);
