@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::protocol::{Turn, TurnId};
+use crate::protocol::{AgentId, Turn, TurnId};
 
 /// Holders of type `K` by turn.
 #[derive(Debug)]
@@ -67,6 +67,15 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
 
     fn holds_anything(&self, turn: TurnId) -> bool {
         self.at(turn).next().is_some() || self.links.range((turn, FIRST)..=(turn, LAST)).next().is_some()
+    }
+
+    /// Every holder at any turn of `agent`, in (turn, holder) order. Costs what
+    /// it returns.
+    pub fn of_agent(&self, agent: AgentId) -> impl Iterator<Item = K> + '_ {
+        let (first, last) = (TurnId { agent, n: 0 }, TurnId { agent, n: u32::MAX });
+        self.holders
+            .range((first, K::MIN)..=(last, K::MAX))
+            .map(|(_, k)| *k)
     }
 
     fn at(&self, turn: TurnId) -> impl Iterator<Item = K> + '_ {
