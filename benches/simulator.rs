@@ -119,12 +119,16 @@ fn scaling(c: &mut Criterion) {
         for family in Family::ALL {
             let text = family.scenario(n);
             let scenario = scenario::parse("family.json", &text).expect("a family scenario parses");
+            let run = |scenario: &scenario::Scenario| {
+                let mut options = RunOptions::new(scenario, scenario.seed, Clock::Virtual);
+                options.keep_events = false;
+                sim::run_options(scenario, options).expect("a run")
+            };
+            // A run cut at a limit does less than the family's work: it must end.
+            let limit = run(&scenario).limit;
+            assert!(limit.is_none(), "{} at {n} hit {limit:?}", family.name());
             group.bench_with_input(BenchmarkId::new(family.name(), n), &scenario, |b, scenario| {
-                b.iter(|| {
-                    let mut options = RunOptions::new(scenario, scenario.seed, Clock::Virtual);
-                    options.keep_events = false;
-                    black_box(sim::run_options(scenario, options).expect("a run"))
-                })
+                b.iter(|| black_box(run(scenario)))
             });
         }
         let scenario = scenario::parse("tie.json", &Family::Tie.scenario(n)).expect("parses");

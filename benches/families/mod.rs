@@ -75,7 +75,7 @@ impl Family {
     /// The scenario of this family at size `n` (n >= 2), as JSON text.
     pub fn scenario(self, n: usize) -> String {
         let n = n.max(2);
-        let value = match self {
+        let mut value = match self {
             Family::Tie => tie(n),
             Family::Loss => loss(n),
             Family::Children => children(n),
@@ -85,7 +85,20 @@ impl Family {
             Family::CancelTurns => cancel_turns(n),
             Family::Stops => stops(n),
         };
+        value["limits"] = json!({"events_max": self.events_max(n)});
         serde_json::to_string_pretty(&value).expect("JSON")
+    }
+
+    /// An events limit the family never reaches at size `n`: the default of
+    /// 10^7 stopped a waterfall of 64 at 10^5 roots (each call's 64 offers and
+    /// declines are ~130 events), and a run cut at a limit does less of the
+    /// work it is measured by.
+    pub fn events_max(self, n: usize) -> u64 {
+        let per_unit = match self {
+            Family::Waterfall(d) => 32 + 4 * d as u64,
+            _ => 64,
+        };
+        (n as u64 * per_unit).max(10_000_000)
     }
 
     /// What the family counts per unit of N: calls, or agents for a tree.
