@@ -231,8 +231,10 @@ fn bites(invariant: &str, (call_id, seq): (&str, u64), what: &str, bitten: &[Val
 
 /// A log cut short (no `end` event: killed, or still going) is judged as far as
 /// it goes: what is owed only once a run is over is not a violation yet, since
-/// the next line could still settle it. Each log here breaks an end-of-run check
-/// when closed by `end`, and nothing when cut.
+/// the next line could still settle it. So is a run stopped at a limit (its
+/// `end` names the limit): work was still due. Each log here breaks an
+/// end-of-run check when closed by `end` (`done`), and nothing when cut or
+/// stopped.
 #[test]
 fn a_log_cut_short_owes_nothing_that_only_the_end_settles() {
     let cut_logs = [
@@ -265,6 +267,17 @@ fn a_log_cut_short_owes_nothing_that_only_the_end_settles() {
             [],
             "cut: {log:#?}"
         );
+        // Stopped at a limit, work was still due: the run did not end either.
+        for reason in ["events_max", "virtual_s_max"] {
+            let t = log.last().and_then(|e| e["t"].as_f64()).unwrap_or(0.0);
+            let stopped = [&log[..], &[json!({"t": t, "event": "end", "reason": reason})]].concat();
+            let events = cut_events(&stopped);
+            assert_eq!(
+                check(&events, Some(&broker), VIRTUAL_TOLERANCE_S),
+                [],
+                "stopped at {reason}: {log:#?}"
+            );
+        }
     }
 }
 

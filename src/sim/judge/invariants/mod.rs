@@ -35,6 +35,7 @@ use serde_json::Value;
 use crate::event::{Event, EventKind, RawQuestions};
 use crate::projection::Projection;
 use crate::protocol::{BrokerStatus, CallId, Name};
+use crate::sim::engine::output::Limit;
 use crate::sim::judge::call_ix::{CallIds, CallIx};
 use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::turns::{Fire, TurnTree};
@@ -76,6 +77,13 @@ pub const INVARIANTS: [&str; 16] = [
     NO_ORPHANED_WAIT,
     PROTOCOL_CONFORMANCE,
 ];
+
+/// Whether an `end` event's reason is a limit that stopped the run.
+fn is_limit(reason: &str) -> bool {
+    [Limit::EventsMax, Limit::VirtualSMax]
+        .iter()
+        .any(|limit| limit.as_str() == reason)
+}
 
 /// Whether `text` is exactly `ToolResult::pending(call_id)`'s text: the fixed
 /// head, the callId as a JSON string, the fixed tail (serialised once, not per
@@ -199,7 +207,12 @@ impl Checker {
             EventKind::Stop { agent } => self.stop(agent, seq, t),
             EventKind::Request { .. } => self.request(&event.kind, seq, t),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
-            EventKind::End { .. } => self.ended = true,
+            // A run stopped at a limit did not end: work was still due (SPEC §5,
+            // "a run ends when nothing can change any more"), so what only the
+            // end settles is judged as in a log cut short. (A waterfall of 64 at
+            // 10^5 roots stopped at 10^7 events reported every call's offer
+            // still out as `no_orphaned_wait`.)
+            EventKind::End { reason } => self.ended = !is_limit(reason),
             EventKind::Restart { .. } => {
                 self.restarted = true;
                 self.restart_seq = seq;
