@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::passive::Passive;
 use super::{Host, Runtime, Shared, TimerSink, Timers, execute, guarded};
 use crate::agent::AgentState;
 use crate::effect::{Out, Spawn};
@@ -65,7 +66,7 @@ impl AgentShell {
 }
 
 /// Tells the broker when `token` fires, unless the runtime dies first.
-fn watch(shared: &Arc<Shared>, agent: AgentId, token: &CancellationToken, turn: Turn) {
+pub(super) fn watch(shared: &Arc<Shared>, agent: AgentId, token: &CancellationToken, turn: Turn) {
     let (shared, token) = (shared.clone(), token.clone());
     shared.counts.task();
     tokio::spawn(async move {
@@ -126,19 +127,112 @@ impl Host for AgentShell {
     }
 }
 
+/// An agent as the runtime reaches it.
+#[derive(Clone)]
+pub(crate) enum AgentRef {
+    /// A scripted agent: an actor of its own, as its script's effects await.
+    Actor(ActorRef<AgentMail>),
+    /// A library agent, stepped in place by whoever sends to it ([`Passive`]).
+    Passive(Arc<Passive>),
+}
+
+impl AgentRef {
+    /// Gives the agent a handle's `mail`, counted as a mailbox message or as
+    /// a step in place; false if the agent is gone.
+    pub(crate) fn mail(&self, shared: &Arc<Shared>, mail: AgentMail) -> bool {
+        match self {
+            AgentRef::Actor(actor) => {
+                shared.counts.agent_mail(&mail);
+                actor.send_message(mail).is_ok()
+            }
+            AgentRef::Passive(passive) => {
+                shared.counts.in_place_mail(&mail);
+                match mail {
+                    AgentMail::Core { msg, .. } => passive.step(shared, msg),
+                    AgentMail::Token { new, reply } => match passive.token(shared, new) {
+                        Some(token) => reply.send(token).is_ok(),
+                        None => false,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Delivers `msg` from inside the runtime, counted first when `count` (a
+    /// mailbox message, or a step in place); true if it is counted in flight
+    /// until handled.
+    pub(crate) fn deliver(&self, shared: &Shared, msg: AgentMsg, count: bool) -> bool {
+        match self {
+            AgentRef::Actor(actor) => {
+                if count {
+                    shared.counts.agent(&msg);
+                }
+                actor.send_message(AgentMail::Core { msg, counted: true }).is_ok()
+            }
+            AgentRef::Passive(passive) => {
+                if count {
+                    passive.count(shared, &msg);
+                }
+                passive.deliver(shared, msg)
+            }
+        }
+    }
+
+    /// Stops the agent, without waiting.
+    pub(crate) fn stop(&self) {
+        match self {
+            AgentRef::Actor(actor) => actor.stop(None),
+            AgentRef::Passive(passive) => passive.stop(),
+        }
+    }
+
+    /// Stops the agent and waits until it has.
+    pub(crate) async fn stop_and_wait(&self) {
+        match self {
+            AgentRef::Actor(actor) => {
+                let _ = actor.stop_and_wait(None, None).await;
+            }
+            AgentRef::Passive(passive) => passive.stop_and_wait().await,
+        }
+    }
+}
+
+/// Enters `agent` in the runtime's directory.
+fn enter(shared: &Shared, id: AgentId, name: Name, agent: AgentRef) {
+    shared.agents.lock().expect("agents poisoned").insert(id, agent);
+    shared.names.lock().expect("names poisoned").insert(name, id);
+}
+
 /// Starts an agent actor and enters it in the runtime's directory.
-pub(crate) async fn start(shared: &Arc<Shared>, args: AgentArgs) -> Result<ActorRef<AgentMail>, SpawnError> {
+pub(crate) async fn start(shared: &Arc<Shared>, args: AgentArgs) -> Result<AgentRef, SpawnError> {
     let (id, name) = (args.state.id(), args.state.name().clone());
     let (actor, _) = Actor::spawn(None, AgentActor, args)
         .await
         .map_err(|_| SpawnError::RuntimeStopped)?;
-    shared
-        .agents
-        .lock()
-        .expect("agents poisoned")
-        .insert(id, actor.clone());
-    shared.names.lock().expect("names poisoned").insert(name, id);
-    Ok(actor)
+    let agent = AgentRef::Actor(actor);
+    enter(shared, id, name, agent.clone());
+    Ok(agent)
+}
+
+/// Starts a library agent (no script: [`Passive`]) and enters it in the
+/// runtime's directory; its registration is answered to `registered`.
+pub(crate) async fn start_passive(
+    shared: &Arc<Shared>,
+    mut state: AgentState,
+    parent_token: Option<CancellationToken>,
+    registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
+) -> Result<AgentRef, SpawnError> {
+    let (id, name) = (state.id(), state.name().clone());
+    if let Some(reply) = registered {
+        state.on_registered(reply);
+    }
+    let gated = shared.gate.is_some();
+    let passive = Passive::start(shared, state, parent_token, gated)
+        .await
+        .ok_or(SpawnError::RuntimeStopped)?;
+    let agent = AgentRef::Passive(passive);
+    enter(shared, id, name, agent.clone());
+    Ok(agent)
 }
 
 impl Actor for AgentActor {
@@ -229,7 +323,7 @@ impl Actor for AgentActor {
 pub struct AgentHandle {
     pub(crate) id: AgentId,
     pub(crate) name: Name,
-    pub(crate) actor: ActorRef<AgentMail>,
+    pub(crate) agent: AgentRef,
     pub(crate) runtime: Runtime,
 }
 
@@ -248,10 +342,9 @@ impl AgentHandle {
         self.mail(AgentMail::Core { msg, counted: false })
     }
 
-    /// Sends the agent `mail` from this handle (counted, [`super::RuntimeCounts`]).
+    /// Gives the agent `mail` from this handle (counted, [`super::RuntimeCounts`]).
     fn mail(&self, mail: AgentMail) -> bool {
-        self.runtime.shared().counts.agent_mail(&mail);
-        self.actor.send_message(mail).is_ok()
+        self.agent.mail(self.runtime.shared(), mail)
     }
 
     /// A oneshot channel, counted.
@@ -297,7 +390,7 @@ impl AgentHandle {
         // are; the agent records an INVALID_ARGUMENTS result itself, after the
         // handler that replied here.
         if result.kind == ResultKind::Error(ErrorCode::InvalidArguments) {
-            self.runtime.durable_after(&self.actor).await;
+            self.runtime.durable_after(&self.agent).await;
         }
         tracing::info!(result = %result.text, "settled");
         CallOutcome { call_id, result }
@@ -313,6 +406,11 @@ impl AgentHandle {
     }
 
     async fn token(&self, new: bool) -> Option<(CancellationToken, Turn)> {
+        if let AgentRef::Passive(passive) = &self.agent {
+            let shared = self.runtime.shared();
+            shared.counts.in_place_token();
+            return passive.token(shared, new);
+        }
         let (reply, rx) = self.oneshot();
         if !self.mail(AgentMail::Token { new, reply }) {
             return None;
