@@ -11,7 +11,7 @@
 //! account of what is in flight so a real-clock run knows when it is over.
 //!
 //! An agent a library user drives runs no script, and has no actor: its state
-//! is stepped in place by whoever sends to it ([`passive`]), which spares a
+//! is stepped in place by whoever sends to it (`agent/passive.rs`), which spares a
 //! call the mailbox hops to and from its agent. Scripted agents are actors.
 //!
 //! With a durable log ([`crate::durable`]) every handler's events are recorded
@@ -25,7 +25,6 @@ mod answerer;
 mod broker;
 mod counts;
 mod order;
-mod passive;
 mod recover;
 mod resident;
 mod runtime;

@@ -20,14 +20,15 @@
 //! actor that steps the same state, so no handler runs inside the gate.
 //!
 //! A scripted agent (a scenario's, or a child a script spawns) stays an actor
-//! of its own ([`super::agent`]): its effects await.
+//! of its own ([`super::actor`]): its effects await.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, guarded};
+use super::super::{Shared, guarded};
+use super::turn::watch;
 use crate::agent::AgentState;
 use crate::effect::{Effect, Out};
 use crate::protocol::{AgentMsg, BrokerMsg, Envelope, Turn};
@@ -63,7 +64,7 @@ impl Core {
             Some(parent) => parent.child_token(),
             None => CancellationToken::new(),
         };
-        super::agent::watch(shared, self.state.id(), &self.token, self.state.turn().clone());
+        watch(shared, self.state.id(), &self.token, self.state.turn().clone());
     }
 
     /// Carries out what the handler did: its events first, then its sends in
