@@ -70,6 +70,53 @@ fn baseline_waterfall(declining: usize, latency: Option<Duration>) -> Vec<Answer
     answerers
 }
 
+/// What an iteration's time is: the wall clock, or the CPU time of every
+/// thread of the process (issue #23: on a shared machine the wall clock
+/// swings with everyone else's work, the CPU a call takes does not).
+#[derive(Clone, Copy)]
+enum Clock {
+    Wall,
+    Cpu,
+}
+
+impl Clock {
+    /// A reading to measure from.
+    fn start(self) -> (Instant, Duration) {
+        (Instant::now(), self.cpu())
+    }
+
+    /// What passed since `start`, on this clock.
+    fn since(self, (wall, cpu): (Instant, Duration)) -> Duration {
+        match self {
+            Clock::Wall => wall.elapsed(),
+            Clock::Cpu => self.cpu().saturating_sub(cpu),
+        }
+    }
+
+    /// The CPU time every thread of the process has run so far
+    /// (`CLOCK_PROCESS_CPUTIME_ID`, which counts the running thread up to
+    /// now; `/proc`'s per-thread figures lag by up to a scheduler tick, and
+    /// std has no process CPU clock). Zero on the wall clock, or if the clock
+    /// cannot be read.
+    fn cpu(self) -> Duration {
+        if let Clock::Wall = self {
+            return Duration::ZERO;
+        }
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
+        // which points to a live, writable local of that type; on a clock the
+        // system does not have it writes nothing and returns -1, read below.
+        let read = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+        if read != 0 {
+            return Duration::ZERO;
+        }
+        Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+    }
+}
+
 fn current_thread(paused: bool) -> tokio::runtime::Runtime {
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all();
@@ -170,7 +217,7 @@ fn bench_log_path() -> std::path::PathBuf {
 /// `iters` rounds of `calls` pending calls on a fresh runtime each, keeping its
 /// log as `keeping` says. Building the runtime (and creating its log file) is
 /// not timed; the last late answer's line being durable is.
-fn pending_asksim(iters: u64, calls: u64, keeping: Keeping) -> Duration {
+fn pending_asksim(iters: u64, calls: u64, keeping: Keeping, clock: Clock) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let rt = current_thread(true);
@@ -194,7 +241,7 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping) -> Duration {
             })
             .expect("a runtime");
         let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
-        let start = Instant::now();
+        let start = clock.start();
         rt.block_on(async {
             let calls: Vec<_> = (0..calls)
                 .map(|_| {
@@ -209,7 +256,7 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping) -> Duration {
                 call.await.expect("a call");
             }
         });
-        total += start.elapsed();
+        total += clock.since(start);
         rt.block_on(runtime.shutdown());
     }
     let _ = std::fs::remove_file(bench_log_path());
@@ -224,10 +271,10 @@ fn pending_throughput(c: &mut Criterion) {
     group.throughput(Throughput::Elements(PENDING_CALLS));
     group.sample_size(10);
     group.bench_function("asksim", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Events))
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Events, Clock::Wall))
     });
     group.bench_function("asksim_without_events", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Nothing))
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Nothing, Clock::Wall))
     });
     // SPEC §8 "durable log": a log file under the default policy (group commit;
     // ASKSIM_BENCH_SYNC=group:MS measures another window).
@@ -238,37 +285,90 @@ fn pending_throughput(c: &mut Criterion) {
         })
         .unwrap_or_default();
     group.bench_function("asksim_durable_log", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::File(sync)))
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::File(sync), Clock::Wall))
     });
     group.bench_function("asksim_durable_log_none", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::File(SyncPolicy::None)))
+        b.iter_custom(|iters| {
+            pending_asksim(iters, PENDING_CALLS, Keeping::File(SyncPolicy::None), Clock::Wall)
+        })
     });
     group.bench_function("baseline", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let rt = current_thread(true);
-                let base = rt.block_on(async {
-                    Baseline::start(tool(), &baseline_waterfall(0, Some(Duration::from_secs(2))))
-                });
-                let start = Instant::now();
-                rt.block_on(async {
-                    let calls: Vec<_> = (0..PENDING_CALLS)
-                        .map(|_| {
-                            let base = base.clone();
-                            tokio::spawn(async move {
-                                let (_, mut late) = base.ask(ARGS_1S).await;
-                                late.recv().await
-                            })
-                        })
-                        .collect();
-                    for call in calls {
-                        call.await.expect("a call");
-                    }
-                });
-                total += start.elapsed();
+        b.iter_custom(|iters| pending_baseline(iters, Clock::Wall))
+    });
+    group.finish();
+}
+
+/// `iters` rounds of [`PENDING_CALLS`] pending calls through the baseline, on a
+/// fresh broker each (built untimed).
+fn pending_baseline(iters: u64, clock: Clock) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let rt = current_thread(true);
+        let base = rt.block_on(async {
+            Baseline::start(tool(), &baseline_waterfall(0, Some(Duration::from_secs(2))))
+        });
+        let start = clock.start();
+        rt.block_on(async {
+            let calls: Vec<_> = (0..PENDING_CALLS)
+                .map(|_| {
+                    let base = base.clone();
+                    tokio::spawn(async move {
+                        let (_, mut late) = base.ask(ARGS_1S).await;
+                        late.recv().await
+                    })
+                })
+                .collect();
+            for call in calls {
+                call.await.expect("a call");
             }
-            total
+        });
+        total += clock.since(start);
+    }
+    total
+}
+
+/// `pending_throughput` and `round_trip` in CPU time, every thread of the
+/// process counted (the journal's too): their ratios to the baseline's are
+/// the issue's, read off a clock that the machine's other work does not move.
+/// Criterion reports these "times" as CPU time per iteration.
+fn cpu(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cpu_pending");
+    group.throughput(Throughput::Elements(PENDING_CALLS));
+    group.sample_size(10);
+    group.bench_function("asksim", |b| {
+        b.iter_custom(|iters| pending_asksim(iters, PENDING_CALLS, Keeping::Events, Clock::Cpu))
+    });
+    group.bench_function("asksim_durable_log", |b| {
+        b.iter_custom(|iters| {
+            let sync = SyncPolicy::default();
+            pending_asksim(iters, PENDING_CALLS, Keeping::File(sync), Clock::Cpu)
+        })
+    });
+    group.bench_function("baseline", |b| {
+        b.iter_custom(|iters| pending_baseline(iters, Clock::Cpu))
+    });
+    group.finish();
+    let mut group = c.benchmark_group("cpu_round_trip");
+    let rt = current_thread(false);
+    let runtime = start_asksim(&rt, waterfall(0, Latency::Fixed(0.0)));
+    let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
+    group.bench_function("asksim", |b| {
+        b.iter_custom(|iters| {
+            let start = Clock::Cpu.start();
+            for _ in 0..iters {
+                rt.block_on(async { black_box(root.ask(ARGS_5S).await) });
+            }
+            Clock::Cpu.since(start)
+        })
+    });
+    let base = rt.block_on(async { Baseline::start(tool(), &baseline_waterfall(0, Some(Duration::ZERO))) });
+    group.bench_function("baseline", |b| {
+        b.iter_custom(|iters| {
+            let start = Clock::Cpu.start();
+            for _ in 0..iters {
+                rt.block_on(async { black_box(base.ask(ARGS_5S).await.0) });
+            }
+            Clock::Cpu.since(start)
         })
     });
     group.finish();
@@ -285,7 +385,9 @@ fn pending_throughput_every(c: &mut Criterion) {
     group.throughput(Throughput::Elements(EVERY_CALLS));
     group.sample_size(10);
     group.bench_function("asksim_durable_log_every", |b| {
-        b.iter_custom(|iters| pending_asksim(iters, EVERY_CALLS, Keeping::File(SyncPolicy::Every)))
+        b.iter_custom(|iters| {
+            pending_asksim(iters, EVERY_CALLS, Keeping::File(SyncPolicy::Every), Clock::Wall)
+        })
     });
     group.finish();
 }
@@ -338,6 +440,6 @@ fn virtual_speed(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
-    targets = floor, round_trip, waterfall_depth, pending_throughput, pending_throughput_every, virtual_speed
+    targets = floor, round_trip, waterfall_depth, pending_throughput, pending_throughput_every, virtual_speed, cpu
 }
 criterion_main!(benches);

@@ -1,5 +1,5 @@
 //! What one runtime did, counted (issue #23): the messages its actors got, by
-//! receiver and kind; the tasks and oneshots it made; how often the recorder
+//! receiver and kind, and the steps library agents took in place instead; the tasks and oneshots it made; how often the recorder
 //! was locked, or the journal's queue, on an actor's path; the event lines the
 //! recorder serialised. Relaxed counters,
 //! read by tests and benches ([`crate::Runtime::counts`]) to hold the cost of a
@@ -46,13 +46,37 @@ const TASKS: usize = 26;
 /// Past [`NAMES`]: oneshots.
 const ONESHOTS: usize = 27;
 
-/// The counters of one runtime (the journal counts its own locks).
+/// The counters of one runtime (the journal counts its own locks): messages
+/// and the rest, and the steps taken in place by kind (agents' only).
 #[derive(Default)]
-pub(crate) struct Counters([AtomicU64; 28]);
+pub(crate) struct Counters([AtomicU64; 28], [AtomicU64; 28]);
 
 impl Counters {
     fn bump(&self, index: usize) {
         self.0[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A library agent handled `msg` in place, no mailbox between.
+    pub(crate) fn in_place(&self, msg: &AgentMsg) {
+        self.1[agent_kind(msg)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handle's `mail` was handled in place.
+    pub(crate) fn in_place_mail(&self, mail: &AgentMail) {
+        match mail {
+            AgentMail::Core { msg, .. } => self.in_place(msg),
+            AgentMail::Token { .. } => self.in_place_token(),
+        }
+    }
+
+    /// A handle read or started a library agent's turn in place.
+    pub(crate) fn in_place_token(&self) {
+        self.1[20].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message went to an agent's mailbox.
+    pub(crate) fn agent(&self, msg: &AgentMsg) {
+        self.bump(agent_kind(msg));
     }
 
     /// A message went to an actor (through the runtime's route).
@@ -98,8 +122,15 @@ impl Counters {
             .map(|(i, name)| (*name, get(i)))
             .filter(|(_, n)| *n > 0)
             .collect();
+        let in_place = NAMES[..TASKS]
+            .iter()
+            .zip(&self.1)
+            .map(|(name, n)| (*name, n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
         RuntimeCounts {
             messages,
+            in_place,
             tasks: get(TASKS),
             oneshots: get(ONESHOTS),
             recorder_locks,
@@ -155,6 +186,9 @@ pub struct RuntimeCounts {
     /// `agent:Settled`, `answerer:Timer`, …; `agent:Call` and the like come from
     /// handles). Kinds never sent are left out.
     pub messages: BTreeMap<&'static str, u64>,
+    /// What library agents handled in place instead, with no mailbox between
+    /// (a handle's call, a result from the broker, …), by the same names.
+    pub in_place: BTreeMap<&'static str, u64>,
     /// Tasks spawned: actor timers, turn watchers, the broker's sleeper.
     pub tasks: u64,
     /// Oneshot channels made by handles and the runtime.
@@ -175,16 +209,22 @@ impl RuntimeCounts {
         self.messages.values().sum()
     }
 
+    /// Every step taken in place, of every kind.
+    pub fn in_place_total(&self) -> u64 {
+        self.in_place.values().sum()
+    }
+
     /// What happened between `before` and `self`.
     pub fn since(&self, before: &RuntimeCounts) -> RuntimeCounts {
-        let messages = self
-            .messages
-            .iter()
-            .map(|(kind, n)| (*kind, n - before.messages.get(kind).copied().unwrap_or(0)))
-            .filter(|(_, n)| *n > 0)
-            .collect();
+        let since = |now: &BTreeMap<&'static str, u64>, then: &BTreeMap<&'static str, u64>| {
+            now.iter()
+                .map(|(kind, n)| (*kind, n - then.get(kind).copied().unwrap_or(0)))
+                .filter(|(_, n)| *n > 0)
+                .collect()
+        };
         RuntimeCounts {
-            messages,
+            messages: since(&self.messages, &before.messages),
+            in_place: since(&self.in_place, &before.in_place),
             tasks: self.tasks - before.tasks,
             oneshots: self.oneshots - before.oneshots,
             recorder_locks: self.recorder_locks - before.recorder_locks,

@@ -10,6 +10,10 @@
 //! fire directly, replies to library callers, supervision of answerers, and an
 //! account of what is in flight so a real-clock run knows when it is over.
 //!
+//! An agent a library user drives runs no script, and has no actor: its state
+//! is stepped in place by whoever sends to it (`agent/passive.rs`), which spares a
+//! call the mailbox hops to and from its agent. Scripted agents are actors.
+//!
 //! With a durable log ([`crate::durable`]) every handler's events are recorded
 //! before any of its sends go, and what goes to an agent or an answerer (a
 //! result, an offer, a user message, a withdrawal: what leaves the process)
@@ -50,12 +54,12 @@ pub(crate) use runtime::Continuity;
 pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
 pub(crate) use timers::Timers;
 
-use agent::AgentMail;
+use agent::AgentRef;
 
 /// What every actor of one runtime shares.
 pub(crate) struct Shared {
     broker: OnceLock<ActorRef<BrokerMail>>,
-    agents: Mutex<FxHashMap<AgentId, ActorRef<AgentMail>>>,
+    agents: Mutex<FxHashMap<AgentId, AgentRef>>,
     names: Mutex<BTreeMap<Name, AgentId>>,
     /// The waterfall's actors.
     answerers: OnceLock<Vec<AnswererRef>>,
@@ -95,30 +99,37 @@ impl Shared {
         self.broker.get()
     }
 
-    fn agent(&self, id: AgentId) -> Option<ActorRef<AgentMail>> {
+    fn agent(&self, id: AgentId) -> Option<AgentRef> {
         self.agents.lock().expect("agents poisoned").get(&id).cloned()
     }
 
     /// Sends `envelope` to its receiver, counted as in flight until handled
     /// (a user's own answerer never reports handling, so what it gets is not
     /// counted). What goes to an agent or an answerer passes the write-ahead
-    /// gate when there is a log.
+    /// gate when there is a log. A library agent without a log takes what is
+    /// sent to it in place ([`passive`]), counted as a step, not a message.
     fn route(&self, envelope: Envelope) {
-        self.counts.message(&envelope);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         match (&self.gate, &envelope) {
-            (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => gate.pass(envelope),
-            _ => self.deliver(envelope),
+            (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => {
+                self.counts.message(&envelope);
+                gate.pass(envelope)
+            }
+            // The agent's kind says how it is counted.
+            (_, Envelope::Agent(..)) => self.deliver(envelope, true),
+            _ => {
+                self.counts.message(&envelope);
+                self.deliver(envelope, false)
+            }
         }
     }
 
-    /// [`Shared::route`] past the gate.
-    fn deliver(&self, envelope: Envelope) {
+    /// [`Shared::route`] past the gate; what goes to an agent is counted there
+    /// when `count` (not yet counted, as on the way out of the gate).
+    fn deliver(&self, envelope: Envelope, count: bool) {
         let counted = match envelope {
             Envelope::Broker(msg) => self.send_broker(BrokerMail { msg, counted: true }),
-            Envelope::Agent(id, msg) => self
-                .agent(id)
-                .is_some_and(|a| a.send_message(AgentMail::Core { msg, counted: true }).is_ok()),
+            Envelope::Agent(id, msg) => self.agent(id).is_some_and(|a| a.deliver(self, msg, count)),
             Envelope::Answerer(index, mut msg) => {
                 if let AnswererInput::Broker(AnswererMsg::Offer(offer)) = &mut msg {
                     offer.broker = self.broker().cloned();

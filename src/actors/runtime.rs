@@ -31,7 +31,7 @@ use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentArgs, AgentMail};
+use super::agent::{AgentArgs, AgentMail, AgentRef};
 use super::broker::{BrokerActor, BrokerArgs, Slot};
 use super::{AgentHandle, Journal, Shared};
 use crate::agent::{AgentSetup, AgentState};
@@ -327,7 +327,7 @@ impl Runtime {
                     .map(|_| Box::new(move || journal.horizon().unwrap_or(0)) as _);
                 Gate::with_horizon(log, horizon, move |envelope| {
                     if let Some(shared) = weak.upgrade() {
-                        shared.deliver(envelope);
+                        shared.deliver(envelope, false);
                     }
                 })
             }),
@@ -416,8 +416,8 @@ impl Runtime {
         self.start_agent(state, parent_token, owner_id, lineage).await
     }
 
-    /// Starts an agent actor, registers it with the broker and waits for the
-    /// answer.
+    /// Starts a library agent ([`super::passive`]), registers it with the
+    /// broker and waits for the answer.
     pub(crate) async fn start_agent(
         &self,
         state: AgentState,
@@ -429,13 +429,7 @@ impl Runtime {
         let (id, name, turn) = (state.id(), state.name().clone(), state.turn().clone());
         shared.counts.oneshot();
         let (registered, registered_rx) = oneshot::channel();
-        let args = AgentArgs {
-            shared: shared.clone(),
-            state,
-            parent_token,
-            registered: Some(registered),
-        };
-        let actor = super::agent::start(shared, args).await?;
+        let agent = super::agent::start_passive(shared, state, parent_token, Some(registered)).await?;
         let registration = Registration {
             agent: id,
             name: name.clone(),
@@ -450,15 +444,15 @@ impl Runtime {
             Ok(Ok(())) => Ok(AgentHandle {
                 id,
                 name,
-                actor,
+                agent,
                 runtime: self.clone(),
             }),
             Ok(Err(error)) => {
-                actor.stop(None);
+                agent.stop();
                 Err(error)
             }
             Err(_) => {
-                actor.stop(None);
+                agent.stop();
                 Err(SpawnError::RuntimeStopped)
             }
         }
@@ -487,6 +481,7 @@ impl Runtime {
         let shared = &self.inner.shared;
         let id = setup.id;
         let (name, turn) = (setup.name.clone(), setup.turn.clone());
+        let scripted = setup.script.is_some();
         let mut state = AgentState::new(setup);
         let now = shared.now();
         let mut out = crate::effect::Out::new(now);
@@ -498,13 +493,19 @@ impl Runtime {
             _ => None,
         });
         shared.recorder.record(crate::protocol::seconds(now), events);
-        let args = AgentArgs {
-            shared: shared.clone(),
-            state,
-            parent_token: None,
-            registered: None,
+        let agent = if scripted {
+            let args = AgentArgs {
+                shared: shared.clone(),
+                state,
+                parent_token: None,
+                registered: None,
+            };
+            super::agent::start(shared, args).await.ok()?
+        } else {
+            super::agent::start_passive(shared, state, None, None)
+                .await
+                .ok()?
         };
-        let actor = super::agent::start(shared, args).await.ok()?;
         let registration = Registration {
             agent: id,
             name: name.clone(),
@@ -518,7 +519,7 @@ impl Runtime {
         Some(AgentHandle {
             id,
             name,
-            actor,
+            agent,
             runtime: self.clone(),
         })
     }
@@ -628,17 +629,21 @@ impl Runtime {
         crate::durable::compact_live(&recorder, log).map(Some)
     }
 
-    /// Waits until what `actor` recorded before now is durable: its mailbox is
-    /// passed first (a reply it sent from inside a handler comes before the
-    /// handler's events are recorded), then the log. At once without a log.
-    pub(crate) async fn durable_after(&self, actor: &ActorRef<AgentMail>) {
+    /// Waits until what `agent` recorded before now is durable: an actor's
+    /// mailbox is passed first (a reply it sent from inside a handler comes
+    /// before the handler's events are recorded; a library agent's step
+    /// records before its caller runs again), then the log. At once without a
+    /// log.
+    pub(crate) async fn durable_after(&self, agent: &AgentRef) {
         if self.log().is_none() {
             return;
         }
-        self.inner.shared.counts.oneshot();
-        let (reply, rx) = oneshot::channel();
-        if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
-            let _ = rx.await;
+        if let AgentRef::Actor(actor) = agent {
+            self.inner.shared.counts.oneshot();
+            let (reply, rx) = oneshot::channel();
+            if actor.send_message(AgentMail::Token { new: false, reply }).is_ok() {
+                let _ = rx.await;
+            }
         }
         self.durable_now().await;
     }
@@ -663,7 +668,7 @@ impl Runtime {
     /// (its token, and the broker told first); false if there is no such agent.
     pub(crate) async fn cancel_turn_of(&self, name: &str) -> bool {
         let shared = &self.inner.shared;
-        let Some((id, actor)) = self
+        let Some((id, agent)) = self
             .agent_named(name)
             .and_then(|id| shared.agent(id).map(|a| (id, a)))
         else {
@@ -671,7 +676,7 @@ impl Runtime {
         };
         shared.counts.oneshot();
         let (reply, rx) = oneshot::channel();
-        let _ = actor.send_message(AgentMail::Token { new: false, reply });
+        let _ = agent.mail(shared, AgentMail::Token { new: false, reply });
         if let Ok((token, turn)) = rx.await {
             self.send(BrokerMsg::CancelTurn { agent: id, turn });
             token.cancel();
@@ -688,7 +693,7 @@ impl Runtime {
         shared.shutting_down.store(true, Ordering::SeqCst);
         let _ = self.inner.broker.stop_children_and_wait(None, None).await;
         let _ = self.inner.broker.stop_and_wait(None, None).await;
-        let agents: Vec<ActorRef<AgentMail>> = shared
+        let agents: Vec<AgentRef> = shared
             .agents
             .lock()
             .expect("agents poisoned")
@@ -696,7 +701,7 @@ impl Runtime {
             .map(|(_, a)| a)
             .collect();
         for agent in agents {
-            let _ = agent.stop_and_wait(None, None).await;
+            agent.stop_and_wait().await;
         }
         self.durable_now().await;
     }

@@ -1,0 +1,119 @@
+//! Library agents stepped in place (`src/actors/passive.rs`, issue #23): no
+//! actor of their own, their state under a lock that every sender takes. These
+//! tests hold what an actor gave and the lock must keep: each call numbered
+//! once and settled once when many tasks on several threads ask at once, and
+//! a pending call's close reaching its waiter whether it waits before or after.
+
+use std::collections::BTreeSet;
+
+use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
+use asksim::tool::{Timeout, ToolConfig};
+use asksim::{AnswererSlot, Runtime, RuntimeConfig};
+
+const ARGS_5S: &str = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":5}"#;
+const ARGS_1S: &str = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":1}"#;
+
+/// Tasks asking at once, and calls each.
+const TASKS: u64 = 8;
+const CALLS: u64 = 50;
+
+fn answering_after(latency: Latency) -> RuntimeConfig {
+    let policy = Policy {
+        accepts: Accepts::All,
+        offer_latency: Latency::Fixed(0.0),
+        latency,
+        answer: AnswerPolicy::Recommended,
+        hold_after_s: None,
+        crash_at_s: None,
+        crash_after_accepts: None,
+    };
+    RuntimeConfig {
+        tool: ToolConfig::timed(Timeout::Window(30.0)),
+        answerers: vec![AnswererSlot::Policy {
+            name: "yes".into(),
+            policy,
+        }],
+        ..RuntimeConfig::default()
+    }
+}
+
+/// Many tasks on two worker threads ask one agent at once (each call answered
+/// at once, so no clock is read): every callId is given exactly once, and every
+/// call settles with its answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_on_one_library_agent_are_numbered_and_settled_once() {
+    let runtime = Runtime::start(answering_after(Latency::Fixed(0.0)))
+        .await
+        .expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let root = root.clone();
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for _ in 0..CALLS {
+                    let outcome = root.ask(ARGS_5S).await;
+                    assert!(outcome.result.text.contains("answers"), "{}", outcome.result.text);
+                    ids.push(outcome.call_id);
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut ids = BTreeSet::new();
+    for task in tasks {
+        for id in task.await.expect("a task") {
+            assert!(ids.insert(id.clone()), "{id} given twice");
+        }
+    }
+    let want: BTreeSet<String> = (1..=TASKS * CALLS).map(|n| format!("root/{n}")).collect();
+    assert_eq!(ids, want);
+    assert_eq!(runtime.status().await.open.len(), 0, "every call settled");
+    runtime.shutdown().await;
+}
+
+/// A pending call's close reaches a waiter that began waiting before the late
+/// answer and one that begins after it, and the late answer is the agent's
+/// user message once.
+#[tokio::test(start_paused = true)]
+async fn a_close_reaches_waiters_before_and_after_it() {
+    let runtime = Runtime::start(answering_after(Latency::Fixed(2.0)))
+        .await
+        .expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let outcome = root.ask(ARGS_1S).await;
+    assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+    let early = {
+        let (root, call_id) = (root.clone(), outcome.call_id.clone());
+        tokio::spawn(async move { root.closed(&call_id).await })
+    };
+    early.await.expect("the early waiter");
+    root.closed(&outcome.call_id).await;
+    let messages = root.user_messages().await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].contains("Yes"), "{messages:?}");
+    runtime.shutdown().await;
+}
+
+/// A call still waiting when the runtime shuts down (its answerer accepted
+/// and never answers) settles as `ABORTED` with its callId, as it did when the
+/// agent was an actor whose state was dropped.
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_at_shutdown_is_aborted() {
+    let runtime = Runtime::start(answering_after(Latency::Never))
+        .await
+        .expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let args = ARGS_1S.replace("\"timeout\":1", "\"timeout\":-1");
+    let call = {
+        let root = root.clone();
+        tokio::spawn(async move { root.ask(&args).await })
+    };
+    while runtime.status().await.open.is_empty() {
+        tokio::task::yield_now().await;
+    }
+    runtime.shutdown().await;
+    let outcome = call.await.expect("the call");
+    assert_eq!(outcome.call_id, "root/1");
+    assert!(outcome.result.text.contains("ABORTED"), "{}", outcome.result.text);
+}
