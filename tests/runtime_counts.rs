@@ -15,7 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
+use asksim::policy::Policy;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{AnswererSlot, Runtime, RuntimeConfig, RuntimeCounts};
 
@@ -73,20 +73,11 @@ const ARGS_1S: &str = r#"{"questions":[{"id":"go","question":"Proceed with the c
 const CALLS: u64 = 50;
 
 fn answering_after(latency_s: f64) -> RuntimeConfig {
-    let policy = Policy {
-        accepts: Accepts::All,
-        offer_latency: Latency::Fixed(0.0),
-        latency: Latency::Fixed(latency_s),
-        answer: AnswerPolicy::Recommended,
-        hold_after_s: None,
-        crash_at_s: None,
-        crash_after_accepts: None,
-    };
     RuntimeConfig {
         tool: ToolConfig::timed(Timeout::Window(30.0)),
         answerers: vec![AnswererSlot::Policy {
             name: "yes".into(),
-            policy,
+            policy: Policy::recommended_after(latency_s),
         }],
         ..RuntimeConfig::default()
     }

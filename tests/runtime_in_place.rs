@@ -18,15 +18,7 @@ const TASKS: u64 = 8;
 const CALLS: u64 = 50;
 
 fn answering_after(latency: Latency) -> RuntimeConfig {
-    let policy = Policy {
-        accepts: Accepts::All,
-        offer_latency: Latency::Fixed(0.0),
-        latency,
-        answer: AnswerPolicy::Recommended,
-        hold_after_s: None,
-        crash_at_s: None,
-        crash_after_accepts: None,
-    };
+    let policy = Policy::new(Accepts::All, latency, AnswerPolicy::Recommended);
     RuntimeConfig {
         tool: ToolConfig::timed(Timeout::Window(30.0)),
         answerers: vec![AnswererSlot::Policy {

@@ -266,14 +266,19 @@ mod tests {
         assert_eq!(orphaned(&c, &dead, true), None, "a live owner may still answer");
     }
 
-    #[test]
-    fn an_instant_is_anchored_at_its_first_event() {
-        let mut liveness = Liveness::default();
-        let mut calls = Calls::default();
-        let mut out = Violations::default();
+    /// A run's liveness checks with one call, root/1, at an instant from 1 s.
+    fn one_call() -> (Liveness, Calls, Violations, CallId) {
+        let (mut liveness, mut calls, mut out) =
+            (Liveness::default(), Calls::default(), Violations::default());
         let id: CallId = "root/1".into();
         calls.insert(&id, call());
         liveness.advance(1.0, 0.1, &mut calls, &mut out);
+        (liveness, calls, out, id)
+    }
+
+    #[test]
+    fn an_instant_is_anchored_at_its_first_event() {
+        let (mut liveness, mut calls, mut out, id) = one_call();
         liveness.attend(&mut calls, &id, 7);
         // Events 0.06 s apart: each within the tolerance of the one before, but
         // the third is past the instant's first event and the tolerance.
@@ -286,12 +291,7 @@ mod tests {
 
     #[test]
     fn a_call_owes_one_check_an_instant_and_the_first_names_it() {
-        let mut liveness = Liveness::default();
-        let mut calls = Calls::default();
-        let mut out = Violations::default();
-        let id: CallId = "root/1".into();
-        calls.insert(&id, call());
-        liveness.advance(1.0, 0.1, &mut calls, &mut out);
+        let (mut liveness, mut calls, mut out, id) = one_call();
         for seq in [7, 8, 9] {
             liveness.attend(&mut calls, &id, seq);
         }
