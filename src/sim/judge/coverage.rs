@@ -10,7 +10,7 @@
 //! | `submit_vs_owner_death` | the owner's batch, its death | `submit`, `death` |
 //! | `two_answerers` | accepts or batches from two answerers for one call | `first`, `second` (which of the two the broker handled first won) |
 //! | `request_vs_cancel` | a request, its turn signal | `request`, `cancel` |
-//! | `accept_vs_offer_timeout` | an accept, the end of its offer | `accept`, `timeout` |
+//! | `accept_vs_offer_timeout` | an accept, the end of its offer (one its answerer has not declined) | `accept`, `timeout` |
 //! | `late_answer_vs_loss` | a late answer, a process loss | `answer` (decided first; its message then reaches the agent before the loss or first thing after the restart), `loss` |
 //!
 //! A side that wins by making the other event never happen leaves only one event
@@ -330,6 +330,9 @@ impl Pass {
             EventKind::Decline { answerer, reason, .. } if reason == "offer_timeout" => {
                 self.mark(ix, Some(answerer), MarkKind::OfferTimeout, t, seq);
             }
+            EventKind::Decline { answerer, reason, .. } if reason == "declined" => {
+                self.declined(ix, answerer);
+            }
             EventKind::Hold { .. } => {
                 self.mark(ix, None, MarkKind::Hold { taken: true }, t, seq);
             }
@@ -393,6 +396,23 @@ impl Pass {
                 kind: MarkKind::Accept,
             },
         );
+    }
+
+    /// An offer its answerer declined has ended before its timeout, so it
+    /// cannot race it (`accept_vs_offer_timeout`; an accept that comes after a
+    /// decline is one the broker refuses, and the protocol check names it): its
+    /// mark goes. A waterfall of 64 kept 64 marks a call for the whole run.
+    fn declined(&mut self, ix: CallIx, answerer: &Name) {
+        let Some(&who) = self.answerer_ix.get(answerer) else {
+            return;
+        };
+        let marks = &mut self.call(ix).marks;
+        if let Some(i) = marks
+            .iter()
+            .rposition(|m| m.kind == MarkKind::Offer && m.who == who)
+        {
+            marks.remove(i);
+        }
     }
 
     fn refused(&mut self, ix: CallIx, answerer: &Name, what: &str, reason: &str, (t, seq): (f64, u64)) {
@@ -613,5 +633,96 @@ impl Pass {
                 coverage.reached("late_answer_vs_loss", "loss", seen);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, t: f64, kind: EventKind) -> Event {
+        Event { seq, t, kind }
+    }
+
+    /// A waterfall's declined offers leave no marks: one call offered to 64
+    /// answerers, 63 declining, keeps the last offer, its accept and answer.
+    #[test]
+    fn declined_offers_leave_no_marks() {
+        let scenario =
+            crate::scenario::parse("quickstart", include_str!("../../../scenarios/quickstart.json"))
+                .expect("the quickstart parses");
+        let mut pass = Pass::new(&scenario);
+        let mut ids = CallIds::default();
+        let call_id: crate::protocol::CallId = "root/1".into();
+        let mut events = Vec::new();
+        for d in 0..64 {
+            let answerer: Name = format!("a-{d}").as_str().into();
+            events.push(EventKind::Offer {
+                call_id: call_id.clone(),
+                answerer: answerer.clone(),
+            });
+            if d < 63 {
+                events.push(EventKind::Decline {
+                    call_id: call_id.clone(),
+                    answerer,
+                    reason: "declined".into(),
+                    mbox: None,
+                });
+            }
+        }
+        events.push(EventKind::Accept {
+            call_id: call_id.clone(),
+            answerer: "a-63".into(),
+            mbox: None,
+        });
+        for (i, kind) in events.into_iter().enumerate() {
+            let event = event(i as u64 + 1, 0.0, kind);
+            let ix = ids.intern_event(&event);
+            pass.visit(&event, ix);
+        }
+        let (_, call) = pass.calls.iter().next().expect("the call");
+        let kinds: Vec<(u32, bool)> = call
+            .marks
+            .iter()
+            .map(|m| (m.who, m.kind == MarkKind::Offer))
+            .collect();
+        assert_eq!(
+            kinds,
+            [(63, true), (63, false)],
+            "the accepted offer and its accept"
+        );
+        assert!(call.marks.capacity() <= 3, "room for three, never for 64");
+    }
+
+    /// An offer still open at its timeout races an accept there.
+    #[test]
+    fn an_accept_at_the_offers_end_is_reached() {
+        let scenario =
+            crate::scenario::parse("quickstart", include_str!("../../../scenarios/quickstart.json"))
+                .expect("the quickstart parses");
+        let end = scenario.broker.offer_timeout_s;
+        let call_id: crate::protocol::CallId = "root/1".into();
+        let events = [
+            event(
+                1,
+                0.0,
+                EventKind::Offer {
+                    call_id: call_id.clone(),
+                    answerer: "web".into(),
+                },
+            ),
+            event(
+                2,
+                end,
+                EventKind::Accept {
+                    call_id,
+                    answerer: "web".into(),
+                    mbox: None,
+                },
+            ),
+        ];
+        let race = &coverage(&events, &scenario).0["accept_vs_offer_timeout"];
+        assert_eq!(race.runs, 1);
+        assert_eq!(race.won.get("accept"), Some(&1));
     }
 }
