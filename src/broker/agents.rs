@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
 
@@ -45,8 +45,9 @@ pub struct AgentTree {
     /// How many agents registered.
     registered: usize,
     /// Hashed: registration looks a name up, nothing reads it in order (a
-    /// B-tree of 10^5 names cost a string comparison per level).
-    names: FxHashMap<Name, AgentId>,
+    /// B-tree of 10^5 names cost a string comparison per level). A set: only
+    /// whether a name was taken is asked, never by whom.
+    names: FxHashSet<Name>,
     agents_per_tree_max: usize,
     /// Live agents by their current turn.
     by_turn: TurnIndex<AgentId>,
@@ -68,7 +69,7 @@ impl AgentTree {
         if reg.name.is_empty() || reg.name.contains('/') {
             return Err(SpawnError::BadName(reg.name.to_string()));
         }
-        if self.names.contains_key(&reg.name) || self.agents.contains_key(reg.agent) {
+        if self.names.contains(&reg.name) || self.agents.contains_key(reg.agent) {
             return Err(SpawnError::DuplicateName(reg.name.to_string()));
         }
         let root = match reg.owner {
@@ -95,7 +96,7 @@ impl AgentTree {
                 .children
                 .insert(reg.agent);
         }
-        self.names.insert(reg.name.clone(), reg.agent);
+        self.names.insert(reg.name.clone());
         self.by_turn.insert(&reg.turn, reg.agent);
         self.agents.insert(
             reg.agent,

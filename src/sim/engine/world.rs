@@ -114,9 +114,11 @@ pub struct World<'s> {
     /// The outside process that failed the run, if one did: the run ends there.
     failed: Option<Box<ProcessFailure>>,
     agents: Agents,
-    /// The current life's agents by name, for scheduled events (hashed: a spawn
-    /// inserts, an event looks up, nothing reads it in order).
-    names: FxHashMap<Name, AgentId>,
+    /// The current life's agents by name, for scheduled events that name one
+    /// (`cancel_turn`, `stop_agent`; hashed: a spawn inserts, an event looks up,
+    /// nothing reads it in order). `None` in a run with no such event: a table
+    /// by name of every agent was ~41 bytes an agent of its peak.
+    names: Option<FxHashMap<Name, AgentId>>,
     answerers: Vec<Option<AnswererSlot>>,
     /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
@@ -165,7 +167,11 @@ impl<'s> World<'s> {
             life: 0,
             failed: None,
             agents: Agents::default(),
-            names: FxHashMap::default(),
+            names: scenario
+                .events
+                .iter()
+                .any(|e| matches!(e.action, Action::CancelTurn(_) | Action::StopAgent(_)))
+                .then(FxHashMap::default),
             answerers: Vec::new(),
             own,
             specs: None,
@@ -382,7 +388,7 @@ impl<'s> World<'s> {
             prepared: self.prepared.clone(),
         });
         self.agents.insert(id, agent);
-        self.names.insert(name.clone(), id);
+        self.name(&name, id);
         let registration = Registration {
             agent: id,
             name,
@@ -485,7 +491,7 @@ impl<'s> World<'s> {
             lineage: spawn.spec.lineage_parent.clone(),
             turn: agent.turn().clone(),
         };
-        self.names.insert(agent.name().clone(), id);
+        self.name(agent.name(), id);
         self.agents.insert(id, agent);
         let delay = match &mut self.jitter {
             Some(jitter) => jitter.delay(from, Addr::Broker),
@@ -550,9 +556,17 @@ impl<'s> World<'s> {
         }
     }
 
+    /// Keeps `name`'s agent for the scheduled events that name one.
+    fn name(&mut self, name: &Name, id: AgentId) {
+        if let Some(names) = &mut self.names {
+            names.insert(name.clone(), id);
+        }
+    }
+
     fn agent_named(&self, name: &str) -> Option<AgentId> {
         self.names
-            .get(name)
+            .as_ref()
+            .and_then(|names| names.get(name))
             .copied()
             .filter(|id| self.agents.contains_key(id))
     }
@@ -574,7 +588,9 @@ impl<'s> World<'s> {
         );
         self.broker = None;
         self.agents.clear();
-        self.names.clear();
+        if let Some(names) = &mut self.names {
+            names.clear();
+        }
         self.answerers.iter_mut().for_each(|a| *a = None);
         self.queue
             .retain(|from, to| from == Addr::Driver && to == Addr::Driver);
