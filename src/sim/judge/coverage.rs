@@ -185,11 +185,12 @@ impl Call {
     }
 }
 
-/// Room for three marks at a call's first (an offer, an accept and an answer,
-/// most calls' whole story), where a vector's first push makes room for four.
+/// Room for two marks at a call's first, where a vector's first push makes
+/// room for four: an accept and an answer are most calls' whole story (the
+/// accept ends its offer, whose mark goes then).
 fn push_mark(marks: &mut Vec<Mark>, mark: Mark) {
     if marks.capacity() == 0 {
-        marks.reserve_exact(3);
+        marks.reserve_exact(2);
     }
     marks.push(mark);
 }
@@ -701,7 +702,7 @@ mod tests {
             .map(|m| (m.who, m.kind == MarkKind::Offer))
             .collect();
         assert_eq!(kinds, [(63, false)], "the accept; its offer ended there");
-        assert!(call.marks.capacity() <= 3, "room for three, never for 64");
+        assert!(call.marks.capacity() <= 2, "room for two, never for 64");
     }
 
     /// An offer still open at its timeout races an accept there.

@@ -5,6 +5,8 @@
 //! them). Each index holds open calls only, so a call enters and leaves each once.
 //! It decides nothing: the checker's parts read and update it.
 
+use std::num::NonZeroU32;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::agent::call_map::CallSet;
@@ -51,6 +53,22 @@ static NONE: Rare = Rare {
     must_close: None,
 };
 
+/// An answerer as a call's record names it: its number in the table of
+/// answerer names [`Calls`] keeps, 4 bytes where a name took 16 (an offeree
+/// and an owner in every call's record).
+pub type Who = NonZeroU32;
+
+/// Who attends a call, by name: the answerer whose reply to an offer is
+/// awaited, and the one that owns it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Attending<'a> {
+    pub offeree: Option<&'a Name>,
+    pub owner: Option<&'a Name>,
+}
+
+/// A call's turn when it has none (the turn tree numbers its turns below it).
+const NO_TURN: TurnIx = TurnIx::MAX;
+
 /// One call, from its `request` on.
 pub struct CallInfo {
     pub agent: Name,
@@ -59,8 +77,9 @@ pub struct CallInfo {
     pub window_s: Option<f64>,
     pub request_seq: u64,
     pub request_t: f64,
-    /// The turn its agent was in when the broker received it.
-    pub turn: Option<TurnIx>,
+    /// The turn its agent was in when the broker received it ([`NO_TURN`]
+    /// for none: 4 bytes, where an `Option` took 8).
+    turn: TurnIx,
     /// Its first tool result: seq, time, kind.
     pub result: Option<(u64, f64, ResultKind)>,
     pub pending: bool,
@@ -76,8 +95,8 @@ pub struct CallInfo {
     /// A pending call that closed (late answer or withdrawal).
     pub closed: bool,
     /// The answerer whose reply to an offer is awaited, and the one that owns it.
-    pub offeree: Option<Name>,
-    pub owner: Option<Name>,
+    pub offeree: Option<Who>,
+    pub owner: Option<Who>,
     /// User messages about it that reached its agent.
     pub delivered: u32,
     /// A `no_orphaned_wait` violation was raised already.
@@ -97,7 +116,7 @@ impl CallInfo {
             window_s: None,
             request_seq,
             request_t,
-            turn: None,
+            turn: NO_TURN,
             result: None,
             pending: false,
             rare: None,
@@ -112,6 +131,16 @@ impl CallInfo {
             orphan_reported: false,
             owed_in: 0,
         }
+    }
+
+    /// The turn its agent was in when the broker received it, if any.
+    pub fn turn(&self) -> Option<TurnIx> {
+        (self.turn != NO_TURN).then_some(self.turn)
+    }
+
+    /// Sets the turn its agent was in.
+    pub fn set_turn(&mut self, turn: Option<TurnIx>) {
+        self.turn = turn.unwrap_or(NO_TURN);
     }
 
     /// Its hold, loss and obligations (none, for most calls).
@@ -156,6 +185,10 @@ pub struct Calls {
     of_agent: FxHashMap<Name, CallSet>,
     /// Open calls by the answerer that is their offeree or owner.
     attended_by: FxHashMap<Name, FxHashSet<CallId>>,
+    /// The names of the answerers calls name, by [`Who`] (from 1), and the
+    /// number of each name.
+    answerers: Vec<Name>,
+    who: FxHashMap<Name, Who>,
 }
 
 fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_id: &str) {
@@ -168,6 +201,33 @@ fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_i
 }
 
 impl Calls {
+    /// The number of answerer `name`, given now if no call named it before.
+    fn who(&mut self, name: &Name) -> Who {
+        if let Some(who) = self.who.get(name) {
+            return *who;
+        }
+        self.answerers.push(name.clone());
+        let who = u32::try_from(self.answerers.len())
+            .ok()
+            .and_then(NonZeroU32::new)
+            .expect("fewer than 2^32 answerers");
+        self.who.insert(name.clone(), who);
+        who
+    }
+
+    /// The name of the answerer numbered `who`.
+    pub fn answerer(&self, who: Who) -> &Name {
+        &self.answerers[who.get() as usize - 1]
+    }
+
+    /// Who attends call `info`, by name.
+    pub fn attending<'a>(&'a self, info: &CallInfo) -> Attending<'a> {
+        Attending {
+            offeree: info.offeree.map(|who| self.answerer(who)),
+            owner: info.owner.map(|who| self.answerer(who)),
+        }
+    }
+
     /// The number of the callId `event` names, given now if the log never
     /// named it before.
     pub fn intern_event(&mut self, event: &crate::event::Event) -> Option<CallIx> {
@@ -201,25 +261,31 @@ impl Calls {
             .insert(call_id.clone(), ());
         let ix = self.ids.intern(call_id);
         if let Some(old) = self.by_ix.insert(ix, info) {
-            self.unattend(call_id, old.offeree.as_deref(), old.owner.as_deref());
+            self.unattend(call_id, old.offeree, old.owner);
         }
     }
 
-    fn unattend(&mut self, call_id: &str, offeree: Option<&str>, owner: Option<&str>) {
-        for answerer in offeree.into_iter().chain(owner) {
+    fn unattend(&mut self, call_id: &str, offeree: Option<Who>, owner: Option<Who>) {
+        for who in offeree.into_iter().chain(owner) {
+            let answerer = &self.answerers[who.get() as usize - 1];
             remove_from(&mut self.attended_by, answerer, call_id);
         }
     }
 
     /// The call was offered to `answerer`: it is the offeree now.
     pub fn offer(&mut self, call_id: &CallId, answerer: &Name) {
+        let who = self.who(answerer);
         let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
         info.offered = true;
-        let old = info.offeree.replace(answerer.clone());
+        let old = info.offeree.replace(who);
         if let Some(old) = old {
-            remove_from(&mut self.attended_by, &old, call_id);
+            remove_from(
+                &mut self.attended_by,
+                &self.answerers[old.get() as usize - 1],
+                call_id,
+            );
         }
         if info.open() {
             self.attended_by
@@ -231,12 +297,13 @@ impl Calls {
 
     /// `answerer` accepted: no offer is out any more, and it owns the call.
     pub fn accept(&mut self, call_id: &CallId, answerer: &Name) {
+        let who = self.who(answerer);
         let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
-        let (offeree, owner) = (info.offeree.take(), info.owner.replace(answerer.clone()));
+        let (offeree, owner) = (info.offeree.take(), info.owner.replace(who));
         let open = info.open();
-        self.unattend(call_id, offeree.as_deref(), owner.as_deref());
+        self.unattend(call_id, offeree, owner);
         if open {
             self.attended_by
                 .entry(answerer.clone())
@@ -248,14 +315,17 @@ impl Calls {
     /// `answerer` declined, let its offer time out, or died (`dead`): it is the
     /// offeree no more, and a dead owner owns nothing.
     pub fn decline(&mut self, call_id: &str, answerer: &str, dead: bool) {
+        let Some(who) = self.who.get(answerer).copied() else {
+            return; // no call was ever offered to it, nor owned by it
+        };
         let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
             return;
         };
-        if info.offeree.as_deref() == Some(answerer) {
+        if info.offeree == Some(who) {
             info.offeree = None;
             remove_from(&mut self.attended_by, answerer, call_id);
         }
-        if dead && info.owner.as_deref() == Some(answerer) {
+        if dead && info.owner == Some(who) {
             info.owner = None;
             remove_from(&mut self.attended_by, answerer, call_id);
         }
@@ -268,7 +338,7 @@ impl Calls {
         };
         let (offeree, owner) = (info.offeree.take(), info.owner.take());
         let agent = info.agent.clone();
-        self.unattend(call_id, offeree.as_deref(), owner.as_deref());
+        self.unattend(call_id, offeree, owner);
         if let Some(set) = self.of_agent.get_mut(&agent) {
             set.remove(call_id);
             if set.is_empty() {
@@ -386,6 +456,13 @@ mod tests {
             "still open: a timed call survives"
         );
         let _ = one;
+    }
+
+    /// A run's checker holds one record a call, in place: its size is a
+    /// run's memory (issue #19).
+    #[test]
+    fn a_calls_record_is_128_bytes() {
+        assert_eq!(std::mem::size_of::<CallInfo>(), 128);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 use rustc_hash::FxHashSet;
 
 use super::Violations;
-use super::calls::{CallInfo, Calls, MustClose};
+use super::calls::{Attending, CallInfo, Calls, MustClose};
 use crate::protocol::{CallId, Name};
 use crate::tool::{ErrorCode, ResultKind};
 
@@ -168,22 +168,26 @@ impl Liveness {
     pub fn instant_ended(&mut self, calls: &mut Calls, out: &mut Violations) {
         self.instants += 1;
         for (call_id, owes) in std::mem::take(&mut self.owed) {
-            let Some(info) = calls.get_mut(&call_id).filter(|i| i.open()) else {
+            let Some(info) = calls.get(&call_id).filter(|i| i.open()) else {
                 continue;
             };
             match owes {
                 Owes::Closed => {
+                    let info = calls.get_mut(&call_id).expect("found above");
                     if let Some(obliged) = info.take_must_close() {
                         let detail = format!("still open after its {} at {} s", what(obliged), obliged.t);
                         out.push(obliged.invariant, &call_id, obliged.seq, detail);
                     }
                 }
                 Owes::Attended(seq) => {
-                    if let Some(detail) = orphaned(info, &self.dead, false).filter(|_| !info.orphan_reported)
-                    {
-                        info.orphan_reported = true;
-                        out.push(NO_ORPHANED_WAIT, &call_id, seq, detail);
+                    if info.orphan_reported {
+                        continue;
                     }
+                    let Some(detail) = orphaned(calls.attending(info), &self.dead, false) else {
+                        continue;
+                    };
+                    calls.get_mut(&call_id).expect("found above").orphan_reported = true;
+                    out.push(NO_ORPHANED_WAIT, &call_id, seq, detail);
                 }
             }
         }
@@ -204,7 +208,7 @@ impl Liveness {
             if !info.open() || info.orphan_reported {
                 continue;
             }
-            if let Some(detail) = orphaned(info, &self.dead, true) {
+            if let Some(detail) = orphaned(calls.attending(info), &self.dead, true) {
                 out.push(
                     NO_ORPHANED_WAIT,
                     call_id,
@@ -226,9 +230,9 @@ fn what(obliged: MustClose) -> &'static str {
 
 /// Why nothing can move an open call on, if nothing can. At the end of the run
 /// (`ended`) an offer still out counts as nobody's.
-fn orphaned(info: &CallInfo, dead: &FxHashSet<Name>, ended: bool) -> Option<String> {
+fn orphaned(attending: Attending, dead: &FxHashSet<Name>, ended: bool) -> Option<String> {
     let live = |a: &Name| !dead.contains(a);
-    match (&info.offeree, &info.owner) {
+    match (attending.offeree, attending.owner) {
         (_, Some(owner)) if live(owner) => None,
         (Some(offeree), _) if live(offeree) && !ended => None,
         (Some(offeree), _) if live(offeree) => {
@@ -252,18 +256,23 @@ mod tests {
     #[test]
     fn a_call_is_orphaned_when_no_live_answerer_is_offered_or_owns_it() {
         let dead: FxHashSet<Name> = ["web".into()].into_iter().collect();
-        let mut c = call();
-        assert!(orphaned(&c, &dead, false).is_some_and(|d| d.contains("nothing can answer it")));
-        c.offeree = Some("terminal".into());
-        assert_eq!(orphaned(&c, &dead, false), None, "an offer is out");
-        assert!(orphaned(&c, &dead, true).is_some_and(|d| d.contains("never answered nor timed out")));
-        c.offeree = Some("web".into());
-        assert!(orphaned(&c, &dead, false).is_some_and(|d| d.contains("offeree web died")));
-        c.offeree = None;
-        c.owner = Some("web".into());
-        assert!(orphaned(&c, &dead, false).is_some_and(|d| d.contains("owner web died")));
-        c.owner = Some("terminal".into());
-        assert_eq!(orphaned(&c, &dead, true), None, "a live owner may still answer");
+        let (web, terminal): (Name, Name) = ("web".into(), "terminal".into());
+        let by = |offeree, owner| Attending { offeree, owner };
+        let nobody = by(None, None);
+        assert!(orphaned(nobody, &dead, false).is_some_and(|d| d.contains("nothing can answer it")));
+        let offered = by(Some(&terminal), None);
+        assert_eq!(orphaned(offered, &dead, false), None, "an offer is out");
+        assert!(orphaned(offered, &dead, true).is_some_and(|d| d.contains("never answered nor timed out")));
+        let offered_dead = by(Some(&web), None);
+        assert!(orphaned(offered_dead, &dead, false).is_some_and(|d| d.contains("offeree web died")));
+        let owned_dead = by(None, Some(&web));
+        assert!(orphaned(owned_dead, &dead, false).is_some_and(|d| d.contains("owner web died")));
+        let owned = by(None, Some(&terminal));
+        assert_eq!(
+            orphaned(owned, &dead, true),
+            None,
+            "a live owner may still answer"
+        );
     }
 
     /// A run's liveness checks with one call, root/1, at an instant from 1 s.
