@@ -134,6 +134,11 @@ impl FinalResult {
         &self.agent
     }
 
+    /// The agent it belongs to, its name shared.
+    pub(crate) fn agent_name(&self) -> &Name {
+        &self.agent
+    }
+
     /// The calls it could not ask (`DELEGATED_CALLER`), each `{"callId":…,
     /// "questions":[…]}`.
     pub fn unresolved(&self) -> &[Unresolved] {
