@@ -97,12 +97,32 @@ impl Agents {
     }
 }
 
+/// Final results in the order their scripts ended, in chunks of
+/// [`crate::dense::CHUNK`] once past the first: a vector grown by doubling held
+/// up to half its room empty at a run's end, which is its peak when every
+/// agent's script ends last.
+#[derive(Default)]
+pub struct Finals(Vec<Vec<FinalResult>>);
+
+impl Finals {
+    fn push(&mut self, final_result: FinalResult) {
+        match self.0.last_mut() {
+            Some(chunk) if chunk.len() < crate::dense::CHUNK => chunk.push(final_result),
+            _ => {
+                let mut chunk = Vec::with_capacity(if self.0.is_empty() { 0 } else { crate::dense::CHUNK });
+                chunk.push(final_result);
+                self.0.push(chunk);
+            }
+        }
+    }
+}
+
 /// The final results `finals` (in the order their scripts ended) by agent:
 /// an agent's last replaces any earlier one (an agent of a life before a
 /// process loss ended again after the restart).
-pub fn finals_by_agent(finals: Vec<FinalResult>) -> Keyed<FinalResult> {
+pub fn finals_by_agent(finals: Finals) -> Keyed<FinalResult> {
     let mut by_agent = Keyed::new();
-    for final_result in finals {
+    for final_result in finals.0.into_iter().flatten() {
         by_agent.insert(final_result.agent_name().clone(), final_result);
     }
     by_agent
@@ -133,10 +153,6 @@ pub struct World<'s> {
     answerers: Vec<Option<AnswererSlot>>,
     /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
-    /// Every spec by name, for a restart to start its agents from: made at the
-    /// first restart (most runs have none, and a table by name of every agent
-    /// was ~33 bytes an agent of a run's peak).
-    specs: Option<FxHashMap<&'s str, Arc<AgentSpec>>>,
     /// The memo every agent of the run validates its script's arguments through.
     prepared: Prepared,
     recorder: RunRecorder,
@@ -146,7 +162,7 @@ pub struct World<'s> {
     /// its earlier one when they are taken): a list, where a table by name was
     /// ~75 bytes an agent at 10^5 (its slots hold the name twice, and half are
     /// empty), and it grows at the end of a run, at its peak.
-    finals: Vec<FinalResult>,
+    finals: Finals,
     out: Out,
     /// Between a process loss and its restart: when the restart is due.
     lost_until: Option<Nanos>,
@@ -187,12 +203,11 @@ impl<'s> World<'s> {
                 .then(FxHashMap::default),
             answerers: Vec::new(),
             own,
-            specs: None,
             prepared: Prepared::default(),
             recorder,
             jitter,
             next_agent: 0,
-            finals: Vec::new(),
+            finals: Finals::default(),
             out: Out::new(0),
             lost_until: None,
             recovering: None,
@@ -306,7 +321,7 @@ impl<'s> World<'s> {
 
     /// Takes the final results of the scripts that ended, in the order they
     /// ended; [`finals_by_agent`] makes the table by agent of them.
-    pub fn take_finals(&mut self) -> Vec<FinalResult> {
+    pub fn take_finals(&mut self) -> Finals {
         std::mem::take(&mut self.finals)
     }
 
@@ -638,14 +653,13 @@ impl<'s> World<'s> {
         };
         self.boot();
         let mut resumed: BTreeMap<String, AgentId> = BTreeMap::new();
-        let scenario = self.scenario;
-        self.specs.get_or_insert_with(|| scenario.specs());
+        // Every spec by name, made for this restart and dropped after it: a
+        // table by name of every agent kept for the run was ~41 bytes an agent
+        // of the peak of the life after a loss (a restart costs every agent
+        // of the log already).
+        let specs = self.scenario.specs();
         for agent in plan.agents {
-            let spec = self
-                .specs
-                .as_ref()
-                .and_then(|specs| specs.get(agent.name.as_str()));
-            let Some(spec) = spec.cloned() else {
+            let Some(spec) = specs.get(agent.name.as_str()).cloned() else {
                 continue;
             };
             let id = self.start_agent(&spec, agent.lineage, agent.calls_made, agent.pending, true);

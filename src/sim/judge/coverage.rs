@@ -187,10 +187,12 @@ impl Call {
 
 /// Room for two marks at a call's first, where a vector's first push makes
 /// room for four: an accept and an answer are most calls' whole story (the
-/// accept ends its offer, whose mark goes then).
+/// accept ends its offer, whose mark goes then). Up to four, room for one more
+/// at a time (a call taken up after a process loss has three: two accepts and
+/// an answer); past that, as a vector grows.
 fn push_mark(marks: &mut Vec<Mark>, mark: Mark) {
-    if marks.capacity() == 0 {
-        marks.reserve_exact(2);
+    if marks.len() == marks.capacity() && marks.len() < 4 {
+        marks.reserve_exact(if marks.is_empty() { 2 } else { 1 });
     }
     marks.push(mark);
 }

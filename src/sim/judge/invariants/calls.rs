@@ -5,7 +5,7 @@
 //! them). Each index holds open calls only, so a call enters and leaves each once.
 //! It decides nothing: the checker's parts read and update it.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -33,11 +33,12 @@ pub struct MustClose {
 #[derive(Default)]
 pub struct Rare {
     pub held_at: Option<f64>,
-    pub holder: Option<Name>,
-    /// Open at a process loss: a legacy call must never settle after it; a timed
-    /// one is pending and must be taken up again after the restart.
-    pub lost: Option<u64>,
-    pub survived: Option<u64>,
+    pub holder: Option<Who>,
+    /// Open at a process loss (the loss's `seq`, from 1): a legacy call must
+    /// never settle after it; a timed one is pending and must be taken up
+    /// again after the restart.
+    pub lost: Option<NonZeroU64>,
+    pub survived: Option<NonZeroU64>,
     pub taken_up: bool,
     /// What must close it at one instant, if anything does.
     pub must_close: Option<MustClose>,
@@ -201,8 +202,13 @@ fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_i
 }
 
 impl Calls {
+    /// The number of answerer `name`, if a call named it.
+    pub fn who_of(&self, name: &str) -> Option<Who> {
+        self.who.get(name).copied()
+    }
+
     /// The number of answerer `name`, given now if no call named it before.
-    fn who(&mut self, name: &Name) -> Who {
+    pub fn who(&mut self, name: &Name) -> Who {
         if let Some(who) = self.who.get(name) {
             return *who;
         }
@@ -463,6 +469,11 @@ mod tests {
     #[test]
     fn a_calls_record_is_128_bytes() {
         assert_eq!(std::mem::size_of::<CallInfo>(), 128);
+        assert_eq!(
+            std::mem::size_of::<Rare>(),
+            72,
+            "the rare facts, boxed for the few"
+        );
     }
 
     #[test]
@@ -475,7 +486,7 @@ mod tests {
         call.closed = true;
         assert!(!call.open());
         let mut lost = info("root");
-        lost.rare_mut().lost = Some(3);
+        lost.rare_mut().lost = NonZeroU64::new(3);
         assert!(!lost.waiting() && !lost.open());
     }
 }

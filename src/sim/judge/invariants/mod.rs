@@ -27,6 +27,7 @@ mod terminal;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -257,10 +258,11 @@ impl Checker {
             EventKind::Hold {
                 call_id, answerer, ..
             } => {
+                let holder = self.calls.who(answerer);
                 if let Some(info) = self.calls.get_mut(call_id) {
                     let rare = info.rare_mut();
                     rare.held_at.get_or_insert(t);
-                    rare.holder = Some(answerer.clone());
+                    rare.holder = Some(holder);
                 }
             }
             EventKind::Result { call_id, .. } => self.result(call_id, event),
@@ -429,10 +431,13 @@ impl Checker {
     /// The holder of a held call died: its hold dies with it, and the call is back
     /// in its window (SPEC §3.5): past it, it must go pending at once.
     fn holder_died(&mut self, call_id: &CallId, answerer: &str, t: f64) {
+        let Some(holder) = self.calls.who_of(answerer) else {
+            return; // it held nothing
+        };
         let Some(info) = self.calls.get_mut(call_id) else {
             return;
         };
-        if info.rare().holder.as_deref() != Some(answerer) || info.result.is_some() {
+        if info.rare().holder != Some(holder) || info.result.is_some() {
             return;
         }
         let rare = info.rare_mut();
@@ -480,12 +485,12 @@ impl Checker {
             info.take_must_close();
             let lost = match info.schema {
                 Schema::Legacy if info.result.is_none() => {
-                    info.rare_mut().lost = Some(seq);
+                    info.rare_mut().lost = NonZeroU64::new(seq);
                     true
                 }
                 Schema::Timed => {
                     let rare = info.rare_mut();
-                    rare.survived = Some(seq);
+                    rare.survived = NonZeroU64::new(seq);
                     rare.taken_up = false;
                     info.pending = true;
                     false
@@ -731,7 +736,11 @@ impl Checker {
             let (true, Some(turn)) = (info.result.is_none(), info.turn()) else {
                 continue;
             };
-            let until = info.rare().lost.or(info.rare().survived).unwrap_or(u64::MAX);
+            let until = info
+                .rare()
+                .lost
+                .or(info.rare().survived)
+                .map_or(u64::MAX, NonZeroU64::get);
             for fire in self.turns.fires(turn) {
                 if fire.seq > info.request_seq && fire.seq < until {
                     late.push((call_id.clone(), fire));
@@ -753,7 +762,11 @@ impl Checker {
         let mut forgotten = Vec::new();
         for (call_id, info) in self.calls.iter() {
             let rare = info.rare();
-            if let Some(seq) = rare.survived.filter(|_| !rare.taken_up && !info.closed) {
+            if let Some(seq) = rare
+                .survived
+                .map(NonZeroU64::get)
+                .filter(|_| !rare.taken_up && !info.closed)
+            {
                 forgotten.push((call_id.clone(), seq));
             }
         }
