@@ -24,6 +24,20 @@ struct Entry {
     tree_size: usize,
 }
 
+/// Whether `turn` is `agent`'s own (its id names the agent): where the index
+/// need not hold it.
+fn own_turn(agent: AgentId, turn: &Turn) -> bool {
+    turn.id().agent == agent
+}
+
+/// The live agent that sits at `turn`, its own, if one does.
+fn sits_at(agents: &ById<Entry>, turn: TurnId) -> Option<AgentId> {
+    agents
+        .get(turn.agent)
+        .filter(|e| e.live && e.turn.id() == turn)
+        .map(|_| turn.agent)
+}
+
 /// Who a caller is, for the identity check of SPEC §3.1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Identity {
@@ -49,7 +63,12 @@ pub struct AgentTree {
     /// whether a name was taken is asked, never by whom.
     names: FxHashSet<Name>,
     agents_per_tree_max: usize,
-    /// Live agents by their current turn.
+    /// The links between turns of live agents' current turns, and the live
+    /// agents whose current turn is not their own (a registration may name
+    /// any turn). An agent at its own turn (`TurnId { agent: itself, .. }`,
+    /// every agent asksim's runtimes start) is not indexed: its entry says
+    /// where it sits ([`sits_at`]), and a B-tree entry of each was ~49 bytes
+    /// an agent.
     by_turn: TurnIndex<AgentId>,
 }
 
@@ -97,7 +116,11 @@ impl AgentTree {
                 .insert(reg.agent);
         }
         self.names.insert(reg.name.clone());
-        self.by_turn.insert(&reg.turn, reg.agent);
+        if own_turn(reg.agent, &reg.turn) {
+            self.by_turn.link(&reg.turn);
+        } else {
+            self.by_turn.insert(&reg.turn, reg.agent);
+        }
         self.agents.insert(
             reg.agent,
             Entry {
@@ -119,7 +142,9 @@ impl AgentTree {
     pub fn stop(&mut self, agent: AgentId) -> Option<Name> {
         let entry = self.agents.get_mut(agent).filter(|e| e.live)?;
         entry.live = false;
-        self.by_turn.remove(&entry.turn, agent);
+        let turn = entry.turn.clone();
+        self.unindex(agent, &turn);
+        let entry = self.agents.get_mut(agent).expect("found above");
         let name = entry.name.clone();
         let children = std::mem::take(&mut entry.children);
         let owner = entry.owner.take();
@@ -156,16 +181,37 @@ impl AgentTree {
 
     /// The live agents whose current turn is fired by `turn`, in id order.
     pub fn fired_by(&self, turn: TurnId) -> Vec<AgentId> {
-        self.by_turn.at_or_below(turn)
+        let mut found: Vec<AgentId> = (self.by_turn.turns_at_or_below(turn).into_iter())
+            .flat_map(|t| self.by_turn.at(t).chain(sits_at(&self.agents, t)))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// A live agent left `turn` (stopped, or at a new turn now): the index
+    /// forgets it and the links that led only to it.
+    fn unindex(&mut self, agent: AgentId, turn: &Turn) {
+        let agents = &self.agents;
+        let sits = |t: TurnId| sits_at(agents, t).is_some();
+        if own_turn(agent, turn) {
+            self.by_turn.unlink(turn, sits);
+        } else {
+            self.by_turn.remove_where(turn, agent, sits);
+        }
     }
 
     /// Records a live agent's new current turn; its name, or `None` if not live.
     pub fn set_turn(&mut self, agent: AgentId, turn: Turn) -> Option<Name> {
         let entry = self.agents.get_mut(agent).filter(|e| e.live)?;
-        self.by_turn.remove(&entry.turn, agent);
-        self.by_turn.insert(&turn, agent);
-        entry.turn = turn;
-        Some(entry.name.clone())
+        let old = std::mem::replace(&mut entry.turn, turn.clone());
+        let name = entry.name.clone();
+        self.unindex(agent, &old);
+        if own_turn(agent, &turn) {
+            self.by_turn.link(&turn);
+        } else {
+            self.by_turn.insert(&turn, agent);
+        }
+        Some(name)
     }
 
     /// How many agents were ever registered.
@@ -254,5 +300,42 @@ mod tests {
         tree.register(&reg(3, "other", None)).unwrap();
         assert_eq!(tree.fired_by(TurnId { agent: 1, n: 1 }), vec![1, 2]);
         assert_eq!(tree.fired_by(TurnId { agent: 2, n: 1 }), vec![2]);
+        assert_eq!(
+            tree.by_turn.size(),
+            (0, 1),
+            "agents at their own turns: one link, no entry"
+        );
+        tree.stop(2);
+        assert_eq!(tree.fired_by(TurnId { agent: 1, n: 1 }), vec![1]);
+        assert_eq!(
+            tree.by_turn.size(),
+            (0, 0),
+            "the link led only to the stopped child"
+        );
+    }
+
+    #[test]
+    fn an_agent_at_a_turn_not_its_own_is_indexed_and_found() {
+        let mut tree = AgentTree::new(10);
+        let root_turn = Turn::root(TurnId { agent: 1, n: 1 });
+        tree.register(&reg(1, "root", None)).unwrap();
+        let foreign = root_turn.derive(TurnId { agent: 9, n: 1 });
+        tree.register(&Registration {
+            turn: foreign,
+            ..reg(5, "guest", Some(1))
+        })
+        .unwrap();
+        assert_eq!(tree.fired_by(TurnId { agent: 1, n: 1 }), vec![1, 5]);
+        assert_eq!(tree.fired_by(TurnId { agent: 9, n: 1 }), vec![5]);
+        tree.set_turn(1, Turn::root(TurnId { agent: 1, n: 2 }));
+        assert_eq!(
+            tree.fired_by(TurnId { agent: 1, n: 1 }),
+            vec![5],
+            "the root moved on; the guest's turn still derives from its old one"
+        );
+        assert_eq!(tree.fired_by(TurnId { agent: 1, n: 2 }), vec![1]);
+        tree.stop(5);
+        tree.stop(1);
+        assert_eq!(tree.by_turn.size(), (0, 0), "nothing left indexed or linked");
     }
 }

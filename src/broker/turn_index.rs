@@ -43,6 +43,12 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
     /// have yet.
     pub fn insert(&mut self, turn: &Turn, holder: K) {
         self.holders.insert((turn.id(), holder));
+        self.link(turn);
+    }
+
+    /// Links `turn`'s chain, for a holder the index does not hold: one the
+    /// caller finds by its turn itself ([`TurnIndex::turns_at_or_below`]).
+    pub fn link(&mut self, turn: &Turn) {
         for pair in turn.chain().windows(2).rev() {
             if !self.links.insert((pair[0], pair[1])) {
                 break; // the rest of the chain is linked already
@@ -53,12 +59,23 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
     /// Removes `holder` from `turn` (the turn it was indexed at), and the links
     /// that led only to it.
     pub fn remove(&mut self, turn: &Turn, holder: K) {
-        if !self.holders.remove(&(turn.id(), holder)) {
-            return;
+        self.remove_where(turn, holder, |_| false);
+    }
+
+    /// The same, where `sits(t)` says whether a holder the caller keeps sits
+    /// at turn `t`: a link that leads to one stays.
+    pub fn remove_where(&mut self, turn: &Turn, holder: K, sits: impl Fn(TurnId) -> bool) {
+        if self.holders.remove(&(turn.id(), holder)) {
+            self.unlink(turn, sits);
         }
+    }
+
+    /// A holder the caller keeps left `turn`: the links that led only to it
+    /// go (`sits` as for [`TurnIndex::remove_where`]).
+    pub fn unlink(&mut self, turn: &Turn, sits: impl Fn(TurnId) -> bool) {
         let chain = turn.chain();
         for i in (1..chain.len()).rev() {
-            if self.holds_anything(chain[i]) {
+            if sits(chain[i]) || self.holds_anything(chain[i]) {
                 break;
             }
             self.links.remove(&(chain[i - 1], chain[i]));
@@ -78,25 +95,34 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
             .map(|(_, k)| *k)
     }
 
-    fn at(&self, turn: TurnId) -> impl Iterator<Item = K> + '_ {
+    /// The holders indexed at `turn`.
+    pub fn at(&self, turn: TurnId) -> impl Iterator<Item = K> + '_ {
         self.holders
             .range((turn, K::MIN)..=(turn, K::MAX))
             .map(|(_, k)| *k)
     }
 
-    /// Every holder at `turn` or at a turn derived from it, in order. Costs what
-    /// it returns plus the turns walked.
-    pub fn at_or_below(&self, turn: TurnId) -> Vec<K> {
-        let mut found = Vec::new();
+    /// `turn` and every turn linked below it. Costs the turns walked.
+    pub fn turns_at_or_below(&self, turn: TurnId) -> Vec<TurnId> {
+        let mut walked = Vec::new();
         let mut stack = vec![turn];
         while let Some(next) = stack.pop() {
-            found.extend(self.at(next));
+            walked.push(next);
             stack.extend(
                 self.links
                     .range((next, FIRST)..=(next, LAST))
                     .map(|(_, derived)| *derived),
             );
         }
+        walked
+    }
+
+    /// Every holder at `turn` or at a turn derived from it, in order. Costs what
+    /// it returns plus the turns walked.
+    pub fn at_or_below(&self, turn: TurnId) -> Vec<K> {
+        let mut found: Vec<K> = (self.turns_at_or_below(turn).into_iter())
+            .flat_map(|t| self.at(t))
+            .collect();
         found.sort_unstable();
         found
     }
