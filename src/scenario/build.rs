@@ -780,7 +780,9 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
     AgentSpec {
         script,
         on_resume,
-        lineage_parent: agent.lineage_parent.or(spawner.map(str::to_owned)),
+        lineage_parent: (agent.lineage_parent.as_deref())
+            .or(spawner)
+            .map(crate::protocol::Text::from),
         name: name.into(),
     }
 }

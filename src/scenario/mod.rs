@@ -334,7 +334,7 @@ pub struct AgentSpec {
     /// Its unique name (shared with the agent, its registration and its events).
     pub name: crate::protocol::Name,
     /// Who spawned it: a root's `lineage.parent` (free text), a child's spawner.
-    pub lineage_parent: Option<String>,
+    pub lineage_parent: Option<crate::protocol::Text>,
     /// Its script, `repeat` unrolled. Shared: the copies of a `count` row whose
     /// scripts name no agent or call hold one list of steps between them.
     pub script: Arc<[Step]>,

@@ -282,7 +282,7 @@ impl<'s> Driver<'s> {
     async fn start_roots(&self, runtime: &Runtime, start: impl Fn(&str) -> bool) {
         for spec in self.scenario.agents.iter().filter(|spec| start(&spec.name)) {
             let spec = spec.clone();
-            let lineage = spec.lineage_parent.clone();
+            let lineage = spec.lineage_parent.as_deref().map(str::to_owned);
             self.start_agent(runtime, &spec, lineage, 0, BTreeSet::new(), false, Vec::new())
                 .await;
         }

@@ -239,7 +239,7 @@ impl<'s> World<'s> {
         self.boot();
         for spec in &self.scenario.agents {
             let spec = spec.clone();
-            let lineage = spec.lineage_parent.clone();
+            let lineage = spec.lineage_parent.as_deref().map(str::to_owned);
             self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
         }
     }
@@ -518,7 +518,7 @@ impl<'s> World<'s> {
             agent: id,
             name: agent.name().clone(),
             owner: Some(spawn.owner),
-            lineage: spawn.spec.lineage_parent.clone(),
+            lineage: spawn.spec.lineage_parent.as_deref().map(str::to_owned),
             turn: agent.turn().clone(),
         };
         self.name(agent.name(), id);
@@ -677,7 +677,7 @@ impl<'s> World<'s> {
             self.queue.send(Addr::Driver, msg, self.now());
         }
         for spec in unspawned {
-            let lineage = spec.lineage_parent.clone();
+            let lineage = spec.lineage_parent.as_deref().map(str::to_owned);
             self.start_agent(&spec, lineage, 0, BTreeSet::new(), false);
         }
     }
