@@ -171,7 +171,8 @@ impl EventLog {
     }
 
     /// Moves every event out, leaving the kept list empty (the count and the
-    /// hashes asked for go on).
+    /// hashes asked for go on): how a long-lived host that keeps events
+    /// bounds their memory.
     pub fn take(&self) -> Vec<Event> {
         self.0.lock().take_events()
     }
@@ -283,6 +284,15 @@ impl Runtime {
     /// is also written to that file as events happen; a file that holds a log
     /// already is refused (it may be the only record of a crashed runtime:
     /// recover it with [`Runtime::recover`]).
+    ///
+    /// Kept events are what a test or a short-lived host reads back, so this
+    /// keeps them all: memory grows by each event (a few hundred bytes with
+    /// its text; a pending call records seven, a round trip five) up to
+    /// `config.events_max`. They are kept in chunks that are never moved
+    /// ([`crate::record::KeptEvents`]), so keeping millions costs no copy of
+    /// those before. A host that runs for good keeps none
+    /// ([`Runtime::start_without_events`]; a log file is its record) or moves
+    /// them out now and then ([`EventLog::take`]).
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, StartError> {
         Runtime::start_keeping(config, true).await
     }
