@@ -335,9 +335,12 @@ impl Runtime {
                 let horizon: Option<crate::durable::gate::Horizon> = journal
                     .horizon()
                     .map(|_| Box::new(move || journal.horizon().unwrap_or(0)) as _);
+                // Called with the gate locked, maybe on the sync thread or
+                // with the recorder locked: only queued here, handed on by
+                // the courier.
                 Gate::with_horizon(log, horizon, move |envelope| {
                     if let Some(shared) = weak.upgrade() {
-                        shared.deliver(envelope, false);
+                        shared.courier.push(envelope);
                     }
                 })
             }),
@@ -359,7 +362,11 @@ impl Runtime {
             shutting_down: AtomicBool::new(false),
             stamps: Mutex::new(Default::default()),
             counts: Default::default(),
+            courier: Default::default(),
         });
+        if shared.gate.is_some() {
+            super::courier::start(&shared);
+        }
         let args = BrokerArgs {
             shared: shared.clone(),
             state,
