@@ -52,7 +52,9 @@
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log;
 //!   `journal`: the recorder behind a queue, its work on a thread of its own
-//!   (the actor runtime's, and a large simulated run's).
+//!   (the actor runtime's, and a large simulated run's); `kept`: the events a
+//!   recorder keeps, in chunks never moved once full
+//!   ([`record::KeptEvents`]).
 //! - [`projection`]: the `userQuestions` projection: the pure fold from log
 //!   events to every question's state, and its snapshot cache; [`keyed`]: its
 //!   maps by callId and name, hashed for lookups and sorted for every read in
@@ -92,6 +94,7 @@ mod effect;
 pub mod event;
 mod final_result;
 mod journal;
+mod kept;
 pub mod keyed;
 pub mod limits;
 pub mod log;

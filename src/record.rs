@@ -21,6 +21,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::event::{Event, EventKind};
+pub use crate::kept::{CHUNK_EVENTS, KeptEvents};
 use crate::log::{LogHeader, LogSink};
 use crate::projection::Projection;
 
@@ -121,7 +122,7 @@ pub struct Recorder {
     order: Sha256,
     timing: Sha256,
     projection: Projection,
-    keep: Option<Vec<Event>>,
+    keep: Option<KeptEvents>,
     observer: Option<Box<dyn Observer>>,
     file: Option<Box<dyn LogSink>>,
     file_error: Option<std::io::Error>,
@@ -162,7 +163,7 @@ impl Recorder {
             order: Sha256::new(),
             timing: Sha256::new(),
             projection: Projection::default(),
-            keep: keep.then(Vec::new),
+            keep: keep.then(KeptEvents::new),
             observer: None,
             file: None,
             file_error: None,
@@ -363,14 +364,22 @@ impl Recorder {
         &self.projection
     }
 
-    /// The events so far, when they are kept.
-    pub fn events(&self) -> &[Event] {
-        self.keep.as_deref().unwrap_or(&[])
+    /// The events so far, when they are kept (none otherwise), in chunks
+    /// that are never moved once full ([`KeptEvents`]): keeping millions costs
+    /// no copy of those kept before.
+    pub fn events(&self) -> &KeptEvents {
+        static NONE: KeptEvents = KeptEvents::new();
+        self.keep.as_ref().unwrap_or(&NONE)
     }
 
-    /// Moves the kept events out.
+    /// Moves the kept events out, in one vector (one copy of each once there is
+    /// more than a chunk); those kept from then on start a new list.
     pub fn take_events(&mut self) -> Vec<Event> {
-        self.keep.as_mut().map(std::mem::take).unwrap_or_default()
+        self.keep
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+            .into_vec()
     }
 
     /// Writes out the log file (as durable as its sink promises); its first error.
@@ -391,7 +400,7 @@ impl Recorder {
             trace_hash: hashes.trace_hash.unwrap_or_default(),
             order_hash: hashes.order_hash.unwrap_or_default(),
             timing_hash: hashes.timing_hash.unwrap_or_default(),
-            events: self.keep.unwrap_or_default(),
+            events: self.keep.map(KeptEvents::into_vec).unwrap_or_default(),
             count: self.seq,
             projection: self.projection,
             last_t: self.last_t,

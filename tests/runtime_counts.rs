@@ -223,6 +223,43 @@ async fn one_pending_call_costs_no_more_than_it_does_today() {
     runtime.shutdown().await;
 }
 
+/// Under a durable log (the default policy, group commit) a library agent
+/// takes the broker's result and close in place too, once the gate released
+/// them: no mailbox of its own (an inbox actor took both before: 5 messages
+/// a call, with agent:Settled and agent:Closed).
+#[tokio::test(start_paused = true)]
+async fn under_a_durable_log_the_agent_takes_results_in_place() {
+    let path = std::env::temp_dir().join(format!("asksim-counts-durable-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let config = RuntimeConfig {
+        log: Some(asksim::LogConfig::new(&path)),
+        ..answering_after(2.0)
+    };
+    let runtime = Runtime::start_without_events(config).await.expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let got = per_call(&runtime, || async {
+        let outcome = root.ask(ARGS_1S).await;
+        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+        root.closed(&outcome.call_id).await;
+    })
+    .await;
+    eprintln!("pending call under a durable log: {got:#?}");
+    assert_eq!(got.messages, 3, "broker:Request and two wake-ups only: {got:#?}");
+    in_place(
+        "pending call under a durable log",
+        &got,
+        &[
+            ("agent:AwaitClosed", 1),
+            ("agent:Call", 1),
+            ("agent:Closed", 1),
+            ("agent:Settled", 1),
+        ],
+    );
+    runtime.shutdown().await;
+    drop(runtime);
+    let _ = std::fs::remove_file(&path);
+}
+
 /// The counts fire: a bound under today's figure fails.
 #[test]
 #[should_panic(expected = "over the bound")]

@@ -17,13 +17,15 @@
 //! With a durable log ([`crate::durable`]) every handler's events are recorded
 //! before any of its sends go, and what goes to an agent or an answerer (a
 //! result, an offer, a user message, a withdrawal: what leaves the process)
-//! passes the write-ahead gate. Mail to the broker does not: it is not an
-//! effect, and the broker records what it decides from it.
+//! passes the write-ahead gate, and is handed on outside its lock by the
+//! courier ([`courier`]). Mail to the broker does not: it is not an effect,
+//! and the broker records what it decides from it.
 
 mod agent;
 mod answerer;
 mod broker;
 mod counts;
+mod courier;
 mod order;
 mod recover;
 mod resident;
@@ -88,6 +90,8 @@ pub(crate) struct Shared {
     counts: counts::Counters,
     /// What leaves the process waits here for its lines (with a log).
     gate: Option<Arc<Gate<Envelope>>>,
+    /// What the gate released, on its way out of every lock ([`courier`]).
+    courier: courier::Courier,
 }
 
 impl Shared {
@@ -106,14 +110,20 @@ impl Shared {
     /// Sends `envelope` to its receiver, counted as in flight until handled
     /// (a user's own answerer never reports handling, so what it gets is not
     /// counted). What goes to an agent or an answerer passes the write-ahead
-    /// gate when there is a log. A library agent without a log takes what is
-    /// sent to it in place ([`passive`]), counted as a step, not a message.
+    /// gate when there is a log, and what the gate lets through is handed on
+    /// here at once, outside its lock ([`courier`]). A library agent takes
+    /// what is sent to it in place ([`passive`]), counted as a step, not a
+    /// message.
     fn route(&self, envelope: Envelope) {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         match (&self.gate, &envelope) {
             (Some(gate), Envelope::Agent(..) | Envelope::Answerer(..)) => {
-                self.counts.message(&envelope);
-                gate.pass(envelope)
+                // The agent's kind says how it is counted, on delivery.
+                if let Envelope::Answerer(..) = &envelope {
+                    self.counts.message(&envelope);
+                }
+                gate.pass(envelope);
+                self.courier.drain(self);
             }
             // The agent's kind says how it is counted.
             (_, Envelope::Agent(..)) => self.deliver(envelope, true),

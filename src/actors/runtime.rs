@@ -171,7 +171,8 @@ impl EventLog {
     }
 
     /// Moves every event out, leaving the kept list empty (the count and the
-    /// hashes asked for go on).
+    /// hashes asked for go on): how a long-lived host that keeps events
+    /// bounds their memory.
     pub fn take(&self) -> Vec<Event> {
         self.0.lock().take_events()
     }
@@ -283,6 +284,15 @@ impl Runtime {
     /// is also written to that file as events happen; a file that holds a log
     /// already is refused (it may be the only record of a crashed runtime:
     /// recover it with [`Runtime::recover`]).
+    ///
+    /// Kept events are what a test or a short-lived host reads back, so this
+    /// keeps them all: memory grows by each event (a few hundred bytes with
+    /// its text; a pending call records seven, a round trip five) up to
+    /// `config.events_max`. They are kept in chunks that are never moved
+    /// ([`crate::record::KeptEvents`]), so keeping millions costs no copy of
+    /// those before. A host that runs for good keeps none
+    /// ([`Runtime::start_without_events`]; a log file is its record) or moves
+    /// them out now and then ([`EventLog::take`]).
     pub async fn start(config: RuntimeConfig) -> Result<Runtime, StartError> {
         Runtime::start_keeping(config, true).await
     }
@@ -325,9 +335,12 @@ impl Runtime {
                 let horizon: Option<crate::durable::gate::Horizon> = journal
                     .horizon()
                     .map(|_| Box::new(move || journal.horizon().unwrap_or(0)) as _);
+                // Called with the gate locked, maybe on the sync thread or
+                // with the recorder locked: only queued here, handed on by
+                // the courier.
                 Gate::with_horizon(log, horizon, move |envelope| {
                     if let Some(shared) = weak.upgrade() {
-                        shared.deliver(envelope, false);
+                        shared.courier.push(envelope);
                     }
                 })
             }),
@@ -349,7 +362,11 @@ impl Runtime {
             shutting_down: AtomicBool::new(false),
             stamps: Mutex::new(Default::default()),
             counts: Default::default(),
+            courier: Default::default(),
         });
+        if shared.gate.is_some() {
+            super::courier::start(&shared);
+        }
         let args = BrokerArgs {
             shared: shared.clone(),
             state,

@@ -94,7 +94,7 @@ impl AgentRef {
             AgentRef::Actor(actor) => {
                 let _ = actor.stop_and_wait(None, None).await;
             }
-            AgentRef::Passive(passive) => passive.stop_and_wait().await,
+            AgentRef::Passive(passive) => passive.stop(),
         }
     }
 }
@@ -128,10 +128,7 @@ pub(crate) async fn start_passive(
     if let Some(reply) = registered {
         state.on_registered(reply);
     }
-    let gated = shared.gate.is_some();
-    let passive = Passive::start(shared, state, parent_token, gated)
-        .await
-        .ok_or(SpawnError::RuntimeStopped)?;
+    let passive = Passive::start(shared, state, parent_token);
     let agent = AgentRef::Passive(passive);
     enter(shared, id, name, agent.clone());
     Ok(agent)

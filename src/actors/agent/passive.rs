@@ -15,16 +15,16 @@
 //! messages were never ordered between them, and are not here.
 //!
 //! With a durable log, what the broker sends an agent passes the write-ahead
-//! gate, which hands it on from whichever thread made its lines durable, at
-//! times with the recorder locked: there it goes through the agent's inbox, an
-//! actor that steps the same state, so no handler runs inside the gate.
+//! gate first; the gate releases it from whichever thread made its lines
+//! durable, at times with the recorder locked, so the runtime's courier
+//! ([`super::super::courier`]) hands it on outside every lock, on a thread of
+//! the runtime's: the agent is stepped in place there too.
 //!
 //! A scripted agent (a scenario's, or a child a script spawns) stays an actor
 //! of its own ([`super::actor`]): its effects await.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use super::super::{Shared, guarded};
@@ -33,8 +33,7 @@ use crate::agent::AgentState;
 use crate::effect::{Effect, Out};
 use crate::protocol::{AgentMsg, BrokerMsg, Envelope, Turn};
 
-/// A library agent: its state under a lock, and its inbox when the runtime
-/// has a durable log.
+/// A library agent: its state under a lock.
 pub(crate) struct Passive {
     /// `None` once the agent stopped, or its handler panicked.
     ///
@@ -43,9 +42,6 @@ pub(crate) struct Passive {
     /// another agent is ever taken under it: a library agent sends only to the
     /// broker).
     core: Mutex<Option<Core>>,
-    /// Where the broker's messages wait when they come through the
-    /// write-ahead gate.
-    inbox: OnceLock<ActorRef<AgentMsg>>,
 }
 
 /// What an agent actor's shell holds, less its timers (a library agent
@@ -101,14 +97,12 @@ impl Core {
 }
 
 impl Passive {
-    /// A library agent on `state`; with a log (`gated`), its inbox is started
-    /// too.
-    pub(crate) async fn start(
+    /// A library agent on `state`.
+    pub(crate) fn start(
         shared: &Arc<Shared>,
         state: AgentState,
         parent_token: Option<CancellationToken>,
-        gated: bool,
-    ) -> Option<Arc<Passive>> {
+    ) -> Arc<Passive> {
         let mut core = Core {
             state,
             out: Out::default(),
@@ -116,47 +110,9 @@ impl Passive {
             parent_token,
         };
         core.new_token(shared);
-        let passive = Arc::new(Passive {
+        Arc::new(Passive {
             core: Mutex::new(Some(core)),
-            inbox: OnceLock::new(),
-        });
-        if gated {
-            // The inbox holds the agent and the agent its inbox, until
-            // [`Passive::stop`] stops the inbox (the runtime's shutdown).
-            let (inbox, _) = Actor::spawn(None, Inbox, (shared.clone(), passive.clone()))
-                .await
-                .ok()?;
-            let _ = passive.inbox.set(inbox);
-        }
-        Some(passive)
-    }
-}
-
-/// The inbox of a library agent under a durable log: it steps the agent.
-struct Inbox;
-
-impl Actor for Inbox {
-    type Msg = AgentMsg;
-    type State = (Arc<Shared>, Arc<Passive>);
-    type Arguments = (Arc<Shared>, Arc<Passive>);
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<AgentMsg>,
-        args: (Arc<Shared>, Arc<Passive>),
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<AgentMsg>,
-        msg: AgentMsg,
-        (shared, passive): &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        passive.step(shared, msg);
-        shared.handled();
-        Ok(())
+        })
     }
 }
 
@@ -197,42 +153,22 @@ impl Passive {
         Some((core.token.clone(), core.state.turn().clone()))
     }
 
-    /// Counts `msg` from the broker: a message into the inbox, or a step.
+    /// Counts `msg` from the broker: a step in place.
     pub(crate) fn count(&self, shared: &Shared, msg: &AgentMsg) {
-        match self.inbox.get() {
-            Some(_) => shared.counts.agent(msg),
-            None => shared.counts.in_place(msg),
-        }
+        shared.counts.in_place(msg);
     }
 
-    /// Sends `msg` from the broker: into the inbox with a log, else in place.
-    /// True if it is counted in flight until handled (the inbox's).
+    /// Takes `msg` from the broker in place. Never counted in flight: it is
+    /// handled before this returns.
     pub(crate) fn deliver(&self, shared: &Shared, msg: AgentMsg) -> bool {
-        match self.inbox.get() {
-            Some(inbox) => inbox.send_message(msg).is_ok(),
-            None => {
-                self.step(shared, msg);
-                false
-            }
-        }
+        self.step(shared, msg);
+        false
     }
 
     /// Stops the agent: its state is dropped (a caller still waiting gets
-    /// `ABORTED`), and it takes nothing more; its inbox is told to stop.
+    /// `ABORTED`), and it takes nothing more.
     pub(crate) fn stop(&self) {
         let core = self.core.lock().expect("agent poisoned").take();
         drop(core);
-        if let Some(inbox) = self.inbox.get() {
-            inbox.stop(None);
-        }
-    }
-
-    /// [`Passive::stop`], and waits until its inbox has stopped.
-    pub(crate) async fn stop_and_wait(&self) {
-        let core = self.core.lock().expect("agent poisoned").take();
-        drop(core);
-        if let Some(inbox) = self.inbox.get() {
-            let _ = inbox.stop_and_wait(None, None).await;
-        }
     }
 }
