@@ -36,17 +36,39 @@ fn push_sized<T>(list: &mut Vec<T>, item: T) {
 }
 
 /// What an agent keeps of one of its calls: who waits for its result while it
-/// is in flight, whether it went pending, whether it closed for good.
+/// is in flight, whether it went pending, whether it closed for good. In 16
+/// bytes: an agent driven by a library keeps one per pending question, and
+/// a [`Waiter`] in place (24 bytes and its tag) took 32 of each slot of its
+/// table (issue #23: heap per pending question).
 #[derive(Debug, Default)]
 struct CallState {
-    waiter: Option<Waiter>,
+    /// A library caller waiting for the result, boxed while it waits.
+    caller: Option<Box<CallReply>>,
+    /// The agent's own script waits for the result.
+    script_waits: bool,
     pending: bool,
     closed: bool,
 }
 
 impl CallState {
     fn is_empty(&self) -> bool {
-        self.waiter.is_none() && !self.pending && !self.closed
+        self.caller.is_none() && !self.script_waits && !self.pending && !self.closed
+    }
+
+    /// `waiter` waits for the result now.
+    fn wait(&mut self, waiter: Waiter) {
+        match waiter {
+            Waiter::Script => self.script_waits = true,
+            Waiter::Caller(reply) => self.caller = Some(Box::new(reply)),
+        }
+    }
+
+    /// Who waited for the result, no longer waiting.
+    fn take_waiter(&mut self) -> Option<Waiter> {
+        if let Some(reply) = self.caller.take() {
+            return Some(Waiter::Caller(*reply));
+        }
+        std::mem::take(&mut self.script_waits).then_some(Waiter::Script)
     }
 }
 
@@ -306,11 +328,11 @@ impl AgentState {
             Err(error) => {
                 let result = error.to_result();
                 out.record(EventKind::result(&call_id, &self.name, &result));
-                self.state_of(&call_id).waiter = Some(waiter);
+                self.state_of(&call_id).wait(waiter);
                 self.settled(call_id.clone(), result, out);
             }
             Ok(ask) => {
-                self.state_of(&call_id).waiter = Some(waiter);
+                self.state_of(&call_id).wait(waiter);
                 out.tell_broker(BrokerMsg::Request(Box::new(Request {
                     agent: self.id,
                     call_id: call_id.clone(),
@@ -378,7 +400,7 @@ impl AgentState {
     /// forgotten if nothing else is kept of it.
     fn take_waiter(&mut self, call_id: &str) -> Option<Waiter> {
         let state = self.calls.get_mut(call_id)?;
-        let waiter = state.waiter.take();
+        let waiter = state.take_waiter();
         if state.is_empty() {
             self.calls.remove(call_id);
         }
@@ -398,5 +420,14 @@ impl AgentState {
     fn timer_id(&mut self) -> TimerId {
         self.next_timer = (self.next_timer.checked_add(1)).expect("a script's steps fit in 32 bits");
         TimerId::from(self.next_timer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// One a call an agent keeps, one a pending question of a library host.
+    #[test]
+    fn what_an_agent_keeps_of_a_call_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<super::CallState>(), 16);
     }
 }
