@@ -210,18 +210,17 @@ async fn one_pending_call_costs_no_more_than_it_does_today() {
     // event line serialised (7 before the runtime's hashes were asked for).
     within("pending call", &got, [3, 0, 2, 50, 7, 0]);
     assert!(got.counts.queue_pushes <= 4, "{got:#?}");
-    in_place(
-        "pending call",
-        &got,
-        &[
-            ("agent:AwaitClosed", 1),
-            ("agent:Call", 1),
-            ("agent:Closed", 1),
-            ("agent:Settled", 1),
-        ],
-    );
+    in_place("pending call", &got, PENDING_IN_PLACE);
     runtime.shutdown().await;
 }
+
+/// A library agent's steps of a pending call, each taken in place once.
+const PENDING_IN_PLACE: &[(&str, u64)] = &[
+    ("agent:AwaitClosed", 1),
+    ("agent:Call", 1),
+    ("agent:Closed", 1),
+    ("agent:Settled", 1),
+];
 
 /// Under a durable log (the default policy, group commit) a library agent
 /// takes the broker's result and close in place too, once the gate released
@@ -245,16 +244,7 @@ async fn under_a_durable_log_the_agent_takes_results_in_place() {
     .await;
     eprintln!("pending call under a durable log: {got:#?}");
     assert_eq!(got.messages, 3, "broker:Request and two wake-ups only: {got:#?}");
-    in_place(
-        "pending call under a durable log",
-        &got,
-        &[
-            ("agent:AwaitClosed", 1),
-            ("agent:Call", 1),
-            ("agent:Closed", 1),
-            ("agent:Settled", 1),
-        ],
-    );
+    in_place("pending call under a durable log", &got, PENDING_IN_PLACE);
     runtime.shutdown().await;
     drop(runtime);
     let _ = std::fs::remove_file(&path);
