@@ -186,13 +186,7 @@ async fn one_round_trip_costs_no_more_than_it_does_today() {
 #[tokio::test(start_paused = true)]
 async fn one_pending_call_costs_no_more_than_it_does_today() {
     let runtime = Runtime::start(answering_after(2.0)).await.expect("a runtime");
-    let root = runtime.spawn_root("root", None).await.expect("a root");
-    let got = per_call(&runtime, || async {
-        let outcome = root.ask(ARGS_1S).await;
-        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
-        root.closed(&outcome.call_id).await;
-    })
-    .await;
+    let got = pending_calls(&runtime).await;
     // Today: 3 messages (broker:Request, broker:Wake for the window and
     // again for the late answer's timer, which waits in the broker's wheel;
     // 7 before a library agent took its calls, results, close waits and
@@ -212,6 +206,18 @@ async fn one_pending_call_costs_no_more_than_it_does_today() {
     assert!(got.counts.queue_pushes <= 4, "{got:#?}");
     in_place("pending call", &got, PENDING_IN_PLACE);
     runtime.shutdown().await;
+}
+
+/// The counts of one pending call of a root of `runtime`, answered late and
+/// awaited to its close.
+async fn pending_calls(runtime: &Runtime) -> PerCall {
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    per_call(runtime, || async {
+        let outcome = root.ask(ARGS_1S).await;
+        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+        root.closed(&outcome.call_id).await;
+    })
+    .await
 }
 
 /// A library agent's steps of a pending call, each taken in place once.
@@ -235,13 +241,7 @@ async fn under_a_durable_log_the_agent_takes_results_in_place() {
         ..answering_after(2.0)
     };
     let runtime = Runtime::start_without_events(config).await.expect("a runtime");
-    let root = runtime.spawn_root("root", None).await.expect("a root");
-    let got = per_call(&runtime, || async {
-        let outcome = root.ask(ARGS_1S).await;
-        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
-        root.closed(&outcome.call_id).await;
-    })
-    .await;
+    let got = pending_calls(&runtime).await;
     eprintln!("pending call under a durable log: {got:#?}");
     assert_eq!(got.messages, 3, "broker:Request and two wake-ups only: {got:#?}");
     in_place("pending call under a durable log", &got, PENDING_IN_PLACE);
