@@ -395,6 +395,11 @@ impl Projection {
             self.unreceived.remove(call_id);
         }
         if let Some(a) = self.agents.get_mut(agent) {
+            // Room for one at the first: most agents receive one message, and
+            // a first push makes room for four (64 bytes an agent).
+            if a.messages.capacity() == 0 {
+                a.messages.reserve_exact(1);
+            }
             a.messages.push(message.clone());
         }
     }
