@@ -243,24 +243,32 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping, clock: Clock) -> Dur
         let root = rt.block_on(runtime.spawn_root("root", None)).expect("a root");
         let start = clock.start();
         rt.block_on(async {
-            let calls: Vec<_> = (0..calls)
-                .map(|_| {
-                    let root = root.clone();
-                    tokio::spawn(async move {
-                        let outcome = root.ask(ARGS_1S).await;
-                        root.closed(&outcome.call_id).await;
-                    })
-                })
-                .collect();
-            for call in calls {
-                call.await.expect("a call");
-            }
+            spawn_all(calls, || {
+                let root = root.clone();
+                async move {
+                    let outcome = root.ask(ARGS_1S).await;
+                    root.closed(&outcome.call_id).await;
+                }
+            })
+            .await;
         });
         total += clock.since(start);
         rt.block_on(runtime.shutdown());
     }
     let _ = std::fs::remove_file(bench_log_path());
     total
+}
+
+/// Spawns `n` tasks, each the future `call` makes, and awaits them all: every
+/// throughput bench's burst of concurrent calls.
+async fn spawn_all<F>(n: u64, call: impl Fn() -> F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let calls: Vec<_> = (0..n).map(|_| tokio::spawn(call())).collect();
+    for call in calls {
+        call.await.expect("a call");
+    }
 }
 
 /// N timed calls with a 1 s window against an answerer that takes 2 s: every call
@@ -309,18 +317,14 @@ fn pending_baseline(iters: u64, clock: Clock) -> Duration {
         });
         let start = clock.start();
         rt.block_on(async {
-            let calls: Vec<_> = (0..PENDING_CALLS)
-                .map(|_| {
-                    let base = base.clone();
-                    tokio::spawn(async move {
-                        let (_, mut late) = base.ask(ARGS_1S).await;
-                        late.recv().await
-                    })
-                })
-                .collect();
-            for call in calls {
-                call.await.expect("a call");
-            }
+            spawn_all(PENDING_CALLS, || {
+                let base = base.clone();
+                async move {
+                    let (_, mut late) = base.ask(ARGS_1S).await;
+                    late.recv().await;
+                }
+            })
+            .await;
         });
         total += clock.since(start);
     }
@@ -414,20 +418,16 @@ fn virtual_speed(c: &mut Criterion) {
                         ToolConfig::timed(Timeout::Window(15.0)),
                         &baseline_waterfall(0, Some(Duration::from_secs(45))),
                     );
-                    let calls: Vec<_> = (0..10_000)
-                        .map(|_| {
-                            let base = base.clone();
-                            tokio::spawn(async move {
-                                let (result, mut late) = base.ask(ARGS_1S).await;
-                                if result.starts_with("{\"pending\"") {
-                                    late.recv().await;
-                                }
-                            })
-                        })
-                        .collect();
-                    for call in calls {
-                        call.await.expect("a call");
-                    }
+                    spawn_all(10_000, || {
+                        let base = base.clone();
+                        async move {
+                            let (result, mut late) = base.ask(ARGS_1S).await;
+                            if result.starts_with("{\"pending\"") {
+                                late.recv().await;
+                            }
+                        }
+                    })
+                    .await;
                 });
                 total += start.elapsed();
             }
