@@ -417,7 +417,7 @@ impl<'s> World<'s> {
             prepared: self.prepared.clone(),
         });
         self.agents.insert(id, agent);
-        self.name(&name, id);
+        self.remember_name(&name, id);
         let registration = Registration {
             agent: id,
             name,
@@ -521,7 +521,7 @@ impl<'s> World<'s> {
             lineage: spawn.spec.lineage_parent.as_deref().map(str::to_owned),
             turn: agent.turn().clone(),
         };
-        self.name(agent.name(), id);
+        self.remember_name(agent.name(), id);
         self.agents.insert(id, agent);
         let delay = match &mut self.jitter {
             Some(jitter) => jitter.delay(from, Addr::Broker),
@@ -587,7 +587,7 @@ impl<'s> World<'s> {
     }
 
     /// Keeps `name`'s agent for the scheduled events that name one.
-    fn name(&mut self, name: &Name, id: AgentId) {
+    fn remember_name(&mut self, name: &Name, id: AgentId) {
         if let Some(names) = &mut self.names {
             names.insert(name.clone(), id);
         }

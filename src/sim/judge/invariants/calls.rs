@@ -185,18 +185,18 @@ pub struct Calls {
     /// Open calls by agent (the first in place: most agents have one open).
     of_agent: FxHashMap<Name, CallSet>,
     /// Open calls by the answerer that is their offeree or owner.
-    attended_by: FxHashMap<Name, FxHashSet<CallId>>,
+    attended_by: FxHashMap<Who, FxHashSet<CallId>>,
     /// The names of the answerers calls name, by [`Who`] (from 1), and the
     /// number of each name.
     answerers: Vec<Name>,
     who: FxHashMap<Name, Who>,
 }
 
-fn remove_from(index: &mut FxHashMap<Name, FxHashSet<CallId>>, key: &str, call_id: &str) {
-    if let Some(set) = index.get_mut(key) {
+fn remove_from(index: &mut FxHashMap<Who, FxHashSet<CallId>>, who: Who, call_id: &str) {
+    if let Some(set) = index.get_mut(&who) {
         set.remove(call_id);
         if set.is_empty() {
-            index.remove(key);
+            index.remove(&who);
         }
     }
 }
@@ -273,8 +273,7 @@ impl Calls {
 
     fn unattend(&mut self, call_id: &str, offeree: Option<Who>, owner: Option<Who>) {
         for who in offeree.into_iter().chain(owner) {
-            let answerer = &self.answerers[who.get() as usize - 1];
-            remove_from(&mut self.attended_by, answerer, call_id);
+            remove_from(&mut self.attended_by, who, call_id);
         }
     }
 
@@ -287,17 +286,10 @@ impl Calls {
         info.offered = true;
         let old = info.offeree.replace(who);
         if let Some(old) = old {
-            remove_from(
-                &mut self.attended_by,
-                &self.answerers[old.get() as usize - 1],
-                call_id,
-            );
+            remove_from(&mut self.attended_by, old, call_id);
         }
         if info.open() {
-            self.attended_by
-                .entry(answerer.clone())
-                .or_default()
-                .insert(call_id.clone());
+            self.attended_by.entry(who).or_default().insert(call_id.clone());
         }
     }
 
@@ -311,17 +303,14 @@ impl Calls {
         let open = info.open();
         self.unattend(call_id, offeree, owner);
         if open {
-            self.attended_by
-                .entry(answerer.clone())
-                .or_default()
-                .insert(call_id.clone());
+            self.attended_by.entry(who).or_default().insert(call_id.clone());
         }
     }
 
     /// `answerer` declined, let its offer time out, or died (`dead`): it is the
     /// offeree no more, and a dead owner owns nothing.
     pub fn decline(&mut self, call_id: &str, answerer: &str, dead: bool) {
-        let Some(who) = self.who.get(answerer).copied() else {
+        let Some(who) = self.who_of(answerer) else {
             return; // no call was ever offered to it, nor owned by it
         };
         let Some(info) = self.ids.get(call_id).and_then(|ix| self.by_ix.get_mut(ix)) else {
@@ -329,11 +318,11 @@ impl Calls {
         };
         if info.offeree == Some(who) {
             info.offeree = None;
-            remove_from(&mut self.attended_by, answerer, call_id);
+            remove_from(&mut self.attended_by, who, call_id);
         }
         if dead && info.owner == Some(who) {
             info.owner = None;
-            remove_from(&mut self.attended_by, answerer, call_id);
+            remove_from(&mut self.attended_by, who, call_id);
         }
     }
 
@@ -363,8 +352,8 @@ impl Calls {
 
     /// The open calls `answerer` is offered or owns.
     pub fn attended_by(&self, answerer: &str) -> Vec<CallId> {
-        self.attended_by
-            .get(answerer)
+        (self.who_of(answerer))
+            .and_then(|who| self.attended_by.get(&who))
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()
     }
