@@ -187,7 +187,7 @@ impl AgentState {
     /// turn derives from `turn`.
     pub fn child(
         id: AgentId,
-        spec: Arc<AgentSpec>,
+        spec: &AgentSpec,
         tool: ToolConfig,
         prepared: Prepared,
         owner: AgentId,

@@ -44,7 +44,11 @@ enum Child {
 /// One run of an agent's `script` or `on_resume`.
 #[derive(Debug)]
 pub struct Script {
-    spec: Arc<AgentSpec>,
+    /// The steps it runs: the agent's `script`, or its `on_resume`. Held here
+    /// rather than through the agent's spec: a step is read at every advance,
+    /// and the spec is one more allocation of each agent (a tree of 10^5 read
+    /// a cold line of it at every step, on top of the script's own).
+    steps: Arc<[Step]>,
     on_resume: bool,
     /// The next step's index: a script holds at most
     /// [`STEPS_MAX`](crate::scenario::STEPS_MAX) steps.
@@ -81,9 +85,10 @@ struct Kin {
 
 impl Script {
     /// The agent's `script`, or its `on_resume` after a restart.
-    pub fn new(spec: Arc<AgentSpec>, on_resume: bool) -> Script {
+    pub fn new(spec: &AgentSpec, on_resume: bool) -> Script {
+        let steps = if on_resume { &spec.on_resume } else { &spec.script };
         Script {
-            spec,
+            steps: steps.clone(),
             on_resume,
             pc: 0,
             wait: None,
@@ -100,11 +105,7 @@ impl Script {
     }
 
     fn steps(&self) -> &[Step] {
-        if self.on_resume {
-            &self.spec.on_resume
-        } else {
-            &self.spec.script
-        }
+        &self.steps
     }
 
     /// The agent's final result (SPEC §5); `errors` only when a spawn failed.

@@ -67,7 +67,7 @@ impl Host for AgentShell {
             + 1;
         let state = AgentState::child(
             id,
-            spawn.spec.clone(),
+            &spawn.spec,
             shared.tool,
             shared.prepared.clone(),
             spawn.owner,

@@ -432,7 +432,7 @@ impl<'s> Driver<'s> {
             owner: None,
             calls_made,
             pending,
-            script: Some(Script::new(spec.clone(), resumed)),
+            script: Some(Script::new(spec, resumed)),
             prepared: runtime.prepared(),
         };
         runtime.start_scripted(setup, lineage, redeliver).await
@@ -490,7 +490,7 @@ impl<'s> Driver<'s> {
             .expect("a validated scenario starts");
         let specs = &self.specs;
         runtime
-            .restore_plan(plan, |name| Some(Script::new(specs[name].clone(), true)))
+            .restore_plan(plan, |name| Some(Script::new(&specs[name], true)))
             .await;
         if recovered {
             self.start_roots(&runtime, |name| !known.contains(name)).await;

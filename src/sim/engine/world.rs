@@ -413,7 +413,7 @@ impl<'s> World<'s> {
             owner: None,
             calls_made,
             pending,
-            script: Some(Script::new(spec.clone(), resumed)),
+            script: Some(Script::new(spec, resumed)),
             prepared: self.prepared.clone(),
         });
         self.agents.insert(id, agent);
@@ -508,7 +508,7 @@ impl<'s> World<'s> {
         let id = self.next_agent;
         let agent = AgentState::child(
             id,
-            spawn.spec.clone(),
+            &spawn.spec,
             self.scenario.tool,
             self.prepared.clone(),
             spawn.owner,
