@@ -332,6 +332,14 @@ fn copies_of_a_count_row_share_a_script_that_names_nothing() {
         "each parent spawns its own kid"
     );
     assert_eq!(q.script[1], Step::Join("kid-1".into()));
+    let (Step::Spawn(kid_p), Step::Spawn(kid_q)) = (&p.script[0], &q.script[0]) else {
+        panic!("expected spawns")
+    };
+    assert_eq!((&*kid_p.name, &*kid_q.name), ("kid-0", "kid-1"));
+    assert!(
+        Arc::ptr_eq(&kid_p.script, &kid_q.script),
+        "their kids' scripts name nothing"
+    );
 }
 
 /// An `await_answer` of the copy's own call names no agent once parsed (the
@@ -361,6 +369,58 @@ fn copies_of_a_count_row_share_an_await_of_their_own_call() {
             { "name": "late-{i}", "count": 2, "script": [{ "await_answer": "late-0/1" }] }
         ])),
         "agents[0].script[0].await_answer: expected a call of this agent, \"late-1/<n>\"",
+    );
+}
+
+/// The children a `repeat` spawns share their scripts when these name nothing
+/// (an await of the child's own call included), as the copies of a `count` row
+/// do; a child whose script spawns, joins or awaits another's call gets its own.
+#[test]
+fn children_of_a_repeat_share_a_script_that_names_nothing() {
+    let scenario = parsed(root(json!([
+        { "repeat": { "times": 3, "script": [
+            { "spawn": { "name": "leaf-{r}", "script": [{ "ask": {} }, { "await_answer": "leaf-{r}/1" }],
+                         "on_resume": [{ "work": 2.0 }] } },
+            { "spawn": { "name": "tree-{r}", "script": [{ "spawn": { "name": "sub-{r}" } }] } }
+        ] } }
+    ])));
+    let spawned: Vec<&AgentSpec> = (scenario.agents[0].script.iter())
+        .map(|step| match step {
+            Step::Spawn(child) => &**child,
+            other => panic!("expected a spawn, got {other:?}"),
+        })
+        .collect();
+    let [l0, t0, l1, _, l2, t2] = spawned[..] else {
+        panic!("expected six spawns")
+    };
+    assert_eq!((&*l0.name, &*l2.name, &*t2.name), ("leaf-0", "leaf-2", "tree-2"));
+    assert!(Arc::ptr_eq(&l0.script, &l1.script) && Arc::ptr_eq(&l1.script, &l2.script));
+    assert!(Arc::ptr_eq(&l0.on_resume, &l2.on_resume));
+    assert_eq!(
+        *l2.script,
+        [
+            Step::Ask {
+                arguments: "{}".into()
+            },
+            Step::AwaitAnswer(1)
+        ]
+    );
+    assert!(
+        !Arc::ptr_eq(&t0.script, &t2.script),
+        "each tree spawns its own sub"
+    );
+    let Step::Spawn(sub) = &t2.script[0] else {
+        panic!("expected a spawn")
+    };
+    assert_eq!(&*sub.name, "sub-2");
+    let Step::Spawn(sub0) = &t0.script[0] else {
+        panic!("expected a spawn")
+    };
+    assert!(Arc::ptr_eq(&sub0.script, &sub.script), "shared at any depth");
+    refused(
+        root(json!([{ "repeat": { "times": 2, "script": [
+            { "spawn": { "name": "c-{r}", "script": [{ "await_answer": "c-0/1" }] } } ] } }])),
+        "expected a call of this agent, \"c-1/<n>\"",
     );
 }
 
@@ -1448,6 +1508,13 @@ fn absurd_counts_and_repeats_are_refused_before_anything_is_built() {
     refused(
         root(json!([{ "repeat": { "times": 1_000_000, "script": [
             { "repeat": { "times": 1_000_000, "script": [{ "work": 1 }] } } ] } }])),
+        "makes more than 1000000 script steps",
+    );
+    // The steps of children that share one script count for every child.
+    refused(
+        root(json!([{ "repeat": { "times": 1_000, "script": [
+            { "repeat": { "times": 1_000, "script": [{ "spawn": { "name": "c{r}", "script": [{ "work": 1 }] } }] } }
+        ] } }])),
         "makes more than 1000000 script steps",
     );
     // Nested repeats of nothing cost nothing.

@@ -135,8 +135,10 @@ impl Size {
     fn of_agent(agent: &XAgent) -> Size {
         let script = Size::of_steps(&agent.script);
         let on_resume = Size::of_steps(&agent.on_resume);
+        // Shared scripts hold leaves only: a step each, and no agent.
+        let shared = (agent.leaves.as_ref()).map_or(0, |l| (l.script.len() + l.on_resume.len()) as u64);
         Size {
-            steps: script.steps + on_resume.steps,
+            steps: script.steps + on_resume.steps + shared,
             agents: 1 + script.agents + on_resume.agents,
         }
     }
@@ -406,6 +408,30 @@ fn substitute_agent(agent: &mut XAgent, key: &str, value: &str) {
     substitute_steps(&mut agent.on_resume, key, value);
 }
 
+/// `steps` (a template's: a `repeat` body or a `count` row's script, before it
+/// is copied) with each child they spawn, at any depth, whose scripts hold
+/// leaves only finished once, so that the copies share its steps as the copies
+/// of a `count` row do: a `repeat` of 10^5 spawns made 10^5 lists of the same
+/// steps, one more allocation for each child to hold and to read cold at its
+/// every step.
+fn share_spawned_leaves(steps: &mut [XStep]) {
+    for step in steps {
+        let XKind::Spawn(child) = &mut step.kind else {
+            continue;
+        };
+        if child.leaves.is_some() {
+            continue;
+        }
+        match Leaves::of(child) {
+            Some(leaves) => *child = leaves.copy(child),
+            None => {
+                share_spawned_leaves(&mut child.script);
+                share_spawned_leaves(&mut child.on_resume);
+            }
+        }
+    }
+}
+
 /// Substitutes in the strings of `steps` that name agents or calls.
 fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
     for step in steps {
@@ -596,7 +622,7 @@ impl Builder {
         for (k, Obj(row)) in rows.into_iter().enumerate() {
             let path = format!("agents[{k}]");
             let copies = count(&format!("{path}.count"), row.count, AGENTS_MAX, &row.name)?;
-            let template = XAgent {
+            let mut template = XAgent {
                 name: row.name,
                 name_src: self.src(format!("{path}.name")),
                 lineage_parent: row.lineage.map(|l| l.0.parent),
@@ -614,6 +640,10 @@ impl Builder {
             // Checked before: the copies of a row of 10^5 share one script
             // rather than each holding its own (SPEC §6 "Cost").
             let shared = copies.and_then(|_| Leaves::of(&template));
+            if copies.is_some() && shared.is_none() {
+                share_spawned_leaves(&mut template.script);
+                share_spawned_leaves(&mut template.on_resume);
+            }
             for i in 0..n {
                 let mut agent = match &shared {
                     Some(leaves) => leaves.copy(&template),
@@ -660,6 +690,8 @@ impl Builder {
                     // Checked before copying: an absurd product allocates nothing.
                     let each = Size::of_steps(&body);
                     size = size.grow(repeat.times, each, &times_path, "this repeat")?;
+                    let mut body = body;
+                    share_spawned_leaves(&mut body);
                     for r in 0..repeat.times {
                         let mut copy = body.clone();
                         substitute_steps(&mut copy, "{r}", &r.to_string());
