@@ -111,6 +111,8 @@ pub struct Recording {
 pub struct Recorder {
     seq: u64,
     events_max: u64,
+    /// Most events kept in memory at once ([`Recorder::keeping_at_most`]).
+    keep_max: u64,
     overflowed: bool,
     last_t: f64,
     line: Vec<u8>,
@@ -154,6 +156,7 @@ impl Recorder {
         Recorder {
             seq: 0,
             events_max,
+            keep_max: u64::MAX,
             overflowed: false,
             last_t: 0.0,
             line: Vec::new(),
@@ -168,6 +171,19 @@ impl Recorder {
             file: None,
             file_error: None,
         }
+    }
+
+    /// For a runtime that runs for good (a library host): no limit on what it
+    /// records, and at most `max` events kept in memory at once. Past it an
+    /// event is still counted, folded into the projection, observed, hashed and
+    /// written to the log file, only not kept; [`Recorder::overflowed`] turns
+    /// true. A limit on memory must never stop the record a recovery reads (the
+    /// simulator's `events_max`, which cuts a run, is [`Recorder::new`]'s).
+    /// Events moved out ([`Recorder::take_events`]) make room again.
+    pub fn keeping_at_most(mut self, max: u64) -> Recorder {
+        self.events_max = u64::MAX;
+        self.keep_max = max;
+        self
     }
 
     /// Computes only `hashes` from now on, of those it computed before: a hash
@@ -316,7 +332,11 @@ impl Recorder {
             observer.event(&event);
         }
         if let Some(keep) = &mut self.keep {
-            keep.push(event);
+            if (keep.len() as u64) < self.keep_max {
+                keep.push(event);
+            } else {
+                self.overflowed = true;
+            }
         }
     }
 
@@ -334,7 +354,8 @@ impl Recorder {
         self.events_max = events_max;
     }
 
-    /// Whether the limit on events was reached.
+    /// Whether the limit on events was reached: an event was not recorded
+    /// (or, [`Recorder::keeping_at_most`], not kept).
     pub fn overflowed(&self) -> bool {
         self.overflowed
     }
@@ -461,7 +482,14 @@ mod tests {
     /// the recording, the lines the sink got, and whether a line was ever
     /// serialised.
     fn recorded(hashes: Hashes, file: bool) -> (Recording, Vec<u8>, bool) {
-        let mut recorder = Recorder::new(&LogHeader::real("t", 3), u64::MAX, true).with_hashes(hashes);
+        recorded_keeping(hashes, file, u64::MAX)
+    }
+
+    /// [`recorded`], keeping at most `keep_max` events.
+    fn recorded_keeping(hashes: Hashes, file: bool, keep_max: u64) -> (Recording, Vec<u8>, bool) {
+        let mut recorder = Recorder::new(&LogHeader::real("t", 3), u64::MAX, true)
+            .keeping_at_most(keep_max)
+            .with_hashes(hashes);
         let lines = Arc::new(Mutex::new(Vec::new()));
         if file {
             recorder.sink_to(Box::new(Lines(lines.clone())));
@@ -505,6 +533,20 @@ mod tests {
         assert_eq!(none.events, all.events);
         assert_eq!(none.projection, all.projection);
         assert_eq!((none.count, none.last_t), (all.count, all.last_t));
+    }
+
+    /// A bound on kept events bounds nothing else: past it every event is
+    /// still counted, hashed, written and folded, only not kept.
+    #[test]
+    fn a_bound_on_kept_events_keeps_the_log_whole() {
+        let (whole, whole_lines, _) = recorded(Hashes::All, true);
+        let (bounded, lines, _) = recorded_keeping(Hashes::All, true, 2);
+        assert_eq!(lines, whole_lines);
+        assert_eq!(bounded.events[..], whole.events[..2]);
+        assert!(bounded.overflowed && !whole.overflowed);
+        assert_eq!(bounded.trace_hash, whole.trace_hash);
+        assert_eq!(bounded.projection, whole.projection);
+        assert_eq!((bounded.count, bounded.last_t), (whole.count, whole.last_t));
     }
 
     /// A log file gets every line whatever is hashed: the same bytes.

@@ -130,6 +130,47 @@ async fn a_pending_question_survives_the_crash_and_its_late_answer_arrives() {
     assert_eq!(count(&events, "user_message", "root/1"), 1);
 }
 
+/// `RuntimeConfig::events_max` bounds the events kept in memory, never the
+/// record: past it every event is still written to the log file and folded into
+/// the projection, so a question asked long after the limit survives a crash.
+#[tokio::test(start_paused = true)]
+async fn the_limit_on_kept_events_never_stops_the_durable_log() {
+    let scratch = Scratch::new("past-the-limit");
+    let path = scratch.path("log.jsonl");
+    let config = || asksim::RuntimeConfig {
+        events_max: 3,
+        ..timed_config(vec![answerer("web", 10.0)])
+    };
+    let runtime = start_logged(config(), &path, SyncPolicy::None).await;
+    let root = runtime.spawn_root("root", None).await.unwrap();
+    for _ in 0..2 {
+        let pending = root.ask(&timed_args(Some("1"))).await;
+        assert!(
+            pending.result.text.contains("\"pending\":true"),
+            "{}",
+            pending.result.text
+        );
+    }
+    let (count, kept) = (runtime.events().len(), runtime.events().snapshot().len());
+    assert!(count > 6 && kept == 3, "recorded {count}, kept {kept}");
+    assert!(runtime.events().overflowed());
+    assert_eq!(events_in(&path).len() as u64, count, "every event is on disk");
+    assert_eq!(runtime.events().take().len(), 3);
+    runtime.shutdown().await;
+
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
+    assert_eq!(recovered.reopened, vec!["root/1".to_owned(), "root/2".to_owned()]);
+    let [back] = &recovered.agents[..] else {
+        panic!("one agent back");
+    };
+    within(60.0, back.handle.closed("root/2")).await;
+    assert_eq!(
+        back.handle.user_messages().await,
+        vec![late_yes_message("root/1"), late_yes_message("root/2")]
+    );
+    recovered.runtime.shutdown().await;
+}
+
 /// SPEC §3.9: every open timed question (in its window, held, `-1`) is pending
 /// from the restart on and re-offered from the top of the waterfall.
 #[tokio::test(start_paused = true)]

@@ -80,13 +80,15 @@ impl Runtime {
         };
         let options = RecoverOptions {
             policy: log_config.sync,
-            events_max: config.events_max,
+            events_max: u64::MAX,
             keep: true,
         };
         let recovery = crate::durable::recover(path, Some(&expected), options)?;
         let (torn, crashed, events, last_t) =
             (recovery.torn, recovery.crashed, recovery.events, recovery.last_t);
-        let mut recorder = recovery.recorder.with_hashes(config.hashes);
+        let mut recorder = (recovery.recorder)
+            .keeping_at_most(config.events_max)
+            .with_hashes(config.hashes);
         let lost = lost_at_last_loss(recorder.projection());
         recorder.record(last_t, EventKind::recovered(torn.map(|t| t.line as u64)));
         let plan = crate::restart::plan(recorder.projection());

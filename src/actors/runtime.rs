@@ -101,7 +101,12 @@ pub struct RuntimeConfig {
     pub offer_timeout_s: f64,
     /// Seed of every random stream in the runtime.
     pub seed: u64,
-    /// Most events recorded.
+    /// Most events kept in memory at once ([`Runtime::events`]). Past it the
+    /// runtime keeps no more until some are moved out ([`EventLog::take`]),
+    /// but it records every event all the same: each is counted, folded into
+    /// the projection, hashed and written to the log file. A bound on memory
+    /// never stops the durable log a recovery reads, nor the projection. (The
+    /// simulator's `limits.events_max`, which cuts a run, is a scenario's.)
     pub events_max: u64,
     /// The broker's limits.
     pub limits: BrokerLimits,
@@ -175,6 +180,12 @@ impl EventLog {
     /// bounds their memory.
     pub fn take(&self) -> Vec<Event> {
         self.0.lock().take_events()
+    }
+
+    /// Whether an event was not kept for [`RuntimeConfig::events_max`] (it was
+    /// recorded all the same: counted, folded, written to the log file).
+    pub fn overflowed(&self) -> bool {
+        self.0.lock().overflowed()
     }
 
     /// How many events so far.
@@ -308,7 +319,9 @@ impl Runtime {
     async fn start_keeping(config: RuntimeConfig, keep: bool) -> Result<Runtime, StartError> {
         let name = config.log.as_ref().map_or(LIBRARY_LOG_NAME, |l| &l.name);
         let recorder_header = LogHeader::real(name, config.seed);
-        let recorder = Recorder::new(&recorder_header, config.events_max, keep).with_hashes(config.hashes);
+        let recorder = Recorder::new(&recorder_header, u64::MAX, keep)
+            .keeping_at_most(config.events_max)
+            .with_hashes(config.hashes);
         let continuity = match &config.log {
             None => Continuity::new(recorder),
             Some(log) => Continuity::with_log(recorder, new_log(log, &recorder_header)?),
