@@ -124,14 +124,22 @@ impl PolicyAnswerer {
             questions,
             ..
         } = offer;
+        let keyed = call_id.is_some();
+        let latency = self.policy.offer_latency.draw(&mut self.rng);
+        if latency.is_some_and(|delay| delay.is_zero()) && !self.policy.accepts.matches(&agent, keyed) {
+            // Declined at once: nothing of it to keep (a waterfall's declining
+            // answerers see every call).
+            out.reply(ticket, Reply::Decline);
+            return;
+        }
         let work = Work {
             questions,
             agent,
-            keyed: call_id.is_some(),
+            keyed,
             timers: [0; TIMERS_MAX],
         };
         self.offers.insert(ticket, Box::new(work));
-        match self.policy.offer_latency.draw(&mut self.rng) {
+        match latency {
             // No latency: decide now rather than through a timer to itself.
             Some(delay) if delay.is_zero() => self.decide(ticket, out),
             Some(delay) => self.keep_timer(ticket, exact(delay), Wake::Decide(ticket), out),

@@ -683,14 +683,13 @@ impl Builder {
                         return issue(times_path, message);
                     }
                     let body_path = format!("{path}.repeat.script");
-                    let body = self.script(repeat.script, &body_path, depth + 1)?;
+                    let mut body = self.script(repeat.script, &body_path, depth + 1)?;
                     if body.is_empty() {
                         continue;
                     }
                     // Checked before copying: an absurd product allocates nothing.
                     let each = Size::of_steps(&body);
                     size = size.grow(repeat.times, each, &times_path, "this repeat")?;
-                    let mut body = body;
                     share_spawned_leaves(&mut body);
                     for r in 0..repeat.times {
                         let mut copy = body.clone();
