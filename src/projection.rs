@@ -136,7 +136,7 @@ pub struct AgentRecord {
 /// written: the calls not settled yet and the messages decided and not
 /// received, so a process loss and a restart cost what is open, not every
 /// question the log ever held (SPEC §6 "Cost"). A deserialised projection
-/// rebuilds them ([`Stored`]).
+/// rebuilds them (from its stored form).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "Stored")]
 pub struct Projection {

@@ -2,7 +2,7 @@
 //! write-ahead rule, recovery after a real crash, and compaction.
 //!
 //! - [`policy`]: when a line is durable (group commit, `every`, `none`).
-//! - [`file`]: the log file a recorder appends to, synced under its policy.
+//! - [`file`](mod@file): the log file a recorder appends to, synced under its policy.
 //! - [`gate`]: the write-ahead gate: what a decision sends out of the process
 //!   waits until the lines recorded before it are durable.
 //! - [`read`]: reading a log back, a crash's torn last line told from damage.

@@ -25,7 +25,7 @@ const TOP_KEYS: [&str; 2] = ["questions", "timeout"];
 /// pass none.
 ///
 /// One pass over the text reads the `questions` value both as its exact text
-/// and, borrowed, as the tree the walk reads ([`read`]); what that pass cannot
+/// and, borrowed, as the tree the walk reads (`read`); what that pass cannot
 /// take as `Value` would (a repeated key, nesting at serde_json's limit, text it
 /// refuses) goes the way it always went, through `Value`, so every input gets the
 /// same result and message as before.

@@ -1,5 +1,5 @@
 //! Where a simulated run's events are recorded: in place, after each effect, or
-//! through a [`Journal`] whose thread does the recorder's work (serialising and
+//! through a journal (`crate::journal`) whose thread does the recorder's work (serialising and
 //! hashing each line, folding the projection, the judge and the taps watching)
 //! beside the world, on another core.
 //!

@@ -19,7 +19,7 @@
 //! that first look (which returns everything ready): `random` and `fifo` never
 //! look, and pay nothing for it.
 //!
-//! Entries are stored packed ([`Slot`], 24 bytes, not a [`Candidate`]'s 56), and
+//! Entries are stored packed (`Slot`, 24 bytes, not a [`Candidate`]'s 56), and
 //! each block's first key is kept in one vector of its own, so finding a key's
 //! block reads one contiguous array instead of the head of every block it passes:
 //! at a tie of 10^5 (400 blocks) a removal moved ~7 KB of its block and a lookup
