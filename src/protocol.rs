@@ -83,9 +83,10 @@ impl Turn {
 
     /// A turn derived from this one.
     pub fn derive(&self, id: TurnId) -> Turn {
-        let mut chain = self.chain.to_vec();
-        chain.push(id);
-        Turn { chain: chain.into() }
+        // One allocation of the exact size (the iterator's length is known),
+        // where a vector copied, grew for the push and was copied again.
+        let chain = self.chain.iter().copied().chain(std::iter::once(id)).collect();
+        Turn { chain }
     }
 
     /// This turn's id.
