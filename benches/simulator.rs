@@ -104,6 +104,28 @@ fn scaling_sizes() -> Vec<usize> {
         .collect()
 }
 
+/// The families the scaling group runs, and whether it times `replay_events`:
+/// all, or those `ASKSIM_SCALING_FAMILIES` names (comma-separated, e.g.
+/// `children,cancel_tree` or `replay_events`). A filter on the command line only
+/// picks what criterion times; this also skips the other families' set-up runs,
+/// so a family measured alone runs in a heap no other family's 10^5 run has
+/// used, as a user's `asksim run` does.
+fn scaling_families() -> (Vec<Family>, bool) {
+    let Ok(names) = std::env::var("ASKSIM_SCALING_FAMILIES") else {
+        return (Family::ALL.to_vec(), true);
+    };
+    let mut replay = false;
+    let mut families = Vec::new();
+    for name in names.split(',').map(str::trim) {
+        match Family::named(name) {
+            Some(family) => families.push(family),
+            None if name == "replay_events" => replay = true,
+            None => panic!("ASKSIM_SCALING_FAMILIES: no family {name:?}"),
+        }
+    }
+    (families, replay)
+}
+
 /// Issue #19: the cost of one unit of N (a root's calls, or an agent of a tree)
 /// for every scaling family at each size. Linear is a flat line: the same time
 /// per element at 10^5 as at 10^3 (target within 1.5x). A run keeps no events
@@ -114,9 +136,10 @@ fn scaling(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.warm_up_time(Duration::from_millis(100));
+    let (families, replay) = scaling_families();
     for n in scaling_sizes() {
         group.throughput(Throughput::Elements(n as u64));
-        for family in Family::ALL {
+        for &family in &families {
             let text = family.scenario(n);
             let scenario = scenario::parse("family.json", &text).expect("a family scenario parses");
             let run = |scenario: &scenario::Scenario| {
@@ -130,6 +153,9 @@ fn scaling(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(family.name(), n), &scenario, |b, scenario| {
                 b.iter(|| black_box(run(scenario)))
             });
+        }
+        if !replay {
+            continue;
         }
         let scenario = scenario::parse("tie.json", &Family::Tie.scenario(n)).expect("parses");
         let output = sim::run(&scenario, scenario.seed, Clock::Virtual).expect("a run");
