@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Value, json};
 
 use crate::agent::{AgentSetup, AgentState, Prepared, Script};
@@ -128,6 +128,31 @@ pub fn finals_by_agent(finals: Finals) -> Keyed<FinalResult> {
     by_agent
 }
 
+/// The agents a run's scheduled events name (`cancel_turn`, `stop_agent`), by
+/// name. Only the names an event mentions are kept: a tree of 10^5 agents whose
+/// root's turn is cancelled kept all of them, a hash insert (and ~41 bytes at
+/// the peak) an agent for the one an event looks up.
+struct Named<'s> {
+    wanted: FxHashSet<&'s str>,
+    ids: FxHashMap<Name, AgentId>,
+}
+
+impl<'s> Named<'s> {
+    /// `None` for a scenario with no event that names an agent.
+    fn of(scenario: &'s Scenario) -> Option<Named<'s>> {
+        let wanted: FxHashSet<&str> = (scenario.events.iter())
+            .filter_map(|e| match &e.action {
+                Action::CancelTurn(name) | Action::StopAgent(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        (!wanted.is_empty()).then(|| Named {
+            wanted,
+            ids: FxHashMap::default(),
+        })
+    }
+}
+
 /// The environment variable that makes a simulated run panic after that many
 /// deliveries: asksim's own fault injection, to test how a crash is reported.
 pub const PANIC_AFTER_ENV: &str = "ASKSIM_PANIC_AFTER_DELIVERIES";
@@ -149,7 +174,7 @@ pub struct World<'s> {
     /// (`cancel_turn`, `stop_agent`; hashed: a spawn inserts, an event looks up,
     /// nothing reads it in order). `None` in a run with no such event: a table
     /// by name of every agent was ~41 bytes an agent of its peak.
-    names: Option<FxHashMap<Name, AgentId>>,
+    names: Option<Named<'s>>,
     answerers: Vec<Option<AnswererSlot>>,
     /// The program's own answerers, by scenario name; the rest are the rows'.
     own: Answerers,
@@ -196,11 +221,7 @@ impl<'s> World<'s> {
             life: 0,
             failed: None,
             agents: Agents::default(),
-            names: scenario
-                .events
-                .iter()
-                .any(|e| matches!(e.action, Action::CancelTurn(_) | Action::StopAgent(_)))
-                .then(FxHashMap::default),
+            names: Named::of(scenario),
             answerers: Vec::new(),
             own,
             prepared: Prepared::default(),
@@ -588,15 +609,17 @@ impl<'s> World<'s> {
 
     /// Keeps `name`'s agent for the scheduled events that name one.
     fn remember_name(&mut self, name: &Name, id: AgentId) {
-        if let Some(names) = &mut self.names {
-            names.insert(name.clone(), id);
+        if let Some(names) = &mut self.names
+            && names.wanted.contains(name.as_str())
+        {
+            names.ids.insert(name.clone(), id);
         }
     }
 
     fn agent_named(&self, name: &str) -> Option<AgentId> {
         self.names
             .as_ref()
-            .and_then(|names| names.get(name))
+            .and_then(|names| names.ids.get(name))
             .copied()
             .filter(|id| self.agents.contains_key(id))
     }
@@ -619,7 +642,7 @@ impl<'s> World<'s> {
         self.broker = None;
         self.agents.clear();
         if let Some(names) = &mut self.names {
-            names.clear();
+            names.ids.clear();
         }
         self.answerers.iter_mut().for_each(|a| *a = None);
         self.queue
