@@ -125,6 +125,39 @@ fn window_expired_returns_pending_with_call_id_and_pending_message() {
     assert!(!result.is_error());
 }
 
+/// The pending text is built from a message escaped once: for any callId it
+/// must be the bytes serialising the whole object gives.
+#[test]
+fn pending_text_is_the_serialised_object_for_any_call_id() {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Pending<'a> {
+        pending: bool,
+        call_id: &'a str,
+        message: &'a str,
+    }
+    for call_id in [
+        "root/1",
+        "",
+        "a \"quoted\" agent/7",
+        "back\\slash/2",
+        "tab\tnew\nline/3",
+        "ünï/4",
+        "\u{1}/5",
+    ] {
+        let expected = serde_json::to_string(&Pending {
+            pending: true,
+            call_id,
+            message: PENDING_MESSAGE,
+        })
+        .unwrap();
+        let result = ToolResult::pending(call_id);
+        assert_eq!(result.text, expected, "callId {call_id:?}");
+        let parsed: serde_json::Value = serde_json::from_str(&result.text).unwrap();
+        assert_eq!(parsed["callId"], call_id);
+    }
+}
+
 #[test]
 fn error_result_is_exact_and_marked_as_an_error() {
     let result = ToolResult::error(ErrorCode::DelegatedCaller, "ask your owner \"root\"");

@@ -143,23 +143,21 @@ impl ToolResult {
     }
 
     /// `{"pending":true,"callId":…,"message":PENDING_MESSAGE}`.
+    ///
+    /// Only the callId is escaped per call: the message's JSON is escaped once
+    /// per process (it is most of the text, and every window that runs out
+    /// built it again on the broker's thread, where a burst of expiries waits
+    /// behind it).
     pub fn pending(call_id: &str) -> ToolResult {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Pending<'a> {
-            pending: bool,
-            call_id: &'a str,
-            message: &'a str,
-        }
-        let pending = Pending {
-            pending: true,
-            call_id,
-            message: PENDING_MESSAGE,
-        };
-        // Sized once: the message's escapes and a few for the callId's, where
-        // `to_string`'s first guess of 128 bytes grew once for every call.
-        let mut text = Vec::with_capacity(PENDING_MESSAGE.len() + call_id.len() + 64);
-        serde_json::to_writer(&mut text, &pending).expect("result shapes always serialise");
+        static TAIL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            let message = serde_json::to_string(PENDING_MESSAGE).expect("a string serialises");
+            format!(",\"message\":{message}}}")
+        });
+        const HEAD: &str = r#"{"pending":true,"callId":"#;
+        let mut text = Vec::with_capacity(HEAD.len() + call_id.len() + 8 + TAIL.len());
+        text.extend_from_slice(HEAD.as_bytes());
+        serde_json::to_writer(&mut text, call_id).expect("a string serialises");
+        text.extend_from_slice(TAIL.as_bytes());
         ToolResult {
             text: String::from_utf8(text).expect("serde_json writes UTF-8"),
             kind: ResultKind::Pending,
