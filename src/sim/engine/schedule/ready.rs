@@ -122,6 +122,12 @@ pub struct Ready {
     /// once a strategy has looked (`tracking`).
     entered: Vec<u64>,
     tracking: bool,
+    /// The room of the last block that emptied, for the next block to start
+    /// in: what is ready drains to nothing at nearly every instant and fills
+    /// again, and a block made anew was an allocation of one entry and then
+    /// its growth, two or more allocations an instant (a tree of 10^5 agents,
+    /// whose instants are mostly one delivery long).
+    spare: Vec<Slot>,
 }
 
 impl Ready {
@@ -194,7 +200,9 @@ impl Ready {
                     self.add(at, 1);
                 }
                 _ => {
-                    self.blocks.push(vec![slot]);
+                    let mut block = std::mem::take(&mut self.spare);
+                    block.push(slot);
+                    self.blocks.push(block);
                     self.rebuild();
                 }
             }
@@ -262,7 +270,10 @@ impl Ready {
         let slot = self.blocks[block].remove(at);
         self.len -= 1;
         if self.blocks[block].is_empty() {
-            self.blocks.remove(block);
+            let emptied = self.blocks.remove(block);
+            if emptied.capacity() > self.spare.capacity() {
+                self.spare = emptied;
+            }
             self.rebuild();
         } else {
             if at == 0 {
