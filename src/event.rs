@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::protocol::{CallId, DeclineReason, Name, Refusal, Sent, WithdrawReason};
+use crate::protocol::{CallId, DeclineReason, Name, Refusal, Sent, Text, WithdrawReason};
 use crate::tool::{AnswerItem, Ask, ResultKind, Schema, ToolResult, Wait};
 
 /// One recorded event: its place in the stream, its time, and what happened.
@@ -99,7 +99,7 @@ pub enum EventKind {
         /// The live agent that owns it, if any.
         owner: Option<Name>,
         /// The durable lineage it carries (never consulted for identity).
-        lineage: Option<String>,
+        lineage: Option<Text>,
     },
     /// An agent could not join the tree (a duplicate name, a dead owner, or
     /// `LIMIT_EXCEEDED`); the spawning script sees the error.

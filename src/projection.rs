@@ -219,7 +219,7 @@ impl Projection {
                 let previous = self.agents.remove(agent);
                 let record = AgentRecord {
                     owner: owner.clone(),
-                    lineage: lineage.as_deref().map(Text::from),
+                    lineage: lineage.clone(),
                     live: true,
                     calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
                     messages: previous.map(|a| a.messages).unwrap_or_default(),

@@ -114,8 +114,9 @@ pub struct Registration {
     pub name: Name,
     /// The live agent that owns it (a child), or none (a root).
     pub owner: Option<AgentId>,
-    /// Durable lineage, recorded but never consulted for identity.
-    pub lineage: Option<String>,
+    /// Durable lineage, recorded but never consulted for identity (shared
+    /// text: a spawned child's is its spawner's name, carried by every child).
+    pub lineage: Option<Text>,
     /// Its current turn.
     pub turn: Turn,
 }

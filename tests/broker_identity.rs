@@ -162,11 +162,7 @@ async fn lineage_does_not_decide_identity() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(
-        spawn,
-        (None, Some("parent".to_owned())),
-        "lineage recorded, no owner"
-    );
+    assert_eq!(spawn, (None, Some("parent".into())), "lineage recorded, no owner");
     // A resumed root continues its callIds (SPEC §1, callId).
     let again = runtime
         .resume_root("again", Some("parent".into()), 3)

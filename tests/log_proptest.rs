@@ -84,7 +84,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
             .prop_map(|(agent, owner, lineage)| EventKind::Spawn {
                 agent,
                 owner,
-                lineage
+                lineage: lineage.map(Into::into)
             }),
         (
             agent(),

@@ -464,7 +464,7 @@ impl Runtime {
             agent: id,
             name: name.clone(),
             owner,
-            lineage,
+            lineage: lineage.map(crate::protocol::Text::from),
             turn,
         };
         shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(Box::new(
@@ -540,7 +540,7 @@ impl Runtime {
             agent: id,
             name: name.clone(),
             owner: None,
-            lineage,
+            lineage: lineage.map(crate::protocol::Text::from),
             turn,
         };
         shared.route(crate::protocol::Envelope::Broker(BrokerMsg::Register(Box::new(

@@ -91,7 +91,7 @@ pub enum BrokerInput {
         /// The live agent that owns it, or null.
         owner: Option<AgentId>,
         /// Durable lineage (never consulted for identity), or null.
-        lineage: Option<String>,
+        lineage: Option<crate::protocol::Text>,
         /// Its current turn, outermost first.
         turn: Vec<String>,
     },

@@ -26,7 +26,7 @@ pub struct AgentView {
     /// The agent that spawned it, if any.
     pub owner: Option<AgentId>,
     /// Its lineage.
-    pub lineage: Option<String>,
+    pub lineage: Option<crate::protocol::Text>,
     /// The broker said it is in the tree.
     pub in_tree: bool,
     /// In the tree and not stopped.

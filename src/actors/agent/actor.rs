@@ -77,7 +77,7 @@ impl Host for AgentShell {
             agent: id,
             name: state.name().clone(),
             owner: Some(spawn.owner),
-            lineage: spawn.spec.lineage_parent.as_deref().map(str::to_owned),
+            lineage: spawn.spec.lineage_parent.clone(),
             turn: state.turn().clone(),
         };
         let args = AgentArgs {

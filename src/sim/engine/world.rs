@@ -443,7 +443,7 @@ impl<'s> World<'s> {
             agent: id,
             name,
             owner: None,
-            lineage,
+            lineage: lineage.map(crate::protocol::Text::from),
             turn,
         };
         self.queue.send(
@@ -539,7 +539,7 @@ impl<'s> World<'s> {
             agent: id,
             name: agent.name().clone(),
             owner: Some(spawn.owner),
-            lineage: spawn.spec.lineage_parent.as_deref().map(str::to_owned),
+            lineage: spawn.spec.lineage_parent.clone(),
             turn: agent.turn().clone(),
         };
         self.remember_name(agent.name(), id);
