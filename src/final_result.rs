@@ -102,8 +102,10 @@ struct Extra {
 pub struct FinalResult {
     agent: Name,
     /// Shared, like `extra`: a child's final result is kept for the run and
-    /// told to its owner, and a clone is two reference counts.
-    results: Arc<[(CallId, Got)]>,
+    /// told to its owner, and a clone is two reference counts. `None` for no
+    /// results: an empty shared slice is an allocation, and most agents of a
+    /// tree ask nothing.
+    results: Option<Arc<[(CallId, Got)]>>,
     extra: Option<Arc<Extra>>,
 }
 
@@ -124,7 +126,7 @@ impl FinalResult {
         });
         FinalResult {
             agent,
-            results: results.into(),
+            results: (!results.is_empty()).then(|| results.into()),
             extra,
         }
     }
@@ -145,11 +147,12 @@ impl FinalResult {
         self.extra.as_ref().map_or(&[], |e| &e.unresolved)
     }
 
-    /// The same, shared.
-    pub(crate) fn unresolved_shared(&self) -> Arc<[Unresolved]> {
-        self.extra
-            .as_ref()
-            .map_or_else(|| Arc::from([]), |e| e.unresolved.clone())
+    /// The same, shared; `None` when there are none (an empty shared slice
+    /// is an allocation of its own, one for every child of a tree).
+    pub(crate) fn unresolved_shared(&self) -> Option<Arc<[Unresolved]>> {
+        (self.extra.as_ref())
+            .filter(|e| !e.unresolved.is_empty())
+            .map(|e| e.unresolved.clone())
     }
 
     /// The compact JSON text (`serde_json::to_string`), as the model's host
@@ -175,7 +178,7 @@ impl serde::Serialize for FinalResult {
         let errors = self.extra.as_ref().map(|e| &e.errors).filter(|e| !e.is_empty());
         let mut map = serializer.serialize_map(Some(3 + usize::from(errors.is_some())))?;
         map.serialize_entry("agent", self.agent.as_ref())?;
-        map.serialize_entry("results", &Results(&self.results))?;
+        map.serialize_entry("results", &Results(self.results.as_deref().unwrap_or_default()))?;
         map.serialize_entry("unresolved", self.unresolved())?;
         if let Some(errors) = errors {
             map.serialize_entry("errors", errors)?;

@@ -36,8 +36,8 @@ enum Child {
     Starting,
     Running,
     /// Its script ended: what it could not ask (its final result's
-    /// `unresolved`), all a `join` takes from it.
-    Ended(Arc<[Unresolved]>),
+    /// `unresolved`, none if empty), all a `join` takes from it.
+    Ended(Option<Arc<[Unresolved]>>),
     Failed,
 }
 
@@ -178,17 +178,22 @@ impl AgentState {
             }
             Step::Join(child) => {
                 let script = self.script.as_mut().expect("a step runs in a script");
+                // The table's key is the child's name, shared: the wait takes
+                // it rather than a new copy of the step's text.
                 match script
                     .kin
                     .as_ref()
-                    .and_then(|kin| kin.children.get(child.as_str()))
+                    .and_then(|kin| kin.children.get_key_value(child.as_str()))
                 {
-                    Some(Child::Starting | Child::Running) => self.park(Wait::Join(child.as_str().into())),
-                    Some(Child::Ended(unresolved)) => {
+                    Some((name, Child::Starting | Child::Running)) => {
+                        let name = name.clone();
+                        self.park(Wait::Join(name));
+                    }
+                    Some((_, Child::Ended(Some(unresolved)))) => {
                         let unresolved = unresolved.clone();
                         self.take_unresolved(&unresolved);
                     }
-                    Some(Child::Failed) | None => {}
+                    Some((_, Child::Ended(None) | Child::Failed)) | None => {}
                 }
             }
             Step::AwaitAnswer(n) => {
@@ -305,7 +310,9 @@ impl AgentState {
             *entry = Child::Ended(unresolved.clone());
         }
         if script.wait.as_ref() == Some(&Wait::Join(child.clone())) {
-            self.take_unresolved(&unresolved);
+            if let Some(unresolved) = &unresolved {
+                self.take_unresolved(unresolved);
+            }
             self.resume(&Wait::Join(child), out);
         }
     }
