@@ -23,6 +23,7 @@ mod walk;
 pub use batch::{BatchRefusal, validate_batch};
 pub use config::{ConfigError, Mode, Timeout, ToolConfig};
 pub use question::{AnswerItem, Ask, Question, QuestionOption, Schema, Wait};
+pub(crate) use result::pending_parts;
 pub use result::{ErrorCode, PENDING_MESSAGE, ResultKind, ToolResult};
 
 /// The tool's name, the same in both definitions.

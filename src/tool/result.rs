@@ -9,6 +9,18 @@ use super::AnswerItem;
 /// The `message` of a `pending` result, exactly as SPEC §2.4 gives it.
 pub const PENDING_MESSAGE: &str = "No answer yet. The questions stay open and the user can still answer them. Continue only with work that does not depend on the answers, and do not assume any answer. The answers will arrive later as a user message with kind \"answer_to_pending_question\" and this callId.";
 
+/// The fixed text of every `pending` result around its callId (a JSON
+/// string): `{"pending":true,"callId":` and `,"message":PENDING_MESSAGE}`,
+/// the message escaped once per process. [`ToolResult::pending`] writes with
+/// them; the judge reads a recorded text against them.
+pub(crate) fn pending_parts() -> (&'static str, &'static str) {
+    static TAIL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let message = serde_json::to_string(PENDING_MESSAGE).expect("a string serialises");
+        format!(",\"message\":{message}}}")
+    });
+    (r#"{"pending":true,"callId":"#, &TAIL)
+}
+
 /// The model-facing error codes of SPEC §2.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCode {
@@ -149,15 +161,11 @@ impl ToolResult {
     /// built it again on the broker's thread, where a burst of expiries waits
     /// behind it).
     pub fn pending(call_id: &str) -> ToolResult {
-        static TAIL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            let message = serde_json::to_string(PENDING_MESSAGE).expect("a string serialises");
-            format!(",\"message\":{message}}}")
-        });
-        const HEAD: &str = r#"{"pending":true,"callId":"#;
-        let mut text = Vec::with_capacity(HEAD.len() + call_id.len() + 8 + TAIL.len());
-        text.extend_from_slice(HEAD.as_bytes());
+        let (head, tail) = pending_parts();
+        let mut text = Vec::with_capacity(head.len() + call_id.len() + 8 + tail.len());
+        text.extend_from_slice(head.as_bytes());
         serde_json::to_writer(&mut text, call_id).expect("a string serialises");
-        text.extend_from_slice(TAIL.as_bytes());
+        text.extend_from_slice(tail.as_bytes());
         ToolResult {
             text: String::from_utf8(text).expect("serde_json writes UTF-8"),
             kind: ResultKind::Pending,

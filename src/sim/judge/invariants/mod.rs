@@ -40,7 +40,7 @@ use crate::sim::engine::output::Limit;
 use crate::sim::judge::call_ix::{CallIds, CallIx};
 use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::turns::{Fire, TurnTree};
-use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema, ToolResult};
+use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
 use calls::{CallInfo, Calls, MustClose};
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
 use liveness::{CANCEL_CALL_SETTLES, Closure, Liveness, NO_ORPHANED_WAIT, STOP_AGENT_SETTLES};
@@ -90,16 +90,11 @@ fn is_limit(reason: &str) -> bool {
 /// head, the callId as a JSON string, the fixed tail (serialised once, not per
 /// result).
 fn is_pending_text(text: &str, call_id: &str) -> bool {
-    static PARTS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
-    let (head, tail) = PARTS.get_or_init(|| {
-        let sample = ToolResult::pending("").text;
-        let at = sample.find("\"\"").expect("the empty callId is in the text");
-        (sample[..at].to_owned(), sample[at + 2..].to_owned())
-    });
+    let (head, tail) = crate::tool::pending_parts();
     let quoted = serde_json::to_string(call_id).expect("a string serialises");
     text.len() == head.len() + quoted.len() + tail.len()
-        && text.starts_with(head.as_str())
-        && text.ends_with(tail.as_str())
+        && text.starts_with(head)
+        && text.ends_with(tail)
         && text[head.len()..head.len() + quoted.len()] == quoted
 }
 
@@ -789,7 +784,7 @@ mod tests {
     #[test]
     fn a_pending_text_is_exactly_the_contracts_for_its_call_id() {
         for call_id in ["root/1", "user-\u{e9}/12", "we\"ird/3"] {
-            let text = ToolResult::pending(call_id).text;
+            let text = crate::tool::ToolResult::pending(call_id).text;
             assert!(is_pending_text(&text, call_id), "{text}");
             assert!(!is_pending_text(&text, "root/2"));
             assert!(!is_pending_text(&text[1..], call_id));
