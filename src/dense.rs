@@ -67,6 +67,15 @@ impl<I: Number, T> Dense<I, T> {
         self.chunks.get_mut(chunk)?.get_mut(at)?.as_mut()
     }
 
+    /// Asks the processor to bring the record of `ix` into its cache, without
+    /// waiting for it: a hint, nothing is read.
+    pub fn prefetch(&self, ix: I) {
+        let (chunk, at) = Dense::<I, T>::place(ix);
+        if let Some(slot) = self.chunks.get(chunk).and_then(|records| records.get(at)) {
+            crate::prefetch::lines(slot);
+        }
+    }
+
     /// The slot of `ix`, made if it is past the end.
     fn slot(&mut self, ix: I) -> &mut Option<T> {
         let (chunk, at) = Dense::<I, T>::place(ix);

@@ -99,6 +99,7 @@ pub mod keyed;
 pub mod limits;
 pub mod log;
 mod panics;
+mod prefetch;
 pub mod policy;
 pub mod projection;
 pub mod protocol;

@@ -446,6 +446,18 @@ impl Queue {
         limit: Nanos,
         faults_matter: bool,
     ) -> Result<Delivery, Stop> {
+        self.next_hinting(chooser, limit, faults_matter, &mut |_| {})
+    }
+
+    /// [`Queue::next`], telling `picked` the receiver of each entry as soon as
+    /// it is picked, before its message is taken out.
+    pub fn next_hinting(
+        &mut self,
+        chooser: &mut dyn Chooser,
+        limit: Nanos,
+        faults_matter: bool,
+        picked: &mut dyn FnMut(Addr),
+    ) -> Result<Delivery, Stop> {
         loop {
             if self.ready.is_empty() {
                 if self.work == 0 && !(faults_matter && self.faults > 0) {
@@ -460,6 +472,7 @@ impl Queue {
                 chooser.pick(&mut self.ready).min(self.ready.len() - 1)
             };
             let candidate = self.ready.remove_nth(rank);
+            picked(candidate.to);
             if let Some(delivery) = self.take(candidate.key(), candidate.seq) {
                 return Ok(delivery);
             }
