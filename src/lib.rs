@@ -48,7 +48,8 @@
 //! - `actors`: the same three as ractor actors on tokio: the library
 //!   ([`Runtime`]) and real-clock runs.
 //! - [`limits`]: the runtime's limits, named once; `trim`: how a burst's tables
-//!   and queues give their memory back.
+//!   and queues give their memory back; [`dense`]: records in place by a dense
+//!   number; `prefetch`: cache hints (the simulator's one `unsafe` for speed).
 //! - [`event`], [`record`], [`log`]: the recorded event stream, its recorder
 //!   (trace hash, projection, log file as it happens) and the JSON Lines log;
 //!   `journal`: the recorder behind a queue, its work on a thread of its own
@@ -99,8 +100,8 @@ pub mod keyed;
 pub mod limits;
 pub mod log;
 mod panics;
-mod prefetch;
 pub mod policy;
+mod prefetch;
 pub mod projection;
 pub mod protocol;
 pub mod record;

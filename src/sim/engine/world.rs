@@ -307,7 +307,10 @@ impl<'s> World<'s> {
             // every slot cold (issue #19).
             let agents = &self.agents;
             let mut picked = |to: Addr| agents.prefetch(to);
-            match self.queue.next_hinting(chooser, limit, faults_matter, &mut picked) {
+            match self
+                .queue
+                .next_hinting(chooser, limit, faults_matter, &mut picked)
+            {
                 Ok(delivery) => {
                     deliveries += 1;
                     if panic_after == Some(deliveries) {
