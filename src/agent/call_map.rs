@@ -66,6 +66,33 @@ impl<V> More<V> {
         }
     }
 
+    /// What `call_id` holds, `make` put there first if it holds nothing: one
+    /// search, where a look, an insertion and a look again took three.
+    fn get_or_insert_with(&mut self, call_id: &CallId, make: impl FnOnce() -> V) -> &mut V {
+        let full =
+            matches!(self, More::Few(few) if few.len() >= FEW && !few.iter().any(|(id, _)| id == call_id));
+        if full && let More::Few(few) = self {
+            let many: FxHashMap<CallId, V> = std::mem::take(few).into_iter().collect();
+            *self = More::Many(many);
+        }
+        match self {
+            More::Few(few) => {
+                let at = match few.iter().position(|(id, _)| id == call_id) {
+                    Some(at) => at,
+                    None => {
+                        if few.capacity() == 0 {
+                            few.reserve_exact(1);
+                        }
+                        few.push((call_id.clone(), make()));
+                        few.len() - 1
+                    }
+                };
+                &mut few[at].1
+            }
+            More::Many(many) => many.entry(call_id.clone()).or_insert_with(make),
+        }
+    }
+
     fn get_mut(&mut self, call_id: &str) -> Option<&mut V> {
         match self {
             More::Few(few) => few.iter_mut().find(|(id, _)| **id == *call_id).map(|(_, v)| v),
@@ -134,6 +161,20 @@ impl<V> CallMap<V> {
         }
     }
 
+    /// What `call_id` holds, `make` put there first if it holds nothing (one
+    /// search of the calls past the first, not three).
+    pub(crate) fn get_or_insert_with(&mut self, call_id: &CallId, make: impl FnOnce() -> V) -> &mut V {
+        let in_first = self.first.as_ref().map(|(id, _)| id == call_id);
+        if in_first == Some(true) {
+            return &mut self.first.as_mut().expect("holds call_id").1;
+        }
+        if in_first.is_none() && !self.more.as_ref().is_some_and(|more| more.contains(call_id)) {
+            return &mut self.first.insert((call_id.clone(), make())).1;
+        }
+        let more = self.more.get_or_insert_with(|| Box::new(More::Few(Vec::new())));
+        more.get_or_insert_with(call_id, make)
+    }
+
     /// What `call_id` holds, if anything.
     pub(crate) fn get(&self, call_id: &str) -> Option<&V> {
         match &self.first {
@@ -150,7 +191,8 @@ impl<V> CallMap<V> {
         }
     }
 
-    pub(crate) fn contains(&self, call_id: &str) -> bool {
+    #[cfg(test)]
+    fn contains(&self, call_id: &str) -> bool {
         self.first.as_ref().is_some_and(|(id, _)| **id == *call_id)
             || self.more.as_ref().is_some_and(|more| more.contains(call_id))
     }
@@ -265,5 +307,30 @@ mod tests {
         assert!(!map.contains("a/1") && !map.contains("a/2"), "each held once");
         let set: CallSet = ["a/3".into(), "a/3".into(), "a/4".into()].into_iter().collect();
         assert!(set.contains("a/3") && set.contains("a/4") && !set.contains("a/5"));
+    }
+
+    #[test]
+    fn get_or_insert_makes_a_value_once_wherever_it_is_kept() {
+        // In the first place, in the vector and in the table past it: a value
+        // is made only for a callId not held, and the one held is given back.
+        let mut map: CallMap<u32> = CallMap::default();
+        let ids: Vec<CallId> = (0..3 * FEW as u32).map(|n| format!("a/{n}").into()).collect();
+        for (n, id) in ids.iter().enumerate() {
+            *map.get_or_insert_with(id, || 0) += n as u32 + 1;
+            if n == 0 {
+                assert!(map.more.is_none(), "the first call in place");
+            }
+            if n == FEW {
+                assert!(matches!(map.more.as_deref(), Some(More::Few(_))), "then a vector");
+            }
+        }
+        assert!(matches!(map.more.as_deref(), Some(More::Many(_))), "then a table");
+        for (n, id) in ids.iter().enumerate() {
+            let value = map.get_or_insert_with(id, || unreachable!("{id} is held"));
+            assert_eq!(*value, n as u32 + 1, "{id}");
+        }
+        assert_eq!(map.remove("a/0"), Some(1));
+        assert_eq!(*map.get_or_insert_with(&ids[0], || 7), 7, "made again once gone");
+        assert_eq!(map.ids().count(), ids.len());
     }
 }

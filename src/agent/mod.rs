@@ -345,10 +345,14 @@ impl AgentState {
     }
 
     fn settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {
-        if result.kind == ResultKind::Pending {
-            self.state_of(&call_id).pending = true;
-        }
-        let waiter = self.take_waiter(&call_id);
+        let waiter = if result.kind == ResultKind::Pending {
+            // Kept as pending: one search, and nothing to forget.
+            let state = self.state_of(&call_id);
+            state.pending = true;
+            state.take_waiter()
+        } else {
+            self.take_waiter(&call_id)
+        };
         match waiter {
             Some(Waiter::Caller(reply)) => reply.settle(result),
             Some(Waiter::Script) => self.script_settled(call_id, result, out),
@@ -359,8 +363,9 @@ impl AgentState {
     /// The call returned the tool's own `pending` result: its text is made only
     /// for a library caller, who reads it; a script keeps that it was pending.
     fn went_pending(&mut self, call_id: CallId, out: &mut Out) {
-        self.state_of(&call_id).pending = true;
-        match self.take_waiter(&call_id) {
+        let state = self.state_of(&call_id);
+        state.pending = true;
+        match state.take_waiter() {
             Some(Waiter::Caller(reply)) => reply.settle(ToolResult::pending(&call_id)),
             Some(Waiter::Script) => self.script_got(call_id, Got::Pending, false, out),
             None => {}
@@ -390,10 +395,7 @@ impl AgentState {
 
     /// What it keeps of `call_id`, made if it keeps nothing yet.
     fn state_of(&mut self, call_id: &CallId) -> &mut CallState {
-        if !self.calls.contains(call_id) {
-            self.calls.insert(call_id.clone(), CallState::default());
-        }
-        self.calls.get_mut(call_id).expect("just made")
+        self.calls.get_or_insert_with(call_id, CallState::default)
     }
 
     /// Who waits for `call_id`'s result, no longer waiting; the call is
