@@ -99,6 +99,19 @@ impl Turn {
         self.chain.contains(&turn)
     }
 
+    /// The same agent's next turn `id`, under the same outer turns: derived
+    /// from what this one derives from, or a root turn if it derives from none.
+    pub fn renewed(&self, id: TurnId) -> Turn {
+        let outer = &self.chain[..self.chain.len() - 1];
+        let chain = outer.iter().copied().chain(std::iter::once(id)).collect();
+        Turn { chain }
+    }
+
+    /// The outermost turn it derives from (itself, for a root turn).
+    pub fn outermost(&self) -> TurnId {
+        self.chain[0]
+    }
+
     /// Every turn whose firing fires this one, outermost first.
     pub fn chain(&self) -> &[TurnId] {
         &self.chain

@@ -139,7 +139,6 @@ impl Runtime {
                 name: agent.name.as_str().into(),
                 tool: self.tool(),
                 turn: Turn::root(TurnId { agent: id, n: 1 }),
-                parent_turn: None,
                 owner: None,
                 calls_made: agent.calls_made,
                 pending: agent.pending.clone(),

@@ -436,7 +436,6 @@ impl Runtime {
             name: name.into(),
             tool: shared.tool,
             turn: turn.clone(),
-            parent_turn,
             owner: owner_id,
             calls_made,
             pending: Default::default(),

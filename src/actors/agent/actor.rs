@@ -143,7 +143,7 @@ impl Actor for AgentActor {
         match mail {
             AgentMail::Core { msg, counted } => {
                 if let AgentMsg::TurnFired(turn) = &msg
-                    && shell.state.turn().fired_by(*turn)
+                    && shell.state.fired_by(*turn)
                 {
                     shell.token.cancel();
                 }

@@ -125,7 +125,7 @@ impl Passive {
             return false;
         };
         if let AgentMsg::TurnFired(turn) = &msg
-            && core.state.turn().fired_by(*turn)
+            && core.state.fired_by(*turn)
         {
             core.token.cancel();
         }

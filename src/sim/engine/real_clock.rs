@@ -428,7 +428,6 @@ impl<'s> Driver<'s> {
             name: spec.name.clone(),
             tool: self.scenario.tool,
             turn: Turn::root(TurnId { agent: id, n: 1 }),
-            parent_turn: None,
             owner: None,
             calls_made,
             pending,

@@ -446,7 +446,6 @@ impl<'s> World<'s> {
             name: name.clone(),
             tool: self.scenario.tool,
             turn: turn.clone(),
-            parent_turn: None,
             owner: None,
             calls_made,
             pending,
