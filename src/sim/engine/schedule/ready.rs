@@ -82,6 +82,11 @@ impl Slot {
         }
     }
 
+    /// Whether it is a timer (not a channel's head).
+    pub(crate) fn is_timer(self) -> bool {
+        self.packed.0 & TIMER_BIT != 0
+    }
+
     /// The candidate it packs.
     pub(crate) fn candidate(self) -> Candidate {
         let (first, second) = self.packed;
