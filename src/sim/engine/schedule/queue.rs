@@ -664,6 +664,33 @@ mod tests {
     }
 
     #[test]
+    fn a_message_due_now_with_nothing_ready_meets_a_timer_due_now_as_a_tie() {
+        // Nothing ready at 0: a zero-delay timer goes to the heap, and a
+        // message sent next, due now too, must wait with it there (not skip to
+        // the ready set alone), so that both are candidates of the instant.
+        let mut queue = Queue::new();
+        queue.timer(Addr::Agent(7), 1, stop(1), 0, false);
+        queue.send(Addr::Agent(2), stop(2), 0);
+        let first = queue.next(&mut First, u64::MAX, false).unwrap();
+        assert_eq!(agent_of(&first), 1, "the timer, entered first, is a candidate");
+        // A message due now while nothing else is: delivered at once, in order.
+        queue.send(Addr::Agent(3), stop(3), 0);
+        let order: Vec<u64> = std::iter::from_fn(|| queue.next(&mut First, u64::MAX, false).ok())
+            .map(|d| agent_of(&d))
+            .collect();
+        assert_eq!(order, [2, 3]);
+    }
+
+    #[test]
+    fn a_fault_timer_due_now_keeps_no_run_going_that_has_no_work() {
+        let mut queue = Queue::new();
+        queue.timer(Addr::Driver, 1, stop(1), 0, true);
+        assert_eq!(queue.next(&mut First, u64::MAX, false).unwrap_err(), Stop::Done);
+        let fired = queue.next(&mut First, u64::MAX, true).unwrap();
+        assert_eq!(agent_of(&fired), 1, "while a fault matters, it fires");
+    }
+
+    #[test]
     fn ties_between_senders_go_to_the_chooser() {
         for (chooser, expected) in [(&mut First as &mut dyn Chooser, 1), (&mut Last, 2)] {
             let mut queue = Queue::new();
