@@ -83,9 +83,14 @@ impl Turn {
 
     /// A turn derived from this one.
     pub fn derive(&self, id: TurnId) -> Turn {
-        // One allocation of the exact size (the iterator's length is known),
-        // where a vector copied, grew for the push and was copied again.
-        let chain = self.chain.iter().copied().chain(std::iter::once(id)).collect();
+        Turn::under(&self.chain, id)
+    }
+
+    /// The turn `id` derived from the turns `outer` (outermost first), in one
+    /// allocation of the exact size (the iterator's length is known), where a
+    /// vector copied, grew for the push and was copied again.
+    fn under(outer: &[TurnId], id: TurnId) -> Turn {
+        let chain = outer.iter().copied().chain(std::iter::once(id)).collect();
         Turn { chain }
     }
 
@@ -102,9 +107,7 @@ impl Turn {
     /// The same agent's next turn `id`, under the same outer turns: derived
     /// from what this one derives from, or a root turn if it derives from none.
     pub fn renewed(&self, id: TurnId) -> Turn {
-        let outer = &self.chain[..self.chain.len() - 1];
-        let chain = outer.iter().copied().chain(std::iter::once(id)).collect();
-        Turn { chain }
+        Turn::under(&self.chain[..self.chain.len() - 1], id)
     }
 
     /// The outermost turn it derives from (itself, for a root turn).

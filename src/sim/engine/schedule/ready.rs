@@ -90,7 +90,7 @@ impl Slot {
     /// The candidate it packs.
     pub(crate) fn candidate(self) -> Candidate {
         let (first, second) = self.packed;
-        if first & TIMER_BIT != 0 {
+        if self.is_timer() {
             Candidate {
                 to: Addr::from_code(first & !TIMER_BIT),
                 from: None,
