@@ -94,6 +94,29 @@ struct Extra {
     errors: Vec<Value>,
 }
 
+/// What a child's owner hears of its final result: the calls it could not
+/// ask (`unresolved`, SPEC §5), all a `join` takes from it. One word, shared
+/// with the final result: a tree's cancel ends 10^5 children at once, and each
+/// told its owner a boxed copy of its whole final result, which the owner
+/// read from memory gone cold by then only to find it empty.
+#[derive(Clone, Debug, Default)]
+pub struct Unasked(Option<Arc<Extra>>);
+
+impl Unasked {
+    /// The calls, each `{"callId":…,"questions":[…]}`.
+    pub fn unresolved(&self) -> &[Unresolved] {
+        self.0.as_ref().map_or(&[], |e| &e.unresolved)
+    }
+
+    /// The same, shared; `None` when there are none (an empty shared slice
+    /// is an allocation of its own, one for every child of a tree).
+    pub(crate) fn shared(&self) -> Option<Arc<[Unresolved]>> {
+        (self.0.as_ref())
+            .filter(|e| !e.unresolved.is_empty())
+            .map(|e| e.unresolved.clone())
+    }
+}
+
 /// An agent's final result: `{"agent":…,"results":{callId: result,…},
 /// "unresolved":[…]}`, plus `"errors":[…]` when a spawn failed (SPEC §5), in
 /// that key order. Read it with [`FinalResult::text`] (compact JSON),
@@ -147,12 +170,9 @@ impl FinalResult {
         self.extra.as_ref().map_or(&[], |e| &e.unresolved)
     }
 
-    /// The same, shared; `None` when there are none (an empty shared slice
-    /// is an allocation of its own, one for every child of a tree).
-    pub(crate) fn unresolved_shared(&self) -> Option<Arc<[Unresolved]>> {
-        (self.extra.as_ref())
-            .filter(|e| !e.unresolved.is_empty())
-            .map(|e| e.unresolved.clone())
+    /// The same, shared, as a child's owner hears it.
+    pub(crate) fn unasked(&self) -> Unasked {
+        Unasked(self.extra.clone())
     }
 
     /// The compact JSON text (`serde_json::to_string`), as the model's host

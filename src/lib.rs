@@ -120,7 +120,7 @@ pub use actors::{
 };
 pub use answerer::{Answerer, AnswererSetup, Answerers, Replies};
 pub use durable::{LogConfig, SyncPolicy};
-pub use final_result::{FinalResult, Unresolved};
+pub use final_result::{FinalResult, Unasked, Unresolved};
 pub use policy::{Accepts, AnswerPolicy, Latency, Policy};
 pub use protocol::{AnswererInput, AnswererMsg, Offer, Reply};
 pub use tool::{Timeout, ToolConfig};

@@ -403,8 +403,9 @@ pub enum AgentMsg {
     ChildEnded {
         /// The child.
         child: Name,
-        /// Its final result (SPEC §5), boxed like [`BrokerMsg::Submit`]'s batch.
-        final_result: Box<crate::final_result::FinalResult>,
+        /// What it could not ask (its final result's `unresolved`, SPEC §5):
+        /// all its owner reads of the final result.
+        unasked: crate::final_result::Unasked,
         /// The turn whose firing ended its script, if one did.
         fired: Option<TurnId>,
     },

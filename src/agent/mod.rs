@@ -279,7 +279,7 @@ impl AgentState {
             }
             AgentMsg::ChildEnded {
                 child,
-                final_result,
+                unasked,
                 fired,
             } => {
                 // The signal that ended the child may reach it before it reaches
@@ -287,7 +287,7 @@ impl AgentState {
                 if let Some(turn) = fired.filter(|t| self.fired_by(*t)) {
                     self.turn_fired(turn, out);
                 }
-                self.child_ended(child, &final_result, out)
+                self.child_ended(child, &unasked, out)
             }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {

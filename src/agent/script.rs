@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::{AgentState, Waiter, push_sized};
 use crate::effect::{Out, Spawn};
-use crate::final_result::{FinalResult, Got, Unresolved};
+use crate::final_result::{FinalResult, Got, Unasked, Unresolved};
 use crate::protocol::{AgentMsg, CallId, Envelope, Name, SpawnError, TurnId, nanos};
 use crate::scenario::{AgentSpec, Step};
 use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};
@@ -297,11 +297,11 @@ impl AgentState {
         self.resume(&Wait::Spawn(child), out);
     }
 
-    pub(super) fn child_ended(&mut self, child: Name, final_result: &FinalResult, out: &mut Out) {
+    pub(super) fn child_ended(&mut self, child: Name, unasked: &Unasked, out: &mut Out) {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        let unresolved = final_result.unresolved_shared();
+        let unresolved = unasked.shared();
         if let Some(entry) = script
             .kin
             .as_deref_mut()
@@ -332,20 +332,31 @@ impl AgentState {
         let Some(script) = self.script.as_mut() else {
             return;
         };
-        script.kin_mut().fired = Some(turn);
         match script.wait {
-            Some(Wait::Call(_)) => script.ending = true,
-            _ => self.finish(out),
+            Some(Wait::Call(_)) => {
+                script.kin_mut().fired = Some(turn);
+                script.ending = true;
+            }
+            // Ends now: the turn goes straight to the owner's message, with no
+            // `Kin` boxed to hold it for the moment (a tree of 10^5 children
+            // boxed one each at its cancel, only to drop it at once).
+            _ => self.end(Some(turn), out),
         }
     }
 
     fn finish(&mut self, out: &mut Out) {
+        self.end(None, out);
+    }
+
+    /// Ends the script; `fired` is the turn whose firing ends it now, if one
+    /// does (else the one it kept while a call was in flight, if any).
+    fn end(&mut self, fired: Option<TurnId>, out: &mut Out) {
         let Some(script) = self.script.as_mut() else {
             return;
         };
         let final_result = script.final_result(&self.name);
         let is_child_script = !script.on_resume;
-        let fired = script.kin.as_ref().and_then(|kin| kin.fired);
+        let fired = fired.or_else(|| script.kin.as_ref().and_then(|kin| kin.fired));
         // An ended script is dropped: what reaches the agent after it (a late
         // result, a close, a child's end, its turn's signal) finds no script and
         // changes nothing, as it changed nothing in an ended one.
@@ -354,13 +365,13 @@ impl AgentState {
             out.finished(self.name.clone(), final_result);
             return;
         };
-        let told = Box::new(final_result.clone());
+        let unasked = final_result.unasked();
         out.finished(self.name.clone(), final_result);
         out.tell_agent(
             owner,
             AgentMsg::ChildEnded {
                 child: self.name.clone(),
-                final_result: told,
+                unasked,
                 fired,
             },
         );
