@@ -102,10 +102,15 @@ struct Extra {
 #[derive(Clone, Debug, Default)]
 pub struct Unasked(Option<Arc<Extra>>);
 
+/// The calls an agent could not ask, of its final result's extra part.
+fn unresolved_of(extra: Option<&Arc<Extra>>) -> &[Unresolved] {
+    extra.map_or(&[], |e| &e.unresolved)
+}
+
 impl Unasked {
     /// The calls, each `{"callId":…,"questions":[…]}`.
     pub fn unresolved(&self) -> &[Unresolved] {
-        self.0.as_ref().map_or(&[], |e| &e.unresolved)
+        unresolved_of(self.0.as_ref())
     }
 
     /// The same, shared; `None` when there are none (an empty shared slice
@@ -167,7 +172,7 @@ impl FinalResult {
     /// The calls it could not ask (`DELEGATED_CALLER`), each `{"callId":…,
     /// "questions":[…]}`.
     pub fn unresolved(&self) -> &[Unresolved] {
-        self.extra.as_ref().map_or(&[], |e| &e.unresolved)
+        unresolved_of(self.extra.as_ref())
     }
 
     /// The same, shared, as a child's owner hears it.
