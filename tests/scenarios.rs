@@ -116,3 +116,38 @@ fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
         );
     }
 }
+
+/// SPEC §5: a run ends when nothing can change any more. A script whose turn
+/// fires while it works has ended, so its work's timer keeps no run going: the
+/// run ends at the cancel, not at the timer's time. Before the fix the
+/// cancelled tree ran on to 100 virtual s (its children's `work`) and
+/// `cancel-derived-turn` to 10 s (the stopped root's `work`).
+#[test]
+fn a_script_cancelled_while_it_works_keeps_no_run_going() {
+    let ends_at = |text: &str| {
+        let scenario = scenario::parse("inline", text).unwrap_or_else(|e| panic!("{e}"));
+        let output = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        let summary = summarise(&scenario, "inline", &output);
+        assert!(summary.passed(), "{}", asksim::sim::render_table(&summary));
+        summary.virtual_s
+    };
+    let tree = |cancel: &str| {
+        format!(
+            r#"{{"name": "t", "agents": [{{"name": "root", "script": [
+                {{"spawn": {{"name": "child", "script": [{{"work": 100.0}}]}}}},
+                {{"work": 50.0}}, {{"join": "child"}}]}}],
+              "events": [{cancel}]}}"#
+        )
+    };
+    // Nothing cancelled: the work keeps the run going to its end.
+    assert_eq!(ends_at(&tree("")), 100.0);
+    // The tree's turn fires at 2 s: both scripts end there, with both timers.
+    assert_eq!(ends_at(&tree(r#"{"at": 2.0, "cancel_turn": "root"}"#)), 2.0);
+    // The repo's own: the run ends at its last cancel.
+    for (name, at) in [("cancel-tree", 20.0), ("cancel-derived-turn", 3.0)] {
+        let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}.json"));
+        let scenario = scenario::load(&file).unwrap();
+        let output = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        assert_eq!(summarise(&scenario, name, &output).virtual_s, at, "{name}");
+    }
+}

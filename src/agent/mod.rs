@@ -425,8 +425,14 @@ impl AgentState {
         self.calls.get(call_id).is_some_and(|s| s.closed)
     }
 
+    /// A new timer's id (only a script's `work` step starts one).
     fn timer_id(&mut self) -> TimerId {
         self.next_timer = (self.next_timer.checked_add(1)).expect("a script's steps fit in 32 bits");
+        self.last_timer()
+    }
+
+    /// The timer started last: the one a script waiting on `work` waits for.
+    fn last_timer(&self) -> TimerId {
         TimerId::from(self.next_timer)
     }
 }

@@ -360,6 +360,12 @@ impl AgentState {
         let final_result = script.final_result(&self.name);
         let is_child_script = !script.on_resume;
         let fired = fired.or_else(|| script.kin.as_ref().and_then(|kin| kin.fired));
+        // A script that ends while it works (its turn fired) has no use for
+        // its work's timer: left in the queue, it kept a run going to the
+        // timer's time although nothing could change any more (SPEC §5).
+        if matches!(script.wait, Some(Wait::Work(_))) {
+            out.cancel(self.last_timer());
+        }
         // An ended script is dropped: what reaches the agent after it (a late
         // result, a close, a child's end, its turn's signal) finds no script and
         // changes nothing, as it changed nothing in an ended one.
