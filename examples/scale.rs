@@ -47,14 +47,17 @@
 //! − (request time + window). p50, p99 and max (target: p99 ≤ 5 ms) come from an
 //! `hdrhistogram` in microseconds.
 //!
-//! The allocator counts live bytes with one relaxed atomic per allocation; on
-//! the multi-thread run that is a cache line shared by both cores, a small cost
-//! that is the same for every call.
+//! The program runs on the binary's allocator (mimalloc) and process set-up
+//! ([`asksim::cli::process::tune`]), as the `asksim` binary and the benches do.
+//! Its global allocator counts live bytes for the scale measurement with one
+//! relaxed atomic per allocation, and stops counting when the lateness
+//! measurement starts: on the multi-thread run that atomic was a cache line
+//! both cores wrote at every allocation and free, a cost no host pays.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use asksim::AnswererSlot;
@@ -66,43 +69,62 @@ use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
-/// Counts live heap bytes; everything else is the system allocator.
+/// Counts live heap bytes while [`COUNTING`]; everything else is mimalloc's.
 struct Counting;
+
+/// The allocator everything is forwarded to: the binary's.
+static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
-// SAFETY: every call forwards to `System` with the caller's arguments; the
+/// Whether [`LIVE`] is kept: from the start, until [`stop_counting`]. Only the
+/// scale measurement reads it, and it runs first.
+static COUNTING: AtomicBool = AtomicBool::new(true);
+
+/// Stops counting live bytes for the rest of the process: [`heap`] is not
+/// read again after it.
+fn stop_counting() {
+    COUNTING.store(false, Ordering::Relaxed);
+}
+
+fn count(bytes: i64) {
+    if COUNTING.load(Ordering::Relaxed) {
+        LIVE.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call forwards to mimalloc with the caller's arguments; the
 // counter only observes sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { INNER.alloc(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+            count(layout.size() as i64);
         }
         p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { INNER.alloc_zeroed(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
+            count(layout.size() as i64);
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        unsafe { INNER.dealloc(ptr, layout) };
+        count(-(layout.size() as i64));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { INNER.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+            count(new_size as i64 - layout.size() as i64);
         }
         p
     }
@@ -442,6 +464,7 @@ fn quantiles_ms(h: &Histogram<u64>) -> Value {
 }
 
 fn lateness(args: &Args) -> Value {
+    stop_counting();
     let n = args.lateness;
     let window_s = args.window;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -615,6 +638,7 @@ fn lateness(args: &Args) -> Value {
 }
 
 fn main() {
+    asksim::cli::process::tune();
     let args = Args::parse();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("cores: {cores}");
