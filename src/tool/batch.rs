@@ -32,7 +32,7 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
     })?;
     let mut answers: Vec<Option<AnswerItem>> = vec![None; questions.len()];
     for (i, item) in items.iter().enumerate() {
-        let path = format!("batch[{i}]");
+        let path = ItemPath(i);
         let map = item
             .as_object()
             .ok_or_else(|| refuse(format!("{path}: expected an object, got {}", kind(item))))?;
@@ -58,7 +58,7 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
         if answers[index].is_some() {
             return Err(refuse(format!("{path}.id: a second item for question {id:?}")));
         }
-        answers[index] = Some(answer_item(&questions[index], map, &path)?);
+        answers[index] = Some(answer_item(&questions[index], map, path)?);
     }
     let mut out = Vec::with_capacity(questions.len());
     for (question, answer) in questions.iter().zip(answers) {
@@ -70,10 +70,22 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
     Ok(out)
 }
 
+/// Where an item is in its batch, `batch[i]`, written only into a refusal:
+/// a valid batch formats no path (every late answer of a load went through
+/// one `format!` an item).
+#[derive(Clone, Copy)]
+struct ItemPath(usize);
+
+impl std::fmt::Display for ItemPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "batch[{}]", self.0)
+    }
+}
+
 fn answer_item(
     question: &Question,
     map: &serde_json::Map<String, Value>,
-    path: &str,
+    path: ItemPath,
 ) -> Result<AnswerItem, BatchRefusal> {
     let mut selected: Vec<String> = Vec::new();
     match map.get("selected") {
