@@ -205,6 +205,54 @@ fn a_crash_still_ahead_does_not_keep_a_finished_run_going() {
     assert!(output.limit.is_none());
 }
 
+/// A crash still ahead keeps a run going only if it could change a call: its
+/// answerer owns or is offered one. `web` owns the question and never answers;
+/// `term`, whose crash is due at 100 s, has nothing. The run ended at 1 s with
+/// the question pending; before, any open question made every fault count, so
+/// it ran on to 100 s, and with a limit of 50 s a finished run failed as
+/// `LIMIT HIT` (exit 1). When the crashing answerer is the owner, the crash
+/// fails the question over (to `term`), so the run goes on to it.
+#[test]
+fn a_crash_that_can_change_no_call_does_not_keep_a_run_going() {
+    let scenario = |crashes: &str, limit: f64| {
+        let answerer = |name: &str| {
+            let mut row =
+                json!({"name": name, "accepts": "all", "latency": "never", "answer": "recommended"});
+            if name == crashes {
+                row["faults"] = json!({"crash_at": 100.0});
+            }
+            row
+        };
+        let text = json!({
+            "name": "crash-ahead",
+            "tool": {"mode": "timed", "timeout": 30},
+            "answerers": [answerer("web"), answerer("term")],
+            "agents": [{"name": "root", "script": [{"ask": {
+                "questions": serde_json::from_str::<Value>(QUESTIONS).unwrap(), "timeout": 1}}]}],
+            "limits": {"virtual_s_max": limit}
+        });
+        asksim::scenario::parse("crash-ahead.json", &text.to_string()).unwrap()
+    };
+    for limit in [50.0, 1000.0] {
+        let idle = scenario("term", limit);
+        let output = run(&idle, 0);
+        assert_eq!((output.virtual_s, output.limit), (1.0, None), "limit {limit}");
+        let summary = summarise(&idle, "crash-ahead.json", &output);
+        assert!(summary.passed(), "{}", asksim::sim::render_table(&summary));
+        assert_eq!(summary.outcomes.pending_open, 1);
+    }
+    let owner = scenario("web", 1000.0);
+    let output = run(&owner, 0);
+    assert_eq!(
+        output.virtual_s, 100.0,
+        "the owner's crash fails the question over"
+    );
+    let offers_to_term = (output.events().iter())
+        .filter(|e| matches!(&e.kind, EventKind::Offer { answerer, .. } if &**answerer == "term"))
+        .count();
+    assert_eq!(offers_to_term, 1, "offered to term at the owner's crash");
+}
+
 /// A dead answerer's timers die with it, as on the real clock: killed by a
 /// `crash_answerer` event (its own `crash_at` cancels them itself), its decision
 /// due at 100 s does not keep a run whose calls all settled by 2 s going until

@@ -64,11 +64,14 @@ pub struct Call {
     pub turn: Option<Turn>,
     /// The next waterfall place to offer.
     pub next: AnswererIx,
-    /// The answerer whose reply to an offer is awaited.
-    pub offered: Option<AnswererIx>,
+    /// The answerer whose reply to an offer is awaited: set only by the
+    /// table ([`CallTable::offer`], [`CallTable::own`]), which counts it.
+    offered: Option<AnswererIx>,
     /// Offers made so far; an offer timeout names the one it is for.
     pub attempt: u32,
-    pub owner: Option<AnswererIx>,
+    /// The answerer that accepted it: set only by the table
+    /// ([`CallTable::own`], [`CallTable::disown`]), which counts it.
+    owner: Option<AnswererIx>,
     /// Held by its owner: the window does not count.
     pub held: bool,
     /// When the window ends, for a call with one.
@@ -133,6 +136,16 @@ impl Call {
         }
     }
 
+    /// The answerer whose reply to an offer is awaited.
+    pub fn offered(&self) -> Option<AnswererIx> {
+        self.offered
+    }
+
+    /// The answerer that accepted it.
+    pub fn owner(&self) -> Option<AnswererIx> {
+        self.owner
+    }
+
     /// The timers the call has running.
     pub fn timers(&self) -> impl Iterator<Item = TimerId> {
         self.window.get().into_iter().chain(self.offer_timer.get())
@@ -159,6 +172,29 @@ pub struct CallTable {
     /// no turn (restored after a restart) or another's is kept here. What a
     /// stopped agent ends; a second index of every call was ~34 bytes a call.
     by_agent: BTreeSet<(AgentId, Ticket)>,
+    /// How many open calls each answerer (by its index) owns or is offered:
+    /// whether a fault of an answerer can still change anything (SPEC §5),
+    /// told without a look at every open call. Kept by the only ways a call's
+    /// `offered` and `owner` change: [`CallTable::offer`], [`CallTable::own`],
+    /// [`CallTable::disown`] and [`CallTable::close`].
+    involved: Vec<u32>,
+}
+
+/// Counts one more open call involving `answerer`, if any.
+fn tally(involved: &mut Vec<u32>, answerer: Option<AnswererIx>) {
+    if let Some(answerer) = answerer.map(|a| a as usize) {
+        if involved.len() <= answerer {
+            involved.resize(answerer + 1, 0);
+        }
+        involved[answerer] += 1;
+    }
+}
+
+/// Counts one open call fewer involving `answerer`, if any.
+fn untally(involved: &mut [u32], answerer: Option<AnswererIx>) {
+    if let Some(answerer) = answerer {
+        involved[answerer as usize] -= 1;
+    }
 }
 
 impl CallTable {
@@ -185,6 +221,8 @@ impl CallTable {
     /// Closes a call, remembering how; the call comes back to be settled.
     pub fn close(&mut self, ticket: Ticket, how: Closed) -> Option<Call> {
         let call = self.open.remove(ticket)?;
+        untally(&mut self.involved, call.offered);
+        untally(&mut self.involved, call.owner);
         self.by_call_id.remove(&call.call_id);
         if let Some(turn) = &call.turn {
             self.by_turn.remove(turn, ticket);
@@ -214,6 +252,37 @@ impl CallTable {
 
     pub fn get_mut(&mut self, ticket: Ticket) -> Option<&mut Call> {
         self.open.get_mut(ticket)
+    }
+
+    /// Marks the open call `ticket` offered to `answerer` (`None`: to nobody).
+    pub fn offer(&mut self, ticket: Ticket, answerer: Option<AnswererIx>) -> &mut Call {
+        let call = self.open.get_mut(ticket).expect("an offer of an open call");
+        untally(&mut self.involved, std::mem::replace(&mut call.offered, answerer));
+        tally(&mut self.involved, answerer);
+        call
+    }
+
+    /// `answerer` accepted its offer of the open call `ticket`: it owns it.
+    pub fn own(&mut self, ticket: Ticket, answerer: AnswererIx) -> &mut Call {
+        let call = self.open.get_mut(ticket).expect("an accept of an open call");
+        assert!(call.owner.is_none(), "an offered call has no owner");
+        untally(&mut self.involved, call.offered.take());
+        call.owner = Some(answerer);
+        tally(&mut self.involved, call.owner);
+        call
+    }
+
+    /// The open call `ticket` has no owner any more (its owner died).
+    pub fn disown(&mut self, ticket: Ticket) -> &mut Call {
+        let call = self.open.get_mut(ticket).expect("a disowned call is open");
+        untally(&mut self.involved, call.owner.take());
+        call
+    }
+
+    /// Whether `answerer` owns or is offered an open call: the one thing its
+    /// death changes.
+    pub fn involves(&self, answerer: AnswererIx) -> bool {
+        self.involved.get(answerer as usize).is_some_and(|n| *n > 0)
     }
 
     /// The open call with this callId.
@@ -261,6 +330,9 @@ impl CallTable {
 
     /// Open calls `answerer` owns or has been offered, in ticket order.
     pub fn involving(&self, answerer: AnswererIx) -> Vec<Ticket> {
+        if !self.involves(answerer) {
+            return Vec::new();
+        }
         self.open
             .iter()
             .filter(|(_, c)| c.owner == Some(answerer) || c.offered == Some(answerer))
@@ -319,6 +391,46 @@ mod tests {
             "a call closes once"
         );
         assert_eq!(table.closed(ticket + 1), None);
+    }
+
+    /// The table counts who owns or is offered each open call: an offer, a
+    /// move down the waterfall, an accept, an owner's death and a close each
+    /// keep `involves` equal to a look at every open call.
+    #[test]
+    fn the_table_knows_who_is_involved_in_its_open_calls() {
+        let mut table = CallTable::default();
+        let scan = |table: &CallTable, a: AnswererIx| {
+            table.iter().any(|c| c.owner == Some(a) || c.offered == Some(a))
+        };
+        let agree = |table: &CallTable| {
+            for a in 0..4 {
+                assert_eq!(table.involves(a), scan(table, a), "answerer {a}");
+                assert_eq!(table.involving(a).is_empty(), !scan(table, a), "answerer {a}");
+            }
+        };
+        let first = table.open(call("root/1"));
+        let second = table.open(call("root/2"));
+        agree(&table);
+        table.offer(first, Some(0));
+        table.offer(second, Some(0));
+        agree(&table);
+        table.offer(first, Some(1));
+        assert!(table.involves(0) && table.involves(1));
+        table.own(second, 0);
+        agree(&table);
+        table.disown(second);
+        assert!(!table.involves(0), "its owner died");
+        table.offer(second, Some(2));
+        agree(&table);
+        table.own(second, 2);
+        agree(&table);
+        table.close(first, Closed::Withdrawn);
+        table.close(second, Closed::Answered);
+        agree(&table);
+        assert!(
+            !(0..4).any(|a| table.involves(a)),
+            "no open call, nobody involved"
+        );
     }
 
     /// A call of `agent` under the turn `(turn_agent, 1)`, or none.

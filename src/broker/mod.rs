@@ -157,6 +157,12 @@ impl BrokerState {
         self.calls.len() > 0
     }
 
+    /// Whether answerer `index` owns or is offered an open call: the only
+    /// calls its death would change.
+    pub fn involves(&self, index: AnswererIx) -> bool {
+        self.calls.involves(index)
+    }
+
     /// The answerer at `index`, if the waterfall has it.
     pub fn answerer_name(&self, index: AnswererIx) -> Option<&Name> {
         self.answerers.get(index as usize).map(|s| &s.name)

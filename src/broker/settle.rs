@@ -75,7 +75,7 @@ impl BrokerState {
         let refusal = match self.calls.get_mut(ticket) {
             _ if !self.answerers.get(answerer as usize).is_some_and(|s| s.alive) => Some(Refusal::OwnerDead),
             None => Some(self.closed_reason(ticket)),
-            Some(call) if call.owner != Some(answerer) => Some(Refusal::NotOwner),
+            Some(call) if call.owner() != Some(answerer) => Some(Refusal::NotOwner),
             Some(call) if call.phase == Phase::Pending => Some(Refusal::Settled),
             Some(call) => {
                 call.held = true;
@@ -107,7 +107,7 @@ impl BrokerState {
         let checked = match self.calls.get(ticket) {
             _ if !self.answerers.get(answerer as usize).is_some_and(|s| s.alive) => Err(Refusal::OwnerDead),
             None => Err(self.closed_reason(ticket)),
-            Some(call) if call.owner != Some(answerer) => Err(Refusal::NotOwner),
+            Some(call) if call.owner() != Some(answerer) => Err(Refusal::NotOwner),
             Some(call) => validate_batch(&call.ask.questions, &batch).map_err(|r| Refusal::Batch(r.0)),
         };
         match checked {
@@ -131,7 +131,7 @@ impl BrokerState {
         let call = self.calls.close(ticket, how).expect("the ticket is open");
         call.timers().for_each(|timer| out.cancel(timer));
         // Whoever still works on it stops; an owner that just answered needs no word.
-        if let Some(working) = call.owner.or(call.offered)
+        if let Some(working) = call.owner().or(call.offered())
             && !answered
         {
             out.tell_answerer(working, AnswererMsg::Withdraw { ticket });

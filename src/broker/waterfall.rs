@@ -2,7 +2,7 @@
 //! owns the request; a decline, an offer timeout or a death moves on; an owner's
 //! death fails the request over to the rest of the waterfall.
 
-use super::calls::End;
+use super::calls::{Call, End};
 use super::{BrokerState, Phase};
 use crate::effect::Out;
 use crate::event::EventKind;
@@ -16,8 +16,7 @@ impl BrokerState {
     pub(super) fn offer_next(&mut self, ticket: Ticket, out: &mut Out) {
         let timer = self.timer_id();
         let offer_timeout = self.offer_timeout;
-        let call = self.calls.get_mut(ticket).expect("offer_next on an open ticket");
-        call.offered = None;
+        let call = self.calls.offer(ticket, None);
         while (call.next as usize) < self.answerers.len() {
             let index = call.next;
             call.next += 1;
@@ -25,8 +24,8 @@ impl BrokerState {
             if !slot.alive {
                 continue;
             }
+            let call = self.calls.offer(ticket, Some(index));
             call.attempt += 1;
-            call.offered = Some(index);
             call.offer_timer.set(timer);
             let offer = Offer {
                 ticket,
@@ -51,7 +50,7 @@ impl BrokerState {
     }
 
     pub(super) fn accept(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
-        let offered = self.calls.get(ticket).map(|c| c.offered);
+        let offered = self.calls.get(ticket).map(Call::offered);
         if offered != Some(Some(answerer)) {
             // Closed before the accept arrived, or a late accept after the offer
             // timed out (the waterfall moved on): nothing to own. It is logged, so a
@@ -64,13 +63,10 @@ impl BrokerState {
             out.tell_answerer(answerer, AnswererMsg::Withdraw { ticket });
             return;
         }
-        let call = self.calls.get_mut(ticket).expect("an offered call is open");
+        let call = self.calls.own(ticket, answerer);
         if let Some(timer) = call.offer_timer.take() {
             out.cancel(timer);
         }
-        assert!(call.owner.is_none(), "an offered call has no owner");
-        call.offered = None;
-        call.owner = Some(answerer);
         out.record(EventKind::Accept {
             call_id: call.call_id.clone(),
             answerer: self.answerers[answerer as usize].name.clone(),
@@ -79,7 +75,11 @@ impl BrokerState {
     }
 
     pub(super) fn decline(&mut self, ticket: Ticket, answerer: AnswererIx, out: &mut Out) {
-        let Some(call) = self.calls.get_mut(ticket).filter(|c| c.offered == Some(answerer)) else {
+        let Some(call) = self
+            .calls
+            .get_mut(ticket)
+            .filter(|c| c.offered() == Some(answerer))
+        else {
             return;
         };
         if let Some(timer) = call.offer_timer.take() {
@@ -99,7 +99,7 @@ impl BrokerState {
         let Some(call) = self.calls.get_mut(ticket) else {
             return;
         };
-        let Some(answerer) = call.offered.filter(|_| call.attempt == attempt) else {
+        let Some(answerer) = call.offered().filter(|_| call.attempt == attempt) else {
             return;
         };
         call.offer_timer.clear();
@@ -127,9 +127,9 @@ impl BrokerState {
             mbox: out.mbox(),
         });
         for ticket in self.calls.involving(index) {
-            let call = self.calls.get_mut(ticket).expect("involving lists open calls");
-            let held = call.held && call.owner == Some(index);
-            call.owner = None;
+            let owned = self.calls.get(ticket).and_then(Call::owner) == Some(index);
+            let call = self.calls.disown(ticket);
+            let held = call.held && owned;
             call.held = false;
             if let Some(timer) = call.offer_timer.take() {
                 out.cancel(timer);

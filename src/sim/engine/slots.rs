@@ -56,10 +56,20 @@ impl BrokerSlot {
         }
     }
 
-    /// Whether any call is open (a crash can change something only then).
+    /// Whether any call is open.
     pub fn has_open_calls(&self) -> bool {
         match self {
             BrokerSlot::Inside(broker) => broker.has_open_calls(),
+            BrokerSlot::Outside(broker) => broker.has_open_calls(),
+        }
+    }
+
+    /// Whether a crash of answerer `index` could still change a call: it owns
+    /// or is offered one. An outside broker does not say whose calls are
+    /// whose, so with one any open call counts.
+    pub fn crash_could_change(&self, index: AnswererIx) -> bool {
+        match self {
+            BrokerSlot::Inside(broker) => broker.involves(index),
             BrokerSlot::Outside(broker) => broker.has_open_calls(),
         }
     }

@@ -299,8 +299,14 @@ impl<'s> World<'s> {
             if self.failed.is_some() {
                 return None;
             }
-            // A crash can change something only while a question is open.
-            let faults_matter = self.broker.as_ref().is_some_and(BrokerSlot::has_open_calls);
+            // A crash can change something only while its answerer owns or
+            // is offered a question (every fault is an answerer's crash).
+            let broker = self.broker.as_ref();
+            let mut fault_matters = |owner: Addr| match (broker, owner) {
+                (Some(broker), Addr::Answerer(index)) => broker.crash_could_change(index),
+                (Some(broker), _) => broker.has_open_calls(),
+                (None, _) => false,
+            };
             // The receiver's slot is asked for as soon as its entry is picked,
             // so that fetching it overlaps the queue's own look-ups instead of
             // following them: a tree of 10^5 agents delivers in random order,
@@ -309,7 +315,7 @@ impl<'s> World<'s> {
             let mut picked = |to: Addr| agents.prefetch(to);
             match self
                 .queue
-                .next_hinting(chooser, limit, faults_matter, &mut picked)
+                .next_hinting(chooser, limit, &mut fault_matters, &mut picked)
             {
                 Ok(delivery) => {
                     deliveries += 1;

@@ -458,29 +458,33 @@ impl Queue {
 
     /// The next delivery, chosen by `chooser` among what is deliverable at the
     /// earliest instant; or why there is none. Nothing past `limit` is delivered.
-    /// Fault timers count as work only when `faults_matter` (a question is open:
-    /// a crash can still change something).
+    /// Fault timers count as work only when `faults_matter` (a crash can still
+    /// change something).
     pub fn next(
         &mut self,
         chooser: &mut dyn Chooser,
         limit: Nanos,
         faults_matter: bool,
     ) -> Result<Delivery, Stop> {
-        self.next_hinting(chooser, limit, faults_matter, &mut |_| {})
+        self.next_hinting(chooser, limit, &mut |_| faults_matter, &mut |_| {})
     }
 
     /// [`Queue::next`], telling `picked` the receiver of each entry as soon as
-    /// it is picked, before its message is taken out.
+    /// it is picked, before its message is taken out. Once nothing but fault
+    /// timers is left, they count as work only if `fault_matters` says of one
+    /// of their owners that its fault could still change something (SPEC §5:
+    /// faults are not work); it is asked then only, once a live fault timer at
+    /// most.
     pub fn next_hinting(
         &mut self,
         chooser: &mut dyn Chooser,
         limit: Nanos,
-        faults_matter: bool,
+        fault_matters: &mut dyn FnMut(Addr) -> bool,
         picked: &mut dyn FnMut(Addr),
     ) -> Result<Delivery, Stop> {
         loop {
             if self.ready.is_empty() {
-                if self.work == 0 && !(faults_matter && self.faults > 0) {
+                if self.work == 0 && !(self.faults > 0 && self.a_fault_matters(fault_matters)) {
                     return Err(Stop::Done);
                 }
                 self.advance(limit)?;
@@ -497,6 +501,14 @@ impl Queue {
                 return Ok(delivery);
             }
         }
+    }
+
+    /// Whether a live fault timer's owner is one whose fault `fault_matters`.
+    /// With no work left every live timer is a fault: the table holds faults
+    /// only (in no set order, and `any` of a pure question needs none).
+    fn a_fault_matters(&self, fault_matters: &mut dyn FnMut(Addr) -> bool) -> bool {
+        debug_assert_eq!(self.work, 0, "asked only once nothing but faults is left");
+        (self.timers.keys()).any(|(owner, _)| fault_matters(Addr::from_code(*owner)))
     }
 
     /// Moves the clock to the earliest due entry and gathers everything due then.
@@ -695,6 +707,35 @@ mod tests {
         assert_eq!(queue.next(&mut First, u64::MAX, false).unwrap_err(), Stop::Done);
         let fired = queue.next(&mut First, u64::MAX, true).unwrap();
         assert_eq!(agent_of(&fired), 1, "while a fault matters, it fires");
+    }
+
+    #[test]
+    fn only_a_fault_that_matters_keeps_a_run_going() {
+        let mut queue = Queue::new();
+        queue.timer(Addr::Answerer(0), 1, stop(1), 10, true);
+        queue.timer(Addr::Answerer(1), 1, stop(2), 20, true);
+        let mut asked = Vec::new();
+        let mut nobody = |owner: Addr| {
+            asked.push(owner);
+            false
+        };
+        let stopped = queue.next_hinting(&mut First, u64::MAX, &mut nobody, &mut |_| {});
+        assert_eq!(stopped.unwrap_err(), Stop::Done);
+        asked.sort_unstable_by_key(|a| a.code());
+        assert_eq!(
+            asked,
+            [Addr::Answerer(0), Addr::Answerer(1)],
+            "each fault's owner asked"
+        );
+        // The second answerer's crash matters: both fire, in time order, and
+        // the run stops once that one has.
+        let mut second = |owner: Addr| owner == Addr::Answerer(1);
+        let fired: Vec<u64> = std::iter::from_fn(|| {
+            let delivery = queue.next_hinting(&mut First, u64::MAX, &mut second, &mut |_| {});
+            delivery.ok().map(|d| d.at)
+        })
+        .collect();
+        assert_eq!(fired, [10, 20]);
     }
 
     #[test]
