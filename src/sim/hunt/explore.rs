@@ -444,7 +444,7 @@ fn failed_schedule(
     let schedule = schedule_string(choices);
     FailedSchedule {
         reproduce: format!(
-            "asksim run {} --seed {} --schedule {schedule}{}",
+            "asksim run {} --seed {} --clock virtual --schedule {schedule}{}",
             crate::sim::engine::reproduce::shell_word(file),
             options.seed,
             crate::sim::engine::reproduce::broker_flag(options.broker.as_ref())
