@@ -197,3 +197,47 @@ fn resume_refuses_a_log_whose_run_ended() {
         "the run this log holds ended (`end`: done): nothing to resume",
     );
 }
+
+/// A new run never writes over the log of a run that did not end: that log is
+/// the only record of the run's open questions, which `--resume` continues
+/// (SPEC §4.1). Before, `run --log PATH` truncated it and exited 0. A
+/// finished run's log, a file that is no log and a missing one are written
+/// as before.
+#[test]
+fn a_new_run_refuses_to_write_over_an_unfinished_runs_log() {
+    let scratch = Scratch::new("cli-overwrite");
+    let name = "durable-crash-timed.json";
+    let file = scenario(name);
+    let path = scratch.path("log.jsonl");
+    let log = path.display().to_string();
+    logged_run(name, &path);
+    logged_run(name, &path); // a finished run's log: written over
+    let all = lines(&path);
+    let mut torn = all[..61].join("\n").into_bytes();
+    torn.push(b'\n');
+    torn.extend_from_slice(&all[61].as_bytes()[..all[61].len() / 2]);
+    let mut cut = all[..61].join("\n").into_bytes();
+    cut.push(b'\n');
+    for unfinished in [torn, cut] {
+        std::fs::write(&path, &unfinished).unwrap();
+        let before = file_hash(&path);
+        let out = asksim(&["run", &file, "--log", &log]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "--log {log}: it holds the log of a run that did not end"
+            )),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(file_hash(&path), before, "the log is left as it was");
+        let resumed = asksim(&["run", &file, "--log", &log, "--resume"]);
+        assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    }
+    std::fs::write(&path, "not a log\n").unwrap();
+    logged_run(name, &path);
+    assert!(
+        lines(&path)[0].contains("asksim-log"),
+        "a file that is no log is written over"
+    );
+}

@@ -122,6 +122,16 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         return Err(ExitCode::from(EXIT_BAD_INPUT));
     }
     if let Some(path) = args.log.as_ref().filter(|_| !args.resume) {
+        // A run that did not end left its open questions in that log alone:
+        // a new run writing over it would lose them (the library refuses any
+        // log; here a finished run's may be written over, run after run).
+        if crate::durable::holds_unfinished_run(path).unwrap_or(false) {
+            eprintln!(
+                "asksim run: --log {}: it holds the log of a run that did not end (a crash, or a run still going): continue it with --resume, or remove the file for a new run",
+                path.display()
+            );
+            return Err(ExitCode::from(EXIT_BAD_INPUT));
+        }
         let header = sim::log_header(scenario, options.seed, options.clock);
         match crate::durable::LogFile::create(path, &header, args.sync) {
             Ok(log) => options.log = Some(log),

@@ -63,6 +63,44 @@ impl ReadBack {
     }
 }
 
+/// How many bytes of a file's end [`holds_unfinished_run`] reads for its last
+/// line: an event's line is a few hundred bytes, a request's with long
+/// questions a few KiB.
+const TAIL_BYTES: u64 = 1 << 16;
+
+/// Whether the file at `path` holds an asksim log whose run did not end: its
+/// first line is a log's header and its last is not a whole `end` event (a
+/// crash, or a run still going, left it so). That is what `--resume` continues
+/// and the only record of the run's open questions; a missing or empty file, a
+/// file that is no log, and a finished run's log hold none. Reads the first
+/// line and the last [`TAIL_BYTES`], whatever the file's length.
+pub fn holds_unfinished_run(path: &Path) -> std::io::Result<bool> {
+    use std::io::{BufRead, Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    let len = file.metadata()?.len();
+    let mut first = Vec::new();
+    std::io::BufReader::new(&mut file)
+        .take(TAIL_BYTES)
+        .read_until(b'\n', &mut first)?;
+    if serde_json::from_slice::<LogHeader>(first.trim_ascii_end()).is_err() {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let Some(whole) = tail.strip_suffix(b"\n") else {
+        return Ok(true); // a torn last line: the run was cut
+    };
+    let last = whole.rsplit(|b| *b == b'\n').next().unwrap_or_default();
+    let ended = serde_json::from_slice::<Event>(last)
+        .is_ok_and(|event| matches!(event.kind, crate::event::EventKind::End { .. }));
+    Ok(!ended)
+}
+
 /// Reads the log at `path`, written for `expected` when given.
 pub fn read_back(path: &Path, expected: Option<&Expected>) -> Result<ReadBack, LogError> {
     let file = path.display().to_string();
