@@ -44,8 +44,13 @@ fn main() {
         ..ShrinkOptions::default()
     };
     let shrunk = shrink::shrink("web-client-vs-cancel.json", SCENARIO, &options, &mut |_| {});
-    match shrunk {
-        Ok(report) => print!("{}", shrink::render(&report, "web-client-vs-cancel.min.json")),
+    // The shrunk file goes to the system's temporary directory, not the
+    // repository (its command line runs the file's stand-in row, not the
+    // client: run it with this program's answerers, as above).
+    let out = std::env::temp_dir().join("web-client-vs-cancel.min.json");
+    match shrunk.map(|report| (std::fs::write(&out, &report.text), report)) {
+        Ok((Ok(()), report)) => print!("{}", shrink::render(&report, &out.display().to_string())),
+        Ok((Err(error), _)) => println!("shrink: cannot write {}: {error}", out.display()),
         Err(error) => println!("shrink: {error}"),
     }
     on_the_runtime();
