@@ -566,3 +566,33 @@ fn a_closed_stdout_ends_the_command_with_141_and_no_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Any other failure to print (stdout on a full disk, `/dev/full`) ends every
+/// printing command with the error said and exit 1: before, `print!` panicked
+/// (exit 101, a panic message and a backtrace).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stdout_that_cannot_be_written_is_said_never_a_panic() {
+    let quickstart = scenario_path("quickstart");
+    let quickstart = quickstart.to_str().unwrap();
+    for args in [
+        vec!["run", quickstart],
+        vec!["run", quickstart, "--json"],
+        vec!["sweep", quickstart, "--seeds", "0..3"],
+        vec!["explore", quickstart, "--all"],
+    ] {
+        let full = std::fs::File::options().write(true).open("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("asksim: cannot write to stdout: No space left on device"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -97,15 +97,20 @@ pub fn main() -> ExitCode {
     // A reader that closes stdout early (`| head`) makes `print!` panic: that
     // ends the command with 141, as SIGPIPE would end a C tool, never with 0 (a
     // verdict that was not read is not a pass) and never with a panic message.
+    // Any other failure to print (a full disk) ends it with that error said,
+    // exit 1, as `schema` says it.
     let outcome = std::panic::catch_unwind(|| dispatch(cli.command));
     match outcome {
         Ok(code) => code,
         Err(panic) => {
             let message = crate::actors::panic_message(panic.as_ref());
-            if crate::sim::is_closed_stdout(Some(&message)) {
-                ExitCode::from(EXIT_CLOSED_STDOUT)
-            } else {
-                std::panic::resume_unwind(panic)
+            match crate::sim::stdout_failure(Some(&message)) {
+                Some(_) if crate::sim::is_closed_stdout(Some(&message)) => ExitCode::from(EXIT_CLOSED_STDOUT),
+                Some(error) => {
+                    eprintln!("asksim: cannot write to stdout: {error}");
+                    ExitCode::FAILURE
+                }
+                None => std::panic::resume_unwind(panic),
             }
         }
     }

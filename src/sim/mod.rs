@@ -21,7 +21,9 @@ pub mod hunt;
 pub mod judge;
 pub mod show;
 
-pub use engine::driver::{PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout};
+pub use engine::driver::{
+    PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout, stdout_failure,
+};
 pub use engine::log_file::{log_header, recover_log};
 pub use engine::output::{Limit, Output};
 pub use engine::reproduce::{reproduce_command, shell_word};

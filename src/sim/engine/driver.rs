@@ -254,15 +254,21 @@ pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 pub fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !IN_RUN.with(|r| r.get()) && !is_closed_stdout(info.payload_as_str()) {
+        if !IN_RUN.with(|r| r.get()) && stdout_failure(info.payload_as_str()).is_none() {
             previous(info);
         }
     }));
 }
 
+/// The error of a panic std raised for printing to stdout (`print!` on a
+/// closed pipe, a full disk), if the message is one.
+pub fn stdout_failure(message: Option<&str>) -> Option<&str> {
+    message?.strip_prefix("failed printing to stdout: ")
+}
+
 /// Whether a panic's message is std's for printing to a closed stdout.
 pub fn is_closed_stdout(message: Option<&str>) -> bool {
-    message.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("Broken pipe"))
+    stdout_failure(message).is_some_and(|error| error.contains("Broken pipe"))
 }
 
 /// The virtual-clock run: the world under `chooser`, a panic caught; resumed
