@@ -182,6 +182,27 @@ pub struct LogError {
 /// Reads a log: the header, then every event with a gapless `seq` from 1. A
 /// missing header, a line that is not an event (bad or truncated JSON, an unknown
 /// event, a missing required field) or a `seq` gap is an error naming the line.
+/// A file's bytes; a device is refused, not read: `/dev/zero` or `/dev/full`
+/// never ends, and reading one filled the memory until the process was killed.
+/// A pipe is read (`replay <(zcat log.gz)`).
+pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = file.metadata()?.file_type();
+        if kind.is_char_device() || kind.is_block_device() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a device, not a file",
+            ));
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
+}
+
 /// Fields this build does not know are ignored, in the header and in events.
 pub fn read_file(path: &Path) -> Result<(LogHeader, Vec<Event>), LogError> {
     let file = path.display().to_string();
@@ -190,7 +211,7 @@ pub fn read_file(path: &Path) -> Result<(LogHeader, Vec<Event>), LogError> {
         line,
         message,
     };
-    let bytes = std::fs::read(path).map_err(|e| error(None, format!("cannot read: {e}")))?;
+    let bytes = read_bytes(path).map_err(|e| error(None, format!("cannot read: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| error(None, format!("not UTF-8: {e}")))?;
     parse(&text).map_err(|e| error(Some(e.line), e.message))
 }

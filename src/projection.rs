@@ -557,9 +557,9 @@ pub fn fold_with_cache(
     log: (&str, u64),
     events: &[Event],
 ) -> std::io::Result<(Projection, CacheUse)> {
-    let cached: Option<Snapshot> = std::fs::read_to_string(cache)
+    let cached: Option<Snapshot> = crate::log::read_bytes(cache)
         .ok()
-        .and_then(|text| serde_json::from_str(&text).ok());
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
     let (mut projection, usage) = match cached {
         Some(s)
             if s.state_version == STATE_VERSION

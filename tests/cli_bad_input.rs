@@ -347,3 +347,91 @@ fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
         "{stdout}"
     );
 }
+
+/// A command whose output is one of its inputs, or whose two outputs are one
+/// file, is bad input (exit 2) and writes nothing: before, `run x.json --log
+/// x.json` overwrote the scenario it had read, `replay q.jsonl --snapshot
+/// q.jsonl` the log, `sweep … --out` and `shrink -o` the scenario, and `--log`
+/// and `--chrome-trace` on one path left only the trace.
+#[test]
+fn an_output_that_is_an_input_or_another_output_is_refused() {
+    let dir = TempDir::new("same-file");
+    let quickstart =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json")).unwrap();
+    let scenario = dir.write("x.json", &quickstart);
+    let log = dir.0.join("x.jsonl");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_asksim"))
+            .args(args)
+            .current_dir(&dir.0)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&["run", "x.json", "--log", "x.jsonl"]).status.code(), Some(0));
+    let log_bytes = std::fs::read(&log).unwrap();
+    for (args, says) in [
+        (
+            vec!["run", "x.json", "--log", "./x.json"],
+            "--log ./x.json is the same file as FILE",
+        ),
+        (
+            vec!["run", "x.json", "--log", "t", "--chrome-trace", "t"],
+            "--chrome-trace t is the same file as --log",
+        ),
+        (
+            vec!["replay", "x.jsonl", "--snapshot", "x.jsonl"],
+            "--snapshot x.jsonl is the same file as LOG",
+        ),
+        (
+            vec![
+                "sweep", "x.json", "--seeds", "0..2", "--shard", "0/1", "--out", "x.json",
+            ],
+            "--out x.json is the same file as FILE",
+        ),
+        (
+            vec!["shrink", "x.json", "-o", "x.json"],
+            "-o x.json is the same file as FILE",
+        ),
+    ] {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!dir.0.join("t").exists(), "{args:?} wrote nothing");
+    }
+    assert_eq!(
+        std::fs::read(&scenario).unwrap(),
+        quickstart,
+        "the scenario is intact"
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), log_bytes, "the log is intact");
+}
+
+/// A log that is a device (`/dev/zero` never ends) is refused, not read until
+/// the memory runs out (before: 5 GB resident in 4 s, then killed).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_log_that_is_a_device_is_refused_not_read() {
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    for args in [
+        vec!["replay", "/dev/zero"],
+        vec![
+            "run",
+            quickstart.to_str().unwrap(),
+            "--log",
+            "/dev/zero",
+            "--resume",
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("/dev/zero: cannot read: a device, not a file"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

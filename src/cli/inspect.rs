@@ -53,6 +53,9 @@ enum SchemaMode {
 
 pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
     let (path, json, snapshot) = (args.log.as_path(), args.json, args.snapshot.as_deref());
+    if let Err(code) = super::distinct_files("replay", &[("LOG", Some(path)), ("--snapshot", snapshot)]) {
+        return code;
+    }
     let log = match crate::sim::hunt::replay::read(path) {
         Ok(log) => log,
         Err(error) => {

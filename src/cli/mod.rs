@@ -116,6 +116,32 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Refuses a command whose files name one file twice, an output and an input
+/// or two outputs (`paths`: each file's flag, or its argument's name, and its
+/// path): writing the one destroyed the other (`run x.json --log x.json`
+/// overwrote the scenario it had read, `replay q.jsonl --snapshot q.jsonl` the
+/// log). Paths are compared as the files they name when both exist, else as
+/// absolute paths; a device or a pipe (`/dev/null`) is never one of them.
+fn distinct_files(command: &str, paths: &[(&str, Option<&std::path::Path>)]) -> Result<(), ExitCode> {
+    let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b && std::fs::metadata(&a).is_ok_and(|m| m.is_file()),
+        _ => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+    };
+    let named: Vec<(&str, &std::path::Path)> = (paths.iter())
+        .filter_map(|(flag, path)| path.map(|p| (*flag, p)))
+        .collect();
+    for (i, (flag, path)) in named.iter().enumerate() {
+        if let Some((other, _)) = named[..i].iter().find(|(_, earlier)| same(earlier, path)) {
+            eprintln!(
+                "asksim {command}: {flag} {} is the same file as {other}: writing the one would destroy the other",
+                path.display()
+            );
+            return Err(ExitCode::from(EXIT_BAD_INPUT));
+        }
+    }
+    Ok(())
+}
+
 /// The exit code when stdout was closed before everything was printed (128 +
 /// SIGPIPE, what a shell reports for a process that signal ended).
 pub const EXIT_CLOSED_STDOUT: u8 = 141;

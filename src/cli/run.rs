@@ -188,6 +188,14 @@ fn first_run(
 
 pub(super) fn run(args: &RunArgs) -> ExitCode {
     super::process::tune_for_one_run();
+    let files = [
+        ("FILE", Some(args.file.as_path())),
+        ("--log", args.log.as_deref()),
+        ("--chrome-trace", args.chrome_trace.as_deref()),
+    ];
+    if let Err(code) = super::distinct_files("run", &files) {
+        return code;
+    }
     let scenario = match load(&args.file) {
         Ok(scenario) => scenario,
         Err(code) => return code,

@@ -54,6 +54,9 @@ pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
         Err(error) => return bad(&error),
     };
     let out = args.out.clone().unwrap_or_else(|| shrink::default_out(file));
+    if let Err(code) = super::distinct_files("shrink", &[("FILE", Some(file)), ("-o", Some(&out))]) {
+        return code;
+    }
     let bar = progress_bar(
         0,
         "{bar:24} removed {pos}/{len} elements, {msg} {elapsed_precise}",

@@ -62,6 +62,10 @@ pub(super) struct MergeArgs {
 
 pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
     let file = args.file.as_path();
+    if let Err(code) = super::distinct_files("sweep", &[("FILE", Some(file)), ("--out", args.out.as_deref())])
+    {
+        return code;
+    }
     if let Err(error) = check_required(&args.require) {
         eprintln!("asksim sweep: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);

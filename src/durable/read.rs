@@ -109,7 +109,7 @@ pub fn read_back(path: &Path, expected: Option<&Expected>) -> Result<ReadBack, L
         line: Some(e.line),
         message: e.message,
     };
-    let bytes = std::fs::read(path).map_err(|e| LogError {
+    let bytes = crate::log::read_bytes(path).map_err(|e| LogError {
         file: file.clone(),
         line: None,
         message: format!("cannot read: {e}"),

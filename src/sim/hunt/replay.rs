@@ -68,8 +68,9 @@ pub struct ReplayLog {
 /// tail). Anything that is not a whole log is an error naming the line, a
 /// crash's torn last line included (`run --resume` drops that one).
 pub fn read(path: &std::path::Path) -> Result<ReplayLog, crate::log::LogError> {
-    let compacted = std::fs::read_to_string(path)
+    let compacted = crate::log::read_bytes(path)
         .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| {
             text.lines()
                 .nth(1)
