@@ -475,3 +475,29 @@ fn a_count_too_high_keeps_the_calls_it_counted_and_the_strategy() {
     let again = asksim(&["run", &out.display().to_string()]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again.stdout));
 }
+
+/// An outside process that cannot start fails every candidate the same way,
+/// so shrinking would "keep" the failure while removing everything: a typo in
+/// `--broker-cmd` made a 1-minimal scenario with no agent and no answerer, exit
+/// 0. It is refused (exit 2), nothing written.
+#[test]
+fn a_broker_command_that_cannot_start_is_not_shrunk() {
+    let dir = TempDir::new("not-started");
+    let out = dir.join("min.json");
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let output = asksim(&[
+        "shrink",
+        quickstart.to_str().unwrap(),
+        "--broker-cmd",
+        "/nonexistent/broker",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("could not start \"/nonexistent/broker\"") && stderr.contains("nothing to shrink"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing written");
+}

@@ -48,7 +48,8 @@ pub use outside_answerer::OutsideAnswerer;
 pub use outside_broker::OutsideBroker;
 pub use peer::Peer;
 pub use process::{
-    Broken, LINE_BYTES_MAX, Loopback, Process, REPLY_WALL_S_DEFAULT, REPLY_WALL_S_ENV, Transport,
+    Broken, COULD_NOT_START, LINE_BYTES_MAX, Loopback, Process, REPLY_WALL_S_DEFAULT, REPLY_WALL_S_ENV,
+    Transport,
 };
 pub use serve::serve;
 

@@ -81,6 +81,10 @@ pub struct Process {
     stderr_done: Receiver<()>,
 }
 
+/// How a failure to start a process begins its reason: nothing the scenario
+/// holds can change it (`shrink` refuses to shrink such a failure).
+pub const COULD_NOT_START: &str = "could not start";
+
 impl Process {
     /// Starts `command` (a program and its arguments, run directly, in asksim's
     /// working directory) with piped stdin, stdout and stderr.
@@ -96,7 +100,7 @@ impl Process {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|error| Broken {
-                reason: format!("could not start {program:?}: {error}"),
+                reason: format!("{COULD_NOT_START} {program:?}: {error}"),
                 line: None,
             })?;
         let stdin = child.stdin.take();

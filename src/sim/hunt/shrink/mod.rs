@@ -138,6 +138,16 @@ pub enum ShrinkError {
         /// The strategy.
         strategy: Strategy,
     },
+    /// An outside process (`--broker-cmd`, a `process` answerer) could not
+    /// start: the scenario cannot change that, and removing everything would
+    /// "keep" the failure (a typo in the command made a 1-minimal empty file).
+    #[error("{file}: {failure}: fix the command; the scenario cannot change it, nothing to shrink")]
+    NotStarted {
+        /// The input.
+        file: String,
+        /// The failure, as the run says it.
+        failure: Failure,
+    },
     /// The time bound is out of range.
     #[error("--max-s: expected a number of seconds from 0 to {MAX_S_MAX}, got {0}")]
     MaxS(f64),
@@ -186,6 +196,12 @@ pub fn shrink(
             strategy: runner.strategy,
         });
     };
+    if matches!(&primary, Failure::Process(why) if why.contains(crate::wire::COULD_NOT_START)) {
+        return Err(ShrinkError::NotStarted {
+            file: file.to_owned(),
+            failure: primary,
+        });
+    }
     let (start, expanded) = starting_point(&runner, text, &scenario, &primary)?;
     let deadline = Duration::try_from_secs_f64(options.max_s)
         .ok()
