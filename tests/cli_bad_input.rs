@@ -435,3 +435,17 @@ fn a_log_that_is_a_device_is_refused_not_read() {
         );
     }
 }
+
+/// `--sync` says how durable `--log`'s lines are: without `--log` it is bad
+/// input (exit 2), not silently ignored.
+#[test]
+fn sync_without_a_log_is_refused() {
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(["run", quickstart.to_str().unwrap(), "--sync", "every"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--log <PATH>"), "{stderr}");
+}

@@ -36,7 +36,7 @@ pub(super) struct RunArgs {
     /// group (commit lines together, at most 2 ms apart; the default), group:MS,
     /// every (a sync per line) or none (never synced; survives a kill, not a
     /// power loss).
-    #[arg(long, value_name = "POLICY", default_value = "group")]
+    #[arg(long, value_name = "POLICY", default_value = "group", requires = "log")]
     sync: crate::durable::SyncPolicy,
     /// Continue the unfinished run whose log is --log after a crash: the crash
     /// is a process loss at the log's last instant, the run restarts from it and
