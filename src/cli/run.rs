@@ -186,17 +186,18 @@ fn first_run(
     })
 }
 
-pub(super) fn run(args: &RunArgs) -> ExitCode {
-    super::process::tune_for_one_run();
-    let files = [
+/// The files a run reads and writes, each with its flag.
+fn files(args: &RunArgs) -> [(&'static str, Option<&std::path::Path>); 3] {
+    [
         ("FILE", Some(args.file.as_path())),
         ("--log", args.log.as_deref()),
         ("--chrome-trace", args.chrome_trace.as_deref()),
-    ];
-    if let Err(code) = super::distinct_files("run", &files) {
-        return code;
-    }
-    let scenario = match load(&args.file) {
+    ]
+}
+
+pub(super) fn run(args: &RunArgs) -> ExitCode {
+    super::process::tune_for_one_run();
+    let scenario = match super::distinct_files("run", &files(args)).and_then(|()| load(&args.file)) {
         Ok(scenario) => scenario,
         Err(code) => return code,
     };

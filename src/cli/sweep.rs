@@ -60,26 +60,30 @@ pub(super) struct MergeArgs {
     json: bool,
 }
 
-pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
-    let file = args.file.as_path();
-    if let Err(code) = super::distinct_files("sweep", &[("FILE", Some(file)), ("--out", args.out.as_deref())])
-    {
-        return code;
-    }
-    if let Err(error) = check_required(&args.require) {
-        eprintln!("asksim sweep: {error}");
-        return ExitCode::from(EXIT_BAD_INPUT);
-    }
-    use crate::sim::hunt::sweep::SweepOptions;
-    let (scenario, text) = match scenario::load_text(file) {
-        Ok(loaded) => loaded,
-        Err(error) => {
-            eprintln!("{error}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+/// A sweep's scenario (and its text) and shard, its files and `--require`
+/// checked; or the exit code of bad input.
+fn inputs(
+    args: &SweepArgs,
+) -> Result<(scenario::Scenario, String, crate::sim::hunt::seeds::Shard), ExitCode> {
+    let bad = |error: &dyn std::fmt::Display| {
+        eprintln!("{error}");
+        ExitCode::from(EXIT_BAD_INPUT)
     };
-    let shard = match resolve_shard(args.shard) {
-        Ok(shard) => shard,
+    let files = [
+        ("FILE", Some(args.file.as_path())),
+        ("--out", args.out.as_deref()),
+    ];
+    super::distinct_files("sweep", &files)?;
+    check_required(&args.require).map_err(|error| bad(&format!("asksim sweep: {error}")))?;
+    let (scenario, text) = scenario::load_text(&args.file).map_err(|error| bad(&error))?;
+    Ok((scenario, text, resolve_shard(args.shard)?))
+}
+
+pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
+    use crate::sim::hunt::sweep::SweepOptions;
+    let file = args.file.as_path();
+    let (scenario, text, shard) = match inputs(args) {
+        Ok(inputs) => inputs,
         Err(code) => return code,
     };
     let options = SweepOptions {
