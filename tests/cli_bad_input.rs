@@ -43,6 +43,21 @@ fn asksim(args: &[&str], file: &Path) -> Output {
         .expect("asksim runs")
 }
 
+/// `asksim args…`, run from the test's own directory.
+fn asksim_args(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .output()
+        .expect("asksim runs")
+}
+
+/// The repository's quickstart scenario, as a path argument.
+fn quickstart() -> String {
+    (Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json"))
+        .display()
+        .to_string()
+}
+
 /// Runs `run` and `validate` on `file`; both must refuse it as bad input with a
 /// message that starts with the file's name and, when `position` is given, goes on
 /// with that `line:column`, and contains every `needles` string.
@@ -412,21 +427,12 @@ fn an_output_that_is_an_input_or_another_output_is_refused() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_log_that_is_a_device_is_refused_not_read() {
-    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
+    let quickstart = quickstart();
     for args in [
         vec!["replay", "/dev/zero"],
-        vec![
-            "run",
-            quickstart.to_str().unwrap(),
-            "--log",
-            "/dev/zero",
-            "--resume",
-        ],
+        vec!["run", &quickstart, "--log", "/dev/zero", "--resume"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = asksim_args(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
@@ -440,11 +446,7 @@ fn a_log_that_is_a_device_is_refused_not_read() {
 /// input (exit 2), not silently ignored.
 #[test]
 fn sync_without_a_log_is_refused() {
-    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(["run", quickstart.to_str().unwrap(), "--sync", "every"])
-        .output()
-        .unwrap();
+    let out = asksim_args(&["run", &quickstart(), "--sync", "every"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--log <PATH>"), "{stderr}");

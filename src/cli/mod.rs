@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
         Err(panic) => {
             let message = crate::actors::panic_message(panic.as_ref());
             match crate::sim::stdout_failure(Some(&message)) {
-                Some(_) if crate::sim::is_closed_stdout(Some(&message)) => ExitCode::from(EXIT_CLOSED_STDOUT),
+                Some(error) if crate::sim::is_closed_pipe(error) => ExitCode::from(EXIT_CLOSED_STDOUT),
                 Some(error) => {
                     eprintln!("asksim: cannot write to stdout: {error}");
                     ExitCode::FAILURE

@@ -22,7 +22,7 @@ pub mod judge;
 pub mod show;
 
 pub use engine::driver::{
-    PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_stdout, stdout_failure,
+    PANIC_AFTER_ENV, RunOptions, Watch, install_panic_hook, is_closed_pipe, is_closed_stdout, stdout_failure,
 };
 pub use engine::log_file::{log_header, recover_log};
 pub use engine::output::{Limit, Output};

@@ -268,7 +268,13 @@ pub fn stdout_failure(message: Option<&str>) -> Option<&str> {
 
 /// Whether a panic's message is std's for printing to a closed stdout.
 pub fn is_closed_stdout(message: Option<&str>) -> bool {
-    stdout_failure(message).is_some_and(|error| error.contains("Broken pipe"))
+    stdout_failure(message).is_some_and(is_closed_pipe)
+}
+
+/// Whether a failure to print (from [`stdout_failure`]) is a reader that
+/// closed the pipe.
+pub fn is_closed_pipe(error: &str) -> bool {
+    error.contains("Broken pipe")
 }
 
 /// The virtual-clock run: the world under `chooser`, a panic caught; resumed
