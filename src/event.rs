@@ -221,7 +221,8 @@ pub enum EventKind {
         /// `"submit"` or `"hold"`.
         what: String,
         /// Why: `settled`, `withdrawn`, `unknown`, `not_owner`, `owner_dead`,
-        /// `not_in_window`, or the batch's defect.
+        /// `not_in_window`, the batch's defect, or (recorded by a recovery, for
+        /// a batch of a legacy question the crash took) `lost_on_restart`.
         reason: String,
     },
     /// A late answer settled a pending call; its user message is decided.

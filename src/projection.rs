@@ -6,10 +6,11 @@
 //! removing that tool cannot change how old logs replay. Legacy calls only ever
 //! reach final states across a process loss: they are never continued.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Event, EventKind, RawQuestions};
@@ -69,8 +70,10 @@ pub struct QuestionRecord {
     /// When the broker received it, in seconds.
     #[serde(default)]
     pub requested_t: f64,
-    /// The effective window (seconds, -1 blocking; none for legacy).
-    pub window_s: Option<f64>,
+    /// The effective window (seconds, -1 blocking; none for legacy). Read it
+    /// with [`QuestionRecord::window_s`].
+    #[serde(rename = "window_s")]
+    pub window: Window,
     /// Where it stands.
     pub state: QuestionState,
     /// How it settled: the result text, the late answer, or the withdrawal
@@ -97,6 +100,92 @@ pub struct QuestionRecord {
     /// Whether that message reached the agent (SPEC §3.9: exactly once across a loss).
     #[serde(default)]
     pub delivered: bool,
+    /// The answerer that owns it (its place in [`Projection::answerers`]), or
+    /// [`NO_OWNER`]: what a recovery needs to tell whether a batch whose verdict
+    /// the crash cut off would have been taken. A `u32` in the record's padding.
+    #[serde(default = "no_owner", skip_serializing_if = "is_no_owner")]
+    pub owner: u32,
+    /// Its agent's turn when it asked ([`AgentRecord::turn`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turn: u32,
+}
+
+impl QuestionRecord {
+    /// The effective window (seconds, -1 blocking; none for legacy).
+    pub fn window_s(&self) -> Option<f64> {
+        self.window.get()
+    }
+}
+
+/// A window in seconds, or none: NaN for none, 8 bytes where an `Option<f64>`
+/// takes 16 (room in the record for its owner and turn). Written as the
+/// `Option`: a number or `null`.
+#[derive(Clone, Copy, Debug)]
+pub struct Window(f64);
+
+impl Window {
+    /// `window`, kept.
+    pub fn new(window: Option<f64>) -> Window {
+        Window(window.unwrap_or(f64::NAN))
+    }
+
+    /// The window, if any.
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+}
+
+impl PartialEq for Window {
+    fn eq(&self, other: &Window) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for Window {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Window {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Window, D::Error> {
+        Option::<f64>::deserialize(d).map(Window::new)
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// [`QuestionRecord::owner`] of a question no answerer owns.
+pub const NO_OWNER: u32 = u32::MAX;
+
+fn no_owner() -> u32 {
+    NO_OWNER
+}
+
+fn is_no_owner(owner: &u32) -> bool {
+    *owner == NO_OWNER
+}
+
+/// A batch the log records with no verdict after it: the crash cut the broker's
+/// step between the `answer` line and its result, late answer or refusal (SPEC
+/// §4.1). A recovery settles it ([`crate::restart::cut_short`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnjudgedBatch {
+    /// The call.
+    #[serde(rename = "callId")]
+    pub call_id: Text,
+    /// The answerer that submitted it.
+    pub answerer: Text,
+    /// The batch as submitted.
+    pub batch: Arc<serde_json::Value>,
+    /// Why the broker refused it whatever it held, as the log stood when it
+    /// arrived (SPEC §3.2, checked in the broker's order: `owner_dead`, then
+    /// `unknown`, `withdrawn` or `settled` for a call not open, then
+    /// `not_owner`); none when it came from the live owner of an open call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 /// A call settled by its arguments alone (`INVALID_ARGUMENTS`): it never reached
@@ -128,6 +217,17 @@ pub struct AgentRecord {
     /// The user messages it received, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<Arc<str>>,
+    /// Its current turn: how many `new_turn`s it started since its spawn (SPEC
+    /// §3.8). Every turn of a child derives from its owner's turn
+    /// `base_turn`, as the broker's turn chains do.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turn: u32,
+    /// Its owner's turn when it was spawned (none without an owner).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub base_turn: u32,
+    /// 1 + the last of its turns a `cancel` fired; 0: none fired.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fired: u32,
 }
 
 /// The folded state of a log.
@@ -152,6 +252,22 @@ pub struct Projection {
     pub agents: Keyed<AgentRecord>,
     /// `seq` of the last event folded.
     pub seq: u64,
+    /// Every answerer that ever owned a question, in the order first seen (what
+    /// [`QuestionRecord::owner`] indexes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answerers: Vec<Text>,
+    /// Batches recorded with no verdict yet: empty but for the instant between
+    /// an `answer` line and its verdict (a snapshot is never taken there, a
+    /// crash may be).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<UnjudgedBatch>,
+    /// The answerers that died since the last process loss (SPEC §3.5: dead
+    /// for the rest of that life).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub dead: BTreeSet<Text>,
+    /// [`Self::answerers`] by name.
+    #[serde(skip)]
+    answerer_ix: FxHashMap<Text, u32>,
     /// Questions open or pending, by callId.
     #[serde(skip)]
     unsettled: KeyedSet,
@@ -169,6 +285,12 @@ struct Stored {
     rejected: BTreeMap<String, RejectedCall>,
     agents: Keyed<AgentRecord>,
     seq: u64,
+    #[serde(default)]
+    answerers: Vec<Text>,
+    #[serde(default)]
+    unjudged: Vec<UnjudgedBatch>,
+    #[serde(default)]
+    dead: BTreeSet<Text>,
 }
 
 impl From<Stored> for Projection {
@@ -185,11 +307,18 @@ impl From<Stored> for Projection {
             .filter(|(_, q)| q.message.is_some() && !q.delivered)
             .map(|(id, _)| id.clone())
             .collect();
+        let answerer_ix = (stored.answerers.iter().enumerate())
+            .map(|(ix, name)| (name.clone(), ix as u32))
+            .collect();
         Projection {
             questions: stored.questions,
             rejected: stored.rejected,
             agents: stored.agents,
             seq: stored.seq,
+            answerers: stored.answerers,
+            unjudged: stored.unjudged,
+            dead: stored.dead,
+            answerer_ix,
             unsettled,
             unreceived,
         }
@@ -210,6 +339,9 @@ impl Projection {
     pub fn apply(&mut self, event: &Event) {
         self.seq = event.seq;
         let seq = event.seq;
+        if !self.unjudged.is_empty() {
+            self.judged(&event.kind);
+        }
         match &event.kind {
             EventKind::Spawn {
                 agent,
@@ -217,12 +349,19 @@ impl Projection {
                 lineage,
             } => {
                 let previous = self.agents.remove(agent);
+                let base_turn = owner
+                    .as_ref()
+                    .and_then(|o| self.agents.get(o))
+                    .map_or(0, |o| o.turn);
                 let record = AgentRecord {
                     owner: owner.clone(),
                     lineage: lineage.clone(),
                     live: true,
                     calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
                     messages: previous.map(|a| a.messages).unwrap_or_default(),
+                    turn: 0,
+                    base_turn,
+                    fired: 0,
                 };
                 self.agents.insert(agent.clone(), record);
             }
@@ -232,8 +371,8 @@ impl Projection {
                 }
             }
             EventKind::Request { call_id, agent, .. } => {
-                self.count_call(agent, call_id);
-                self.request(&event.kind, event.t, seq);
+                let turn = self.count_call(agent, call_id);
+                self.request(&event.kind, (event.t, turn), seq);
             }
             EventKind::Result {
                 call_id,
@@ -265,11 +404,97 @@ impl Projection {
                 message,
             } => self.received(call_id, agent, message),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
+            EventKind::NewTurn { agent } => {
+                if let Some(a) = self.agents.get_mut(agent) {
+                    a.turn = a.turn.saturating_add(1);
+                }
+            }
+            EventKind::Cancel { agent } => {
+                if let Some(a) = self.agents.get_mut(agent) {
+                    a.fired = a.turn.saturating_add(1);
+                }
+            }
+            EventKind::Accept {
+                call_id, answerer, ..
+            } => self.accepted(call_id, answerer),
+            // Only an answerer's death takes a call from its owner; the other
+            // declines come from an answerer that was offered it.
+            EventKind::Decline {
+                call_id,
+                answerer,
+                reason,
+                ..
+            } if reason == "dead" => self.owner_died(call_id, answerer),
+            EventKind::Answer {
+                call_id,
+                answerer,
+                batch,
+                ..
+            } => self.submitted(call_id, answerer, batch),
+            EventKind::Crash { answerer, .. } => {
+                self.dead.insert(answerer.clone());
+            }
             _ => {}
         }
     }
 
-    fn request(&mut self, kind: &EventKind, t: f64, seq: u64) {
+    /// `answerer` owns the call now.
+    fn accepted(&mut self, call_id: &str, answerer: &Text) {
+        let next = self.answerers.len() as u32;
+        let ix = *self.answerer_ix.entry(answerer.clone()).or_insert(next);
+        if ix == next {
+            self.answerers.push(answerer.clone());
+        }
+        if let Some(q) = self.questions.get_mut(call_id) {
+            q.owner = ix;
+        }
+    }
+
+    /// `answerer` died: a call it owned has no owner.
+    fn owner_died(&mut self, call_id: &str, answerer: &str) {
+        let Some(&ix) = self.answerer_ix.get(answerer) else {
+            return;
+        };
+        if let Some(q) = self.questions.get_mut(call_id).filter(|q| q.owner == ix) {
+            q.owner = NO_OWNER;
+        }
+    }
+
+    /// A batch arrived; its verdict is the next event about its call.
+    fn submitted(&mut self, call_id: &Text, answerer: &Text, batch: &Arc<serde_json::Value>) {
+        let owner = self.answerer_ix.get(&**answerer).copied();
+        let refusal = match self.questions.get(call_id) {
+            _ if self.dead.contains(answerer) => Some("owner_dead"),
+            None => Some("unknown"),
+            Some(q) => match q.state {
+                QuestionState::Open | QuestionState::Pending if Some(q.owner) == owner => None,
+                QuestionState::Open | QuestionState::Pending => Some("not_owner"),
+                QuestionState::Withdrawn => Some("withdrawn"),
+                QuestionState::LostOnRestart => Some("unknown"),
+                _ => Some("settled"),
+            },
+        };
+        self.unjudged.push(UnjudgedBatch {
+            call_id: call_id.clone(),
+            answerer: answerer.clone(),
+            batch: batch.clone(),
+            refusal: refusal.map(str::to_owned),
+        });
+    }
+
+    /// The event after a batch about its call is that batch's verdict (SPEC
+    /// §3.2): the batch is judged.
+    fn judged(&mut self, kind: &EventKind) {
+        if matches!(kind, EventKind::Answer { .. }) {
+            return;
+        }
+        if let Some(call_id) = kind.call_id() {
+            self.unjudged.retain(|b| *b.call_id != *call_id);
+        }
+    }
+
+    /// A request at `t` in its agent's turn `turn`.
+    fn request(&mut self, kind: &EventKind, (t, turn): (f64, u32), seq: u64) {
         let EventKind::Request {
             call_id,
             agent,
@@ -291,7 +516,7 @@ impl Projection {
             schema: *schema,
             request_seq: seq,
             requested_t: t,
-            window_s: *window_s,
+            window: Window::new(*window_s),
             state: QuestionState::Open,
             settled: None,
             seq,
@@ -300,6 +525,8 @@ impl Projection {
             questions: questions.filter(|_| *schema == Schema::Timed),
             message: None,
             delivered: false,
+            owner: NO_OWNER,
+            turn,
         };
         self.unsettled.insert(call_id.clone());
         self.questions.insert(call_id.clone(), Box::new(record));
@@ -342,12 +569,15 @@ impl Projection {
     /// Every question open at a process loss: a timed one is pending from the
     /// restart on, a legacy one is lost.
     fn process_loss(&mut self, seq: u64) {
+        self.dead.clear();
         let mut lost = Vec::new();
         for call_id in self.unsettled.iter() {
             let question = self
                 .questions
                 .get_mut(call_id)
                 .expect("an unsettled question is recorded");
+            // Everything in memory dies: the answerers own nothing any more.
+            question.owner = NO_OWNER;
             if question.state != QuestionState::Open {
                 continue;
             }
@@ -404,14 +634,17 @@ impl Projection {
         }
     }
 
-    fn count_call(&mut self, agent: &str, call_id: &str) {
+    /// Counts the call in its agent's callId counter; the agent's turn.
+    fn count_call(&mut self, agent: &str, call_id: &str) -> u32 {
         let n = call_id
             .rsplit_once('/')
             .and_then(|(_, n)| n.parse::<u64>().ok())
             .unwrap_or(0);
-        if let Some(a) = self.agents.get_mut(agent) {
+        let a = self.agents.get_mut(agent);
+        a.map_or(0, |a| {
             a.calls_made = a.calls_made.max(n);
-        }
+            a.turn
+        })
     }
 
     fn transition(
@@ -436,9 +669,35 @@ impl Projection {
         self.unsettled().filter(|(_, q)| q.schema == Schema::Timed)
     }
 
+    /// Whether `agent` is a live child of a live owner: a caller the broker
+    /// refuses as `DELEGATED_CALLER` (SPEC §3.1; an owner that stopped left its
+    /// children roots).
+    pub fn is_delegated(&self, agent: &str) -> bool {
+        let owner = self
+            .agents
+            .get(agent)
+            .filter(|a| a.live)
+            .and_then(|a| a.owner.as_ref());
+        owner.is_some_and(|owner| self.agents.get(owner).is_some_and(|o| o.live))
+    }
+
+    /// Whether the turn `turn` of `agent`, or a turn it derives from, fired
+    /// (SPEC §3.8): one walk up the spawn chain, as the broker's turn chains.
+    pub fn turn_fired(&self, agent: &str, turn: u32) -> bool {
+        let (mut at, mut turn) = (self.agents.get(agent), turn);
+        while let Some(a) = at {
+            if a.fired == turn.saturating_add(1) {
+                return true;
+            }
+            at = a.owner.as_ref().and_then(|o| self.agents.get(o));
+            turn = a.base_turn;
+        }
+        false
+    }
+
     /// Every question open or pending, by callId (from the index: what is open,
     /// not every question of the log).
-    fn unsettled(&self) -> impl Iterator<Item = (&Text, &QuestionRecord)> {
+    pub fn unsettled(&self) -> impl Iterator<Item = (&Text, &QuestionRecord)> {
         self.unsettled.iter().map(|id| (id, &*self.questions[id]))
     }
 
@@ -584,4 +843,15 @@ pub fn fold_with_cache(
     };
     std::fs::write(cache, serde_json::to_string(&snapshot)?)?;
     Ok((snapshot.projection, usage))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A record per question and one per agent, for every call and agent of a
+    /// run: what they weigh is memory by the call (SPEC §6 "Cost").
+    #[test]
+    fn records_keep_their_size() {
+        assert_eq!(std::mem::size_of::<super::QuestionRecord>(), 128);
+        assert_eq!(std::mem::size_of::<super::AgentRecord>(), 80);
+    }
 }

@@ -602,6 +602,9 @@ pub enum Refusal {
     NotInWindow,
     /// The batch breaks SPEC §3.6; the call stays open.
     Batch(String),
+    /// A batch for a legacy question a process loss took, whose verdict the
+    /// crash cut off (recorded by a recovery, never by a broker).
+    LostOnRestart,
 }
 
 impl Refusal {
@@ -616,6 +619,7 @@ impl Refusal {
             Refusal::OfferTimedOut => "offer_timeout",
             Refusal::NotInWindow => "not_in_window",
             Refusal::Batch(reason) => reason,
+            Refusal::LostOnRestart => "lost_on_restart",
         }
     }
 }

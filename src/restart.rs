@@ -15,10 +15,11 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::event::RawQuestions;
-use crate::projection::Projection;
-use crate::protocol::{AgentId, CallId, Restored};
-use crate::tool::{Ask, Question, Schema, Wait};
+use crate::event::{EventKind, RawQuestions};
+use crate::projection::{Projection, QuestionRecord, QuestionState, UnjudgedBatch};
+use crate::protocol::{AgentId, CallId, Refusal, Restored};
+use crate::tool::result::{DELEGATED_MESSAGE, TURN_FIRED_MESSAGE, late_answer_message};
+use crate::tool::{Ask, ErrorCode, Question, Schema, ToolResult, Wait, validate_batch};
 
 /// One agent coming back.
 #[derive(Clone, Debug, PartialEq)]
@@ -108,6 +109,99 @@ pub fn plan(projection: &Projection) -> Plan {
         })
         .collect();
     Plan { agents, reopened }
+}
+
+/// What a recovery records right after the crash's process loss, before the
+/// restart: the verdict of every batch whose verdict the crash cut off (SPEC
+/// §4.1: a crash may cut the broker's step between an `answer` line and the
+/// line after it; a scheduled loss never does, so nothing is left to judge
+/// after one).
+///
+/// The batch is judged as the broker judged batches, against the state the log
+/// leaves: from the live owner of a timed question (pending since the loss),
+/// valid, it is that question's late answer, and its user message is delivered
+/// to the resumed agent first, once, like any message decided and not
+/// received. Otherwise it is refused with the broker's reason (`owner_dead`,
+/// `unknown`, `withdrawn`, `settled`, `not_owner`, the batch's defect), or
+/// `lost_on_restart` for a legacy question the loss took. Nobody hears a
+/// refusal: the answerer that sent the batch died with the process. Either way
+/// no answer is lost, and an answerer is not asked again for what it answered.
+pub fn cut_short(projection: &Projection) -> Vec<EventKind> {
+    projection
+        .unjudged
+        .iter()
+        .map(|batch| {
+            let question = projection.questions.get(&batch.call_id);
+            match (batch.refusal.as_deref(), question) {
+                (Some(reason), _) => refused(batch, reason),
+                (None, Some(q)) => match q.state {
+                    QuestionState::Pending => {
+                        late_answer(q, batch).unwrap_or_else(|reason| refused(batch, &reason))
+                    }
+                    QuestionState::LostOnRestart => refused(batch, Refusal::LostOnRestart.as_str()),
+                    // The call was open when the batch arrived and nothing
+                    // happened to it since but the loss: it is pending or lost.
+                    _ => refused(batch, Refusal::Settled.as_str()),
+                },
+                (None, None) => refused(batch, Refusal::Unknown.as_str()),
+            }
+        })
+        .collect()
+}
+
+/// The late answer `batch` gives the pending `question`, or why it gives none:
+/// the batch's defect (SPEC §3.6), or `withdrawn` for a question whose record
+/// lacks the shape (the restart withdraws it, `not_restorable`).
+fn late_answer(question: &QuestionRecord, batch: &UnjudgedBatch) -> Result<EventKind, String> {
+    let withdrawn = || Refusal::Withdrawn.as_str().to_owned();
+    let raw = question.questions.as_ref().ok_or_else(withdrawn)?;
+    let ask = restored_ask(raw.text()).ok_or_else(withdrawn)?;
+    let answers = validate_batch(&ask.questions, &batch.batch).map_err(|r| r.0)?;
+    let message: Arc<str> = late_answer_message(&batch.call_id, raw.text(), &answers).into();
+    Ok(EventKind::LateAnswer {
+        call_id: batch.call_id.clone(),
+        agent: question.agent.clone(),
+        answers,
+        message,
+    })
+}
+
+fn refused(batch: &UnjudgedBatch, reason: &str) -> EventKind {
+    EventKind::Refused {
+        call_id: batch.call_id.clone(),
+        answerer: batch.answerer.clone(),
+        what: crate::protocol::Sent::Submit.as_str().to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// What a recovery records before the crash's process loss: the tool result of
+/// every call still waiting whose result was certain, because the crash cut the
+/// broker's step after the line that decided it (SPEC §4.1). Such a call is
+/// one of a delegated caller (SPEC §3.1: the broker refuses it in the step
+/// that records its `request`, before anything reaches an answerer), or one of
+/// a turn that fired (SPEC §3.8: the `cancel` line, then the `ABORTED` result
+/// of every call waiting in that turn or a turn derived from it; a request
+/// under a fired turn is aborted at once). No call is left waiting otherwise,
+/// so the step is completed as the broker would have: a child's question is
+/// never offered, a cancelled one is not re-offered after the restart.
+pub fn results_cut_short(projection: &Projection) -> Vec<EventKind> {
+    let delegated = ToolResult::error(ErrorCode::DelegatedCaller, DELEGATED_MESSAGE);
+    let aborted = ToolResult::error(ErrorCode::Aborted, TURN_FIRED_MESSAGE);
+    projection
+        .unsettled()
+        .filter(|(_, q)| q.state == QuestionState::Open)
+        .filter_map(|(call_id, q)| {
+            let result = if projection.is_delegated(&q.agent) {
+                &delegated
+            } else if projection.turn_fired(&q.agent, q.turn) {
+                &aborted
+            } else {
+                return None;
+            };
+            Some(EventKind::result(call_id, &q.agent, result))
+        })
+        .collect()
 }
 
 /// The questions a restart re-offers, each text parsed once: the copies of a

@@ -315,6 +315,44 @@ async fn a_user_message_decided_but_not_received_is_delivered_once() {
     }
 }
 
+/// SPEC §4.1: the crash cut the broker's step between an answer within the
+/// window (its `answer` line durable) and its result. `Runtime::recover`
+/// judges the batch as the broker would have: the question is pending from
+/// the restart on, so the answer is its late answer, delivered to the resumed
+/// root first and once, and the answerer is not asked again.
+#[tokio::test(start_paused = true)]
+async fn an_answer_cut_from_its_result_is_the_resumed_roots_late_answer() {
+    let scratch = Scratch::new("cut-answer");
+    let path = scratch.path("log.jsonl");
+    let config = || timed_config(vec![answerer("web", 2.0)]);
+    let runtime = start_logged(config(), &path, SyncPolicy::None).await;
+    let root = runtime.spawn_root("root", None).await.unwrap();
+    assert_eq!(root.ask(&timed_args(Some("30"))).await.result.text, YES_RESULT);
+    runtime.shutdown().await;
+    let mut all = lines(&path);
+    let answer = all
+        .iter()
+        .position(|l| l.contains("\"event\":\"answer\""))
+        .unwrap();
+    all.truncate(answer + 1);
+    write_lines(&path, &all);
+
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
+    let back = &recovered.agents[0];
+    assert_eq!(back.redelivered, vec![late_yes_message("root/1")]);
+    assert_eq!(
+        back.handle.user_messages().await,
+        vec![late_yes_message("root/1")]
+    );
+    assert!(recovered.reopened.is_empty(), "{:?}", recovered.reopened);
+    quiesce().await;
+    recovered.runtime.shutdown().await;
+    let events = events_in(&path);
+    assert_eq!(count(&events, "late_answer", "root/1"), 1);
+    assert_eq!(count(&events, "user_message", "root/1"), 1);
+    assert_eq!(count(&events, "offer", "root/1"), 1, "web is asked again");
+}
+
 /// SPEC §3.9: a former child comes back as a runtime root carrying its lineage,
 /// and may ask.
 #[tokio::test(start_paused = true)]

@@ -60,6 +60,9 @@ fn agent(owner: Option<&str>, lineage: Option<&str>, live: bool, calls_made: u64
         live,
         calls_made,
         messages: Vec::new(),
+        turn: 0,
+        base_turn: 0,
+        fired: 0,
     }
 }
 
@@ -99,7 +102,7 @@ fn timed_loss_fixture_folds_to_pinned_states() {
     let windows: BTreeMap<&str, Option<f64>> = p
         .questions
         .iter()
-        .map(|(id, q)| (id.as_str(), q.window_s))
+        .map(|(id, q)| (id.as_str(), q.window_s()))
         .collect();
     assert_eq!(
         windows,
@@ -223,7 +226,7 @@ fn legacy_loss_fixture_folds_to_pinned_states() {
         p.questions["root/1"].settled.as_deref(),
         Some(r#"{"answers":{"Deploy now?":"Yes (Recommended)"}}"#)
     );
-    assert!(p.questions.values().all(|q| q.window_s.is_none()));
+    assert!(p.questions.values().all(|q| q.window_s().is_none()));
     assert!(p.open_calls().is_empty());
     assert!(answerable(&p).is_empty());
     assert_eq!(
@@ -338,8 +341,8 @@ fn the_fold_reads_the_recorded_schema_and_nothing_else() {
         ])
     );
     assert_eq!(answerable(&p), ["root/1", "root/3"]);
-    assert_eq!(p.questions["root/1"].window_s, None);
-    assert_eq!(p.questions["root/2"].window_s, Some(30.0));
+    assert_eq!(p.questions["root/1"].window_s(), None);
+    assert_eq!(p.questions["root/2"].window_s(), Some(30.0));
 }
 
 #[test]

@@ -27,6 +27,7 @@ use crate::protocol::{
     AgentMsg, AnswererIx, BrokerMsg, BrokerStatus, CallId, Name, Nanos, Registration, Request, Restored,
     Turn, TurnId, WithdrawReason, nanos,
 };
+use crate::tool::result::{DELEGATED_MESSAGE, TURN_FIRED_MESSAGE};
 use crate::tool::{ErrorCode, ToolResult, Wait};
 use agents::{AgentTree, Identity};
 use calls::{Call, CallTable, End, Phase};
@@ -242,16 +243,12 @@ impl BrokerState {
                 ErrorCode::NotRuntimeRoot,
                 "the caller has stopped and is no longer the live runtime root",
             )),
-            Identity::Delegated(_) => Some((
-                ErrorCode::DelegatedCaller,
-                "this agent is a child owned by another agent and may not ask the user; put the unresolved question or decision in your final result",
-            )),
+            Identity::Delegated(_) => Some((ErrorCode::DelegatedCaller, DELEGATED_MESSAGE)),
             // A request whose turn fired before it arrived settles at once: it
             // never reaches an answerer.
-            Identity::Root(_) if turn.chain().iter().any(|t| self.fired.contains(t)) => Some((
-                ErrorCode::Aborted,
-                "the turn was cancelled before the call settled",
-            )),
+            Identity::Root(_) if turn.chain().iter().any(|t| self.fired.contains(t)) => {
+                Some((ErrorCode::Aborted, TURN_FIRED_MESSAGE))
+            }
             Identity::Root(_) if self.calls.len() >= self.limits.open_calls_max => Some((
                 ErrorCode::LimitExceeded,
                 "too many open questions; nothing was queued",

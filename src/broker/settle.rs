@@ -13,7 +13,7 @@ use crate::event::EventKind;
 use crate::protocol::{
     AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Nanos, Refusal, Sent, Ticket, WithdrawReason,
 };
-use crate::tool::result::{late_answer_message, withdrawal_message};
+use crate::tool::result::{TURN_FIRED_MESSAGE, late_answer_message, withdrawal_message};
 use crate::tool::{ErrorCode, Schema, ToolResult, legacy, timed, validate_batch};
 
 impl BrokerState {
@@ -193,10 +193,7 @@ fn settle_waiting(call: super::calls::Call, end: End, out: &mut Out) {
             Schema::Timed => timed::render_answers(&items),
         }),
         End::NoAnswerer => ToolResult::error(ErrorCode::NoAnswerer, "no answerer accepted the request"),
-        End::TurnFired => ToolResult::error(
-            ErrorCode::Aborted,
-            "the turn was cancelled before the call settled",
-        ),
+        End::TurnFired => ToolResult::error(ErrorCode::Aborted, TURN_FIRED_MESSAGE),
         End::Abort(message, _) => ToolResult::error(ErrorCode::Aborted, message),
     };
     out.record(EventKind::result(&call.call_id, &call.agent_name, &result));

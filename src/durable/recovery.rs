@@ -129,7 +129,13 @@ pub fn recover(
     recorder.sink_to(log.appender());
     let crashed = !ended_in_loss;
     if crashed {
+        for kind in crate::restart::results_cut_short(recorder.projection()) {
+            recorder.record(last_t, kind);
+        }
         recorder.record(last_t, EventKind::ProcessLoss { restart_after: 0.0 });
+        for kind in crate::restart::cut_short(recorder.projection()) {
+            recorder.record(last_t, kind);
+        }
     }
     Ok(Recovery {
         recorder,

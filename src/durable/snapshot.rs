@@ -12,6 +12,17 @@ use serde::{Deserialize, Serialize};
 use crate::log::STATE_VERSION;
 use crate::projection::Projection;
 
+/// The `stateVersion`s whose snapshots this build reads: its own, and 4, whose
+/// state 5 only adds to (each question's owner and turn, each agent's turns,
+/// the answerers that died, the batches with no verdict yet), each addition
+/// read as none. A log compacted by a build of 4 thus still recovers after an
+/// upgrade (its events are gone: nothing could refold them). What 4 did not
+/// keep matters only to a step the crash cut in the tail (SPEC §4.1): a batch
+/// from an answerer that accepted before the snapshot is refused `not_owner`
+/// (its question is re-offered), and the turns of the snapshot's agents count
+/// from their turn at the snapshot.
+pub const SNAPSHOTS_READ: [u32; 2] = [4, STATE_VERSION];
+
 /// The folded state of a compacted log's first events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -58,7 +69,7 @@ impl Snapshot {
     pub fn parse(line: &str) -> Result<Snapshot, String> {
         let read: Line<Snapshot> = serde_json::from_str(line).map_err(|e| format!("bad snapshot: {e}"))?;
         let snapshot = read.snapshot;
-        if snapshot.state_version != STATE_VERSION {
+        if !SNAPSHOTS_READ.contains(&snapshot.state_version) {
             return Err(format!(
                 "the snapshot was folded by stateVersion {}, this build folds {STATE_VERSION}; its events are \
                  compacted away, so only a build of that stateVersion can recover this log",

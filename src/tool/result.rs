@@ -21,6 +21,13 @@ pub(crate) fn pending_parts() -> (&'static str, &'static str) {
     (r#"{"pending":true,"callId":"#, &TAIL)
 }
 
+/// The message of a `DELEGATED_CALLER` result (SPEC §3.1).
+pub const DELEGATED_MESSAGE: &str = "this agent is a child owned by another agent and may not ask the user; put the unresolved question or decision in your final result";
+
+/// The message of the `ABORTED` result of a call whose turn signal fired while it
+/// waited, or before it reached the broker (SPEC §3.8).
+pub const TURN_FIRED_MESSAGE: &str = "the turn was cancelled before the call settled";
+
 /// The model-facing error codes of SPEC §2.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCode {

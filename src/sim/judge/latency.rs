@@ -71,7 +71,7 @@ pub fn latency(projection: &Projection) -> LatencySummary {
 pub fn lateness(projection: &Projection) -> LatencySummary {
     let mut samples = Vec::new();
     for question in projection.questions.values_unordered() {
-        if let (Some((ResultKind::Pending, t)), Some(w)) = (question.first, question.window_s)
+        if let (Some((ResultKind::Pending, t)), Some(w)) = (question.first, question.window_s())
             && w > 0.0
         {
             samples.push(micros(t - (question.requested_t + w)));
