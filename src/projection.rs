@@ -347,24 +347,7 @@ impl Projection {
                 agent,
                 owner,
                 lineage,
-            } => {
-                let previous = self.agents.remove(agent);
-                let base_turn = owner
-                    .as_ref()
-                    .and_then(|o| self.agents.get(o))
-                    .map_or(0, |o| o.turn);
-                let record = AgentRecord {
-                    owner: owner.clone(),
-                    lineage: lineage.clone(),
-                    live: true,
-                    calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
-                    messages: previous.map(|a| a.messages).unwrap_or_default(),
-                    turn: 0,
-                    base_turn,
-                    fired: 0,
-                };
-                self.agents.insert(agent.clone(), record);
-            }
+            } => self.spawned(agent, owner.as_ref(), lineage.as_ref()),
             EventKind::Stop { agent } => {
                 if let Some(a) = self.agents.get_mut(agent) {
                     a.live = false;
@@ -404,6 +387,32 @@ impl Projection {
                 message,
             } => self.received(call_id, agent, message),
             EventKind::ProcessLoss { .. } => self.process_loss(seq),
+            kind => self.follow(kind),
+        }
+    }
+
+    /// `agent` (re)started, owned by `owner` or a root: its turns derive from
+    /// its owner's turn now; a restart keeps its callId counter and messages.
+    fn spawned(&mut self, agent: &Text, owner: Option<&Text>, lineage: Option<&Text>) {
+        let previous = self.agents.remove(agent);
+        let base_turn = owner.and_then(|o| self.agents.get(o)).map_or(0, |o| o.turn);
+        let record = AgentRecord {
+            owner: owner.cloned(),
+            lineage: lineage.cloned(),
+            live: true,
+            calls_made: previous.as_ref().map_or(0, |a| a.calls_made),
+            messages: previous.map(|a| a.messages).unwrap_or_default(),
+            turn: 0,
+            base_turn,
+            fired: 0,
+        };
+        self.agents.insert(agent.clone(), record);
+    }
+
+    /// What a recovery needs besides the questions' states: turns and their
+    /// signals, who owns what, who died, the batch awaiting its verdict.
+    fn follow(&mut self, kind: &EventKind) {
+        match kind {
             EventKind::NewTurn { agent } => {
                 if let Some(a) = self.agents.get_mut(agent) {
                     a.turn = a.turn.saturating_add(1);
