@@ -80,8 +80,13 @@ pub struct ProtocolChecker {
     last_mbox: FxHashMap<Name, u64>,
     /// Mailbox places of deaths handled, per answerer.
     died_at: FxHashMap<Name, u64>,
-    /// The last batch submitted: (call, answerer).
-    answer: Option<(CallIx, Name)>,
+    /// The last batch submitted, awaiting its verdict (the next event about
+    /// its call): the call, and why the batch may not settle it (its answerer
+    /// had died, or did not own the call, when it arrived), if it may not. A
+    /// process loss does not clear it: a recovery records the verdict of a
+    /// batch the crash cut from it right after the loss (SPEC §4.1), judged by
+    /// who owned the call when the batch arrived.
+    answer: Option<(CallIx, Option<String>)>,
     /// Every answerer named so far, by its [`Who`], and the place of each name.
     answerers: Vec<Name>,
     answerer_ix: FxHashMap<Name, Who>,
@@ -151,7 +156,8 @@ impl ProtocolChecker {
                 call_id, answerer, ..
             } => self.hold((ix, call_id), answerer, seq),
             EventKind::Answer { answerer, .. } => {
-                self.answer = Some((ix, answerer.clone()));
+                let problem = self.may_not_settle(ix, answerer);
+                self.answer = Some((ix, problem));
             }
             EventKind::Result { call_id, .. } => {
                 let pending = event.kind.result_kind() == Some(ResultKind::Pending);
@@ -274,36 +280,39 @@ impl ProtocolChecker {
         }
     }
 
-    /// The event right after a batch settles its call only if the batch came
-    /// from the call's owner, which lives.
-    fn settlement(&mut self, event: &Event, ix: Option<CallIx>) {
-        let Some((answered, answerer)) = self.answer.take() else {
-            return;
-        };
-        let (Some(call_id), true) = (event.kind.call_id(), ix == Some(answered)) else {
-            return;
-        };
-        let settles = match &event.kind {
-            EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
-            EventKind::LateAnswer { .. } => true,
-            _ => false,
-        };
-        if !settles {
-            return;
-        }
-        let owner = self.calls.get(answered).map_or(NOBODY, |c| c.owner);
-        let problem = if self.dead.contains(&answerer) {
+    /// Why a batch from `answerer` may not settle the call `ix`: it had died,
+    /// or it does not own the call.
+    fn may_not_settle(&self, ix: CallIx, answerer: &Name) -> Option<String> {
+        let owner = self.calls.get(ix).map_or(NOBODY, |c| c.owner);
+        if self.dead.contains(answerer) {
             Some(format!(
                 "a batch from {answerer}, which had died, settled the call"
             ))
-        } else if owner == NOBODY || self.answerer_ix.get(&answerer) != Some(&owner) {
+        } else if owner == NOBODY || self.answerer_ix.get(answerer) != Some(&owner) {
             Some(format!(
                 "a batch from {answerer}, which does not own the call, settled it"
             ))
         } else {
             None
+        }
+    }
+
+    /// The next event about a batch's call is its verdict: it settles the call
+    /// only if the batch came from the call's owner, which lived.
+    fn settlement(&mut self, event: &Event, ix: Option<CallIx>) {
+        let Some((answered, problem)) = self.answer.take() else {
+            return;
         };
-        if let Some(problem) = problem {
+        if ix != Some(answered) {
+            self.answer = Some((answered, problem));
+            return;
+        }
+        let settles = match &event.kind {
+            EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
+            EventKind::LateAnswer { .. } => true,
+            _ => false,
+        };
+        if let (true, Some(problem), Some(call_id)) = (settles, problem, event.kind.call_id()) {
             self.violate(call_id, event.seq, problem);
         }
     }
@@ -365,7 +374,6 @@ impl ProtocolChecker {
         self.dead.clear();
         self.last_mbox.clear();
         self.died_at.clear();
-        self.answer = None;
         for ix in &self.unsettled {
             if let Some(call) = self.calls.get_mut(*ix) {
                 *call = CallState {
@@ -458,6 +466,61 @@ mod tests {
             found
                 .iter()
                 .any(|(seq, d)| *seq == 4 && d.contains("handled after a later one"))
+        );
+    }
+
+    /// A recovery records the verdict of a batch the crash cut from it right
+    /// after the loss (SPEC §4.1): it is judged by who owned the call when the
+    /// batch arrived, not by the new life's owners (nobody, yet).
+    #[test]
+    fn a_verdict_recorded_after_the_loss_is_judged_by_the_owner_before_it() {
+        let spawn = event(
+            1,
+            0.0,
+            json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+        );
+        let on = |seq, what: &str, answerer: &str| {
+            event(
+                seq,
+                0.0,
+                json!({"event": what, "callId": "root/1", "answerer": answerer}),
+            )
+        };
+        let answer = |seq, answerer: &str| {
+            event(
+                seq,
+                0.0,
+                json!({"event": "answer", "callId": "root/1", "answerer": answerer, "batch": []}),
+            )
+        };
+        let loss = event(7, 0.0, json!({"event": "process_loss", "restart_after": 0.0}));
+        let late = event(
+            8,
+            0.0,
+            json!({"event": "late_answer", "callId": "root/1", "agent": "root", "answers": [], "message": "m"}),
+        );
+        let life = |answerer: &str| {
+            vec![
+                spawn.clone(),
+                request(2, "root/1", 1),
+                on(3, "offer", "a"),
+                on(4, "accept", "a"),
+                event(
+                    5,
+                    0.0,
+                    json!({"event": "spawn", "agent": "other", "owner": null, "lineage": null}),
+                ),
+                answer(6, answerer),
+                loss.clone(),
+                late.clone(),
+            ]
+        };
+        assert_eq!(run(&life("a")), []);
+        let found = run(&life("b"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].0 == 8 && found[0].1.contains("does not own the call"),
+            "{found:?}"
         );
     }
 
