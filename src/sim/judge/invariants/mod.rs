@@ -543,6 +543,9 @@ impl Checker {
         if info.waiting() {
             self.turn_signals_met(call_id, (seq, t));
         }
+        if kind == ResultKind::Error(ErrorCode::Aborted) {
+            self.aborted_for_a_cause(call_id, seq);
+        }
         let Some(info) = self.calls.get_mut(call_id) else {
             return;
         };
@@ -553,6 +556,21 @@ impl Checker {
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
         self.settled(call_id, seq, kind, &event.kind);
+    }
+
+    /// An `ABORTED` result has a cause (SPEC §2.5, §3.8): a turn signal of the
+    /// call's turn or a turn it derives from fired, or the call was cancelled
+    /// (`cancel_call`), or its agent stopped, while it waited. A broker that
+    /// aborts a call for nothing breaks the protocol.
+    fn aborted_for_a_cause(&mut self, call_id: &str, seq: u64) {
+        let Some(info) = self.calls.get(call_id) else {
+            return;
+        };
+        let fired = info.turn().is_some_and(|turn| self.turns.fired(turn));
+        if !fired && info.rare().must_close.is_none() {
+            let detail = "ABORTED with no turn signal, cancel_call or stop of its agent".into();
+            self.violate(PROTOCOL_CONFORMANCE, call_id, seq, detail);
+        }
     }
 
     /// A first result that is not `pending` settles the call: the delegation
@@ -806,6 +824,40 @@ mod tests {
             .into_iter()
             .map(|l| serde_json::from_value(l).unwrap())
             .collect()
+    }
+
+    /// An `ABORTED` result needs a cause: without one the protocol check
+    /// fires; a turn signal, a `cancel_call` or a stop of the agent before it
+    /// each is one.
+    #[test]
+    fn an_aborted_result_with_no_cause_breaks_the_protocol() {
+        let aborted = json!({"seq": 4, "t": 1.0, "event": "result", "callId": "root/1", "agent": "root",
+            "result": "{\"error\":{\"code\":\"ABORTED\",\"message\":\"m\"}}", "is_error": true,
+            "outcome": "ABORTED"});
+        let with = |cause: Option<serde_json::Value>| -> Vec<(&'static str, u64)> {
+            let spawn = json!({"seq": 1, "t": 0.0, "event": "spawn", "agent": "root", "owner": null, "lineage": null});
+            let request = json!({"seq": 2, "t": 0.0, "event": "request", "callId": "root/1", "agent": "root",
+                "schema": "timed", "keyed": true, "questions": [], "timeout": -1.0, "window_s": -1.0});
+            let filler =
+                json!({"seq": 3, "t": 0.5, "event": "spawn", "agent": "x", "owner": null, "lineage": null});
+            let events: Vec<Event> = [spawn, request, cause.unwrap_or(filler), aborted.clone()]
+                .into_iter()
+                .map(|l| serde_json::from_value(l).unwrap())
+                .collect();
+            check(&events, None, VIRTUAL_TOLERANCE_S)
+                .iter()
+                .filter(|v| v.detail.contains("ABORTED"))
+                .map(|v| (v.invariant, v.seq))
+                .collect()
+        };
+        assert_eq!(with(None), [(PROTOCOL_CONFORMANCE, 4)]);
+        for cause in [
+            json!({"seq": 3, "t": 1.0, "event": "cancel", "agent": "root"}),
+            json!({"seq": 3, "t": 1.0, "event": "cancel_call", "callId": "root/1"}),
+            json!({"seq": 3, "t": 1.0, "event": "stop", "agent": "root"}),
+        ] {
+            assert_eq!(with(Some(cause.clone())), [], "{cause}");
+        }
     }
 
     #[test]
