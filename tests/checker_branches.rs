@@ -1437,6 +1437,7 @@ fn projection_matches_broker_compares_only_what_the_broker_of_now_closed() {
             request(4.0, "root/2", -1.0),
             offer(4.0, "root/2", "web"),
             accept(4.0, "root/2", "web"),
+            cancel(5.0, "root"),
             error(5.0, "root/2", "ABORTED"),
         ],
     );

@@ -42,6 +42,9 @@ pub struct Rare {
     pub taken_up: bool,
     /// What must close it at one instant, if anything does.
     pub must_close: Option<MustClose>,
+    /// A `cancel_call` or a stop of its agent asked it closed while it was
+    /// open (kept once the obligation is met or missed): a cause for `ABORTED`.
+    pub asked_to_close: bool,
 }
 
 /// The rare facts of a call that has none.
@@ -52,6 +55,7 @@ static NONE: Rare = Rare {
     survived: None,
     taken_up: false,
     must_close: None,
+    asked_to_close: false,
 };
 
 /// An answerer as a call's record names it: its number in the table of

@@ -113,11 +113,13 @@ impl Liveness {
     /// `call_id` must close at this instant, as `obliged` says (the first
     /// obligation stands).
     pub fn must_close(&mut self, calls: &mut Calls, call_id: &CallId, obliged: MustClose) {
-        if let Some(info) = calls
-            .get_mut(call_id)
-            .filter(|i| i.open() && i.rare().must_close.is_none())
-        {
-            info.rare_mut().must_close = Some(obliged);
+        let Some(info) = calls.get_mut(call_id).filter(|i| i.open()) else {
+            return;
+        };
+        let rare = info.rare_mut();
+        rare.asked_to_close = true;
+        if rare.must_close.is_none() {
+            rare.must_close = Some(obliged);
             self.owed.push((call_id.clone(), Owes::Closed));
         }
     }

@@ -567,7 +567,7 @@ impl Checker {
             return;
         };
         let fired = info.turn().is_some_and(|turn| self.turns.fired(turn));
-        if !fired && info.rare().must_close.is_none() {
+        if !fired && !info.rare().asked_to_close {
             let detail = "ABORTED with no turn signal, cancel_call or stop of its agent".into();
             self.violate(PROTOCOL_CONFORMANCE, call_id, seq, detail);
         }
