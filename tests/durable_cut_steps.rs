@@ -236,15 +236,9 @@ fn the_quickstarts_answer_cut_from_its_result_reaches_the_resumed_root_once() {
     logged_run(&scenario, &log);
     let lines = lines(&log);
     assert!(lines[5].contains(r#""event":"answer""#), "{}", lines[5]);
-    cut(&lines, 6, &log);
-    let after = resumed(&scenario, &log);
-    assert_eq!(violations(&after), Vec::<String>::new());
+    let (after, loss) = resumed_clean(&scenario, &lines, 6, &log);
     let events = after.events();
-    let restart = events
-        .iter()
-        .rposition(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
-        .expect("the crash's loss");
-    let about = |what: fn(&Event) -> bool| events[restart..].iter().filter(|e| what(e)).count();
+    let about = |what: fn(&Event) -> bool| events[loss..].iter().filter(|e| what(e)).count();
     assert_eq!(
         about(|e| matches!(e.kind, EventKind::Offer { .. })),
         0,
@@ -266,7 +260,7 @@ fn lines_of_kind(path: &Path, kind: &str) -> usize {
 }
 
 /// `name`'s log cut right after its first line holding `marker`, resumed.
-fn resumed_after(name: &str, marker: &str, scratch: &Scratch) -> (RunOutput, Vec<String>) {
+fn resumed_after(name: &str, marker: &str, scratch: &Scratch) -> (RunOutput, usize) {
     let log = scratch.path(&format!("{name}.jsonl"));
     let scenario = scenario::load(&scenario_file(name)).expect("a scenario");
     logged_run(&scenario, &log);
@@ -275,8 +269,22 @@ fn resumed_after(name: &str, marker: &str, scratch: &Scratch) -> (RunOutput, Vec
         .iter()
         .position(|l| l.contains(marker))
         .unwrap_or_else(|| panic!("{name}: no {marker}"));
-    cut(&lines, at + 1, &log);
-    (resumed(&scenario, &log), lines)
+    resumed_clean(&scenario, &lines, at + 1, &log)
+}
+
+/// `lines[..keep]` written to `path` and resumed, without a violation: the
+/// run, and the place in its events of the crash's process loss (what the
+/// recovery recorded follows the cut, some of it before the loss).
+fn resumed_clean(scenario: &Scenario, lines: &[String], keep: usize, path: &Path) -> (RunOutput, usize) {
+    cut(lines, keep, path);
+    let after = resumed(scenario, path);
+    assert_eq!(violations(&after), Vec::<String>::new());
+    // The header, then keep - 1 events the crashed run recorded.
+    let recovered = &after.events()[keep - 1..];
+    let loss = (recovered.iter())
+        .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
+        .expect("the crash's loss");
+    (after, keep - 1 + loss)
 }
 
 /// A child's request cut from its `DELEGATED_CALLER` result: the result is
@@ -285,17 +293,12 @@ fn resumed_after(name: &str, marker: &str, scratch: &Scratch) -> (RunOutput, Vec
 #[test]
 fn a_delegated_request_cut_from_its_refusal_is_refused_and_never_offered() {
     let scratch = Scratch::new("cut-delegated");
-    let (after, _) = resumed_after(
+    let (after, loss) = resumed_after(
         "delegated-child",
         r#""event":"request","callId":"worker/1""#,
         &scratch,
     );
-    assert_eq!(violations(&after), Vec::<String>::new());
     let events = after.events();
-    let loss = events
-        .iter()
-        .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
-        .expect("a loss");
     let refusal = events[..loss]
         .iter()
         .find(|e| e.kind.call_id() == Some("worker/1") && matches!(e.kind, EventKind::Result { .. }))
@@ -356,14 +359,8 @@ fn a_cancel_cut_from_its_aborted_results_is_completed_before_the_loss() {
         .iter()
         .position(|l| l.contains(r#""event":"cancel""#))
         .expect("the cancel");
-    cut(&lines, at + 1, &log);
-    let after = resumed(&scenario, &log);
-    assert_eq!(violations(&after), Vec::<String>::new());
+    let (after, loss) = resumed_clean(&scenario, &lines, at + 1, &log);
     let events = after.events();
-    let loss = events
-        .iter()
-        .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
-        .expect("a loss");
     assert_eq!(
         aborted(&events[..loss]),
         ["a/1", "b/1"],
