@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use crate::event::{EventKind, RawQuestions};
 use crate::projection::{Projection, QuestionRecord, QuestionState, UnjudgedBatch};
 use crate::protocol::{AgentId, CallId, Refusal, Restored};
-use crate::tool::result::{DELEGATED_MESSAGE, TURN_FIRED_MESSAGE, late_answer_message};
+use crate::tool::result::{DELEGATED_MESSAGE, OPEN_CALLS_MESSAGE, TURN_FIRED_MESSAGE, late_answer_message};
 use crate::tool::{Ask, ErrorCode, Question, Schema, ToolResult, Wait, validate_batch};
 
 /// One agent coming back.
@@ -182,12 +182,17 @@ fn refused(batch: &UnjudgedBatch, reason: &str) -> EventKind {
 /// that records its `request`, before anything reaches an answerer), or one of
 /// a turn that fired (SPEC §3.8: the `cancel` line, then the `ABORTED` result
 /// of every call waiting in that turn or a turn derived from it; a request
-/// under a fired turn is aborted at once). No call is left waiting otherwise,
-/// so the step is completed as the broker would have: a child's question is
-/// never offered, a cancelled one is not re-offered after the restart.
-pub fn results_cut_short(projection: &Projection) -> Vec<EventKind> {
+/// under a fired turn is aborted at once), or a request over the broker's
+/// `open_calls_max` (refused `LIMIT_EXCEEDED` in the step of its `request`:
+/// the log's last line is that request, and the calls open besides it are at
+/// the limit). No call is left waiting otherwise, so the step is completed as
+/// the broker would have: a child's question is never offered, a cancelled or
+/// refused one is not offered after the restart.
+pub fn results_cut_short(projection: &Projection, open_calls_max: usize) -> Vec<EventKind> {
     let delegated = ToolResult::error(ErrorCode::DelegatedCaller, DELEGATED_MESSAGE);
     let aborted = ToolResult::error(ErrorCode::Aborted, TURN_FIRED_MESSAGE);
+    let over = ToolResult::error(ErrorCode::LimitExceeded, OPEN_CALLS_MESSAGE);
+    let open_besides = projection.unsettled().count().saturating_sub(1);
     projection
         .unsettled()
         .filter(|(_, q)| q.state == QuestionState::Open)
@@ -196,6 +201,8 @@ pub fn results_cut_short(projection: &Projection) -> Vec<EventKind> {
                 &delegated
             } else if projection.turn_fired(&q.agent, q.turn) {
                 &aborted
+            } else if q.request_seq == projection.seq && open_besides >= open_calls_max {
+                &over
             } else {
                 return None;
             };

@@ -374,3 +374,57 @@ fn a_cancel_cut_from_its_aborted_results_is_completed_before_the_loss() {
         .collect();
     assert_eq!(offered, ["other/1"]);
 }
+
+/// `a` holds the broker's one open call (`open_calls_max` 1) when `b` asks.
+const OVER_THE_LIMIT: &str = r#"{
+  "name": "cut-limit",
+  "tool": { "mode": "timed" },
+  "broker": { "open_calls_max": 1 },
+  "answerers": [ { "name": "web", "accepts": "all", "latency": 30.0, "answer": "recommended" } ],
+  "agents": [
+    { "name": "a", "script": [ { "ask": { "questions": [ { "id": "q", "question": "A?", "header": "A", "options": [ { "label": "Yes" }, { "label": "No" } ] } ], "timeout": -1 } } ] },
+    { "name": "b", "script": [ { "work": 1.0 }, { "ask": { "questions": [ { "id": "q", "question": "B?", "header": "B", "options": [ { "label": "Yes" }, { "label": "No" } ] } ], "timeout": -1 } } ] }
+  ]
+}"#;
+
+/// A request cut from its `LIMIT_EXCEEDED` result (its line the log's last):
+/// the result is recorded before the crash's loss, and the question is never
+/// offered; the call that held the limit is re-offered.
+#[test]
+fn a_request_cut_from_its_limit_refusal_is_refused_and_never_offered() {
+    let scratch = Scratch::new("cut-limit");
+    let log = scratch.path("limit.jsonl");
+    let scenario = scenario::parse("cut-limit.json", OVER_THE_LIMIT).expect("a valid scenario");
+    let original = logged_run(&scenario, &log);
+    let refused = |events: &[Event]| -> Vec<String> {
+        (events.iter())
+            .filter(|e| {
+                e.kind
+                    .result_kind()
+                    .is_some_and(|k| k.as_str() == "LIMIT_EXCEEDED")
+            })
+            .map(|e| e.kind.call_id().expect("a result's call").to_owned())
+            .collect()
+    };
+    assert_eq!(refused(original.events()), ["b/1"]);
+    let lines = lines(&log);
+    let request = r#""event":"request","callId":"b/1""#;
+    let at = lines
+        .iter()
+        .position(|l| l.contains(request))
+        .expect("b's request");
+    let (after, loss) = resumed_clean(&scenario, &lines, at + 1, &log);
+    let events = after.events();
+    assert_eq!(
+        refused(&events[..loss]),
+        ["b/1"],
+        "the recovery refuses what the broker refused"
+    );
+    let offered: Vec<&str> = (events[loss..].iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::Offer { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offered, ["a/1"]);
+}

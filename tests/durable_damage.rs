@@ -18,6 +18,7 @@ fn options() -> RecoverOptions {
         policy: SyncPolicy::None,
         events_max: 1_000_000,
         keep: true,
+        open_calls_max: asksim::limits::OPEN_CALLS_MAX,
     }
 }
 

@@ -270,6 +270,7 @@ fn check(path: &Path, seen: &[String]) {
         policy: SyncPolicy::None,
         events_max: u64::MAX,
         keep: false,
+        open_calls_max: asksim::limits::OPEN_CALLS_MAX,
     };
     let recorder = restored(read_back(path, None).expect("the log reads back"), options);
     let projection = recorder.projection();

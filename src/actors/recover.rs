@@ -82,6 +82,7 @@ impl Runtime {
             policy: log_config.sync,
             events_max: u64::MAX,
             keep: true,
+            open_calls_max: config.limits.open_calls_max,
         };
         let recovery = crate::durable::recover(path, Some(&expected), options)?;
         let (torn, crashed, events, last_t) =

@@ -27,7 +27,7 @@ use crate::protocol::{
     AgentMsg, AnswererIx, BrokerMsg, BrokerStatus, CallId, Name, Nanos, Registration, Request, Restored,
     Turn, TurnId, WithdrawReason, nanos,
 };
-use crate::tool::result::{DELEGATED_MESSAGE, TURN_FIRED_MESSAGE};
+use crate::tool::result::{DELEGATED_MESSAGE, OPEN_CALLS_MESSAGE, TURN_FIRED_MESSAGE};
 use crate::tool::{ErrorCode, ToolResult, Wait};
 use agents::{AgentTree, Identity};
 use calls::{Call, CallTable, End, Phase};
@@ -249,10 +249,9 @@ impl BrokerState {
             Identity::Root(_) if turn.chain().iter().any(|t| self.fired.contains(t)) => {
                 Some((ErrorCode::Aborted, TURN_FIRED_MESSAGE))
             }
-            Identity::Root(_) if self.calls.len() >= self.limits.open_calls_max => Some((
-                ErrorCode::LimitExceeded,
-                "too many open questions; nothing was queued",
-            )),
+            Identity::Root(_) if self.calls.len() >= self.limits.open_calls_max => {
+                Some((ErrorCode::LimitExceeded, OPEN_CALLS_MESSAGE))
+            }
             Identity::Root(_) => None,
         };
         if let Some((code, message)) = refusal {

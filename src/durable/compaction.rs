@@ -72,6 +72,7 @@ pub fn compact_file(path: &Path) -> Result<Compacted, RecoverError> {
         policy: super::policy::SyncPolicy::Every,
         events_max: EVENTS_MAX_DEFAULT,
         keep: false,
+        open_calls_max: crate::limits::OPEN_CALLS_MAX,
     };
     let recorder = restored(read, options);
     let snapshot = Snapshot::of(recorder.projection(), recorder.last_t());

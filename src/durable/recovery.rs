@@ -63,6 +63,10 @@ pub struct RecoverOptions {
     pub events_max: u64,
     /// Keep every event (old ones included) in memory.
     pub keep: bool,
+    /// The broker's limit on open calls (`BrokerLimits::open_calls_max`): a
+    /// request the crash cut from its `LIMIT_EXCEEDED` result is completed
+    /// with it ([`crate::restart::results_cut_short`]).
+    pub open_calls_max: usize,
 }
 
 /// A log recovered, ready to go on.
@@ -129,7 +133,7 @@ pub fn recover(
     recorder.sink_to(log.appender());
     let crashed = !ended_in_loss;
     if crashed {
-        for kind in crate::restart::results_cut_short(recorder.projection()) {
+        for kind in crate::restart::results_cut_short(recorder.projection(), options.open_calls_max) {
             recorder.record(last_t, kind);
         }
         recorder.record(last_t, EventKind::ProcessLoss { restart_after: 0.0 });

@@ -28,6 +28,10 @@ pub const DELEGATED_MESSAGE: &str = "this agent is a child owned by another agen
 /// waited, or before it reached the broker (SPEC §3.8).
 pub const TURN_FIRED_MESSAGE: &str = "the turn was cancelled before the call settled";
 
+/// The message of the `LIMIT_EXCEEDED` result of a request over the broker's
+/// `open_calls_max`.
+pub const OPEN_CALLS_MESSAGE: &str = "too many open questions; nothing was queued";
+
 /// The model-facing error codes of SPEC §2.5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCode {

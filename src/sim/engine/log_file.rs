@@ -34,6 +34,7 @@ pub fn recover_log(
         policy: sync,
         events_max: scenario.limits.events_max,
         keep: true,
+        open_calls_max: scenario.broker.limits().open_calls_max,
     };
     crate::durable::recover(path, Some(&expected), options)
 }
