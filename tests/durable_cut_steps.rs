@@ -345,15 +345,7 @@ fn a_cancel_cut_from_its_aborted_results_is_completed_before_the_loss() {
     let log = scratch.path("cancel.jsonl");
     let scenario = scenario::parse("cut-cancel.json", CANCEL_TWO).expect("a valid scenario");
     let original = logged_run(&scenario, &log);
-    let aborted = |events: &[Event]| -> Vec<String> {
-        let mut ids: Vec<String> = (events.iter())
-            .filter(|e| e.kind.result_kind().is_some_and(|k| k.as_str() == "ABORTED"))
-            .map(|e| e.kind.call_id().expect("a result's call").to_owned())
-            .collect();
-        ids.sort();
-        ids
-    };
-    assert_eq!(aborted(original.events()), ["a/1", "b/1"]);
+    assert_eq!(with_outcome(original.events(), "ABORTED"), ["a/1", "b/1"]);
     let lines = lines(&log);
     let at = lines
         .iter()
@@ -362,16 +354,11 @@ fn a_cancel_cut_from_its_aborted_results_is_completed_before_the_loss() {
     let (after, loss) = resumed_clean(&scenario, &lines, at + 1, &log);
     let events = after.events();
     assert_eq!(
-        aborted(&events[..loss]),
+        with_outcome(&events[..loss], "ABORTED"),
         ["a/1", "b/1"],
         "the recovery aborts what the broker aborted"
     );
-    let offered: Vec<&str> = (events[loss..].iter())
-        .filter_map(|e| match &e.kind {
-            EventKind::Offer { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let offered = offered(&events[loss..]);
     assert_eq!(offered, ["other/1"]);
 }
 
@@ -396,17 +383,7 @@ fn a_request_cut_from_its_limit_refusal_is_refused_and_never_offered() {
     let log = scratch.path("limit.jsonl");
     let scenario = scenario::parse("cut-limit.json", OVER_THE_LIMIT).expect("a valid scenario");
     let original = logged_run(&scenario, &log);
-    let refused = |events: &[Event]| -> Vec<String> {
-        (events.iter())
-            .filter(|e| {
-                e.kind
-                    .result_kind()
-                    .is_some_and(|k| k.as_str() == "LIMIT_EXCEEDED")
-            })
-            .map(|e| e.kind.call_id().expect("a result's call").to_owned())
-            .collect()
-    };
-    assert_eq!(refused(original.events()), ["b/1"]);
+    assert_eq!(with_outcome(original.events(), "LIMIT_EXCEEDED"), ["b/1"]);
     let lines = lines(&log);
     let request = r#""event":"request","callId":"b/1""#;
     let at = lines
@@ -416,15 +393,30 @@ fn a_request_cut_from_its_limit_refusal_is_refused_and_never_offered() {
     let (after, loss) = resumed_clean(&scenario, &lines, at + 1, &log);
     let events = after.events();
     assert_eq!(
-        refused(&events[..loss]),
+        with_outcome(&events[..loss], "LIMIT_EXCEEDED"),
         ["b/1"],
         "the recovery refuses what the broker refused"
     );
-    let offered: Vec<&str> = (events[loss..].iter())
+    let offered = offered(&events[loss..]);
+    assert_eq!(offered, ["a/1"]);
+}
+
+/// The calls whose result in `events` has `outcome`, in callId order.
+fn with_outcome(events: &[Event], outcome: &str) -> Vec<String> {
+    let mut ids: Vec<String> = (events.iter())
+        .filter(|e| e.kind.result_kind().is_some_and(|k| k.as_str() == outcome))
+        .map(|e| e.kind.call_id().expect("a result's call").to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The calls `events` offer, in order.
+fn offered(events: &[Event]) -> Vec<&str> {
+    (events.iter())
         .filter_map(|e| match &e.kind {
             EventKind::Offer { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
-        .collect();
-    assert_eq!(offered, ["a/1"]);
+        .collect()
 }
