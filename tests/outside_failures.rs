@@ -118,13 +118,24 @@ fn a_broker_of_another_protocol_version_is_refused_at_hello() {
     );
 }
 
+/// Through the library (no CLI to check it first), a command that cannot start
+/// fails the run, which says why.
 #[test]
-fn a_command_that_cannot_start_fails_the_run() {
-    let (code, stdout, _) = run_with_broker("./no-such-broker --fast", &[]);
-    assert_eq!(code, 1, "{stdout}");
+fn a_command_that_cannot_start_fails_a_library_run() {
+    let scenario = asksim::scenario::load(std::path::Path::new("scenarios/quickstart.json")).unwrap();
+    let broker = asksim::wire::Endpoint::parse("./no-such-broker --fast").unwrap();
+    let options = asksim::sim::RunOptions {
+        broker: Some(broker),
+        ..asksim::sim::RunOptions::new(&scenario, scenario.seed, scenario.clock)
+    };
+    let output = asksim::sim::run_options(&scenario, options).expect("no log");
+    let failure = output.process_failed.expect("the run failed");
+    assert_eq!(failure.who, "broker");
     assert!(
-        stdout.contains("could not start \"./no-such-broker\""),
-        "{stdout}"
+        failure
+            .reason
+            .starts_with("could not start \"./no-such-broker\": "),
+        "{failure:?}"
     );
 }
 
@@ -235,6 +246,67 @@ fn outside_implementations_on_the_real_clock_are_bad_input() {
     );
     assert_eq!(out.status.code(), Some(2), "an unclosed quote");
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not split into words"));
+}
+
+/// A command that cannot start is bad input (exit 2), named in one line on
+/// stderr before anything runs: not a report of an empty run that failed (exit
+/// 1), nor a sweep whose every seed fails the same way. Each command that
+/// takes `--broker-cmd` checks it; `run` and `sweep` check a scenario's process
+/// answerers too.
+#[test]
+fn a_command_that_cannot_start_is_bad_input_before_anything_runs() {
+    let missing = "asksim-no-such-broker --flag";
+    for command in [
+        &["run", "scenarios/quickstart.json"][..],
+        &["sweep", "scenarios/quickstart.json", "--seeds", "0..3"],
+        &["explore", "--all", "scenarios/quickstart.json"],
+        &[
+            "shrink",
+            "scenarios/quickstart.json",
+            "-o",
+            "/nonexistent/dir/min.json",
+        ],
+    ] {
+        let out = asksim(&[command, &["--broker-cmd", missing]].concat(), &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        let name = command[0];
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "asksim {name}: --broker-cmd: could not start \"asksim-no-such-broker\": No such file or directory (os error 2)"
+            ),
+            "{command:?}"
+        );
+        assert!(out.stdout.is_empty(), "{command:?}: no report");
+    }
+    let not_executable = asksim(
+        &["run", "scenarios/quickstart.json", "--broker-cmd", "Cargo.toml"],
+        &[],
+    );
+    assert_eq!(not_executable.status.code(), Some(2));
+    let dir = std::env::temp_dir().join(format!("asksim-not-started-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tg.json");
+    let scenario = serde_json::json!({
+        "name": "tg",
+        "answerers": [ { "name": "tg", "process": ["asksim-no-such-answerer"] } ],
+        "agents": [ { "name": "root", "script": [ { "ask": { "questions": [ { "id": "q", "question": "Go?", "header": "Go", "options": [ { "label": "Yes" }, { "label": "No" } ] } ] } } ] } ]
+    });
+    std::fs::write(&file, scenario.to_string()).unwrap();
+    for command in [&["run"][..], &["sweep", "--seeds", "0..2"]] {
+        let out = asksim(&[command, &[file.to_str().unwrap()]].concat(), &[]);
+        let command = command[0];
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "asksim {command}: answerer \"tg\": process: could not start \"asksim-no-such-answerer\""
+            )),
+            "{command}: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -53,18 +53,40 @@ pub(super) fn actor(args: &ActorArgs) -> ExitCode {
     }
 }
 
-/// Implementations outside asksim run on the virtual clock only (their replies
-/// are stamped with virtual time): a real-clock run with one is bad input.
-pub(super) fn virtual_only(
+/// The implementations outside asksim a command is given, checked before its
+/// first run: they run on the virtual clock only (their replies are stamped
+/// with virtual time), so a real-clock run with one is bad input; and each
+/// must start. A command that cannot start (a typo, a file that is not
+/// executable) is bad input too, exit 2 with the flag or the answerer named,
+/// not a run that fails (exit 1) with a report of nothing, or a sweep whose
+/// every seed fails the same way. `scenario` is `None` where the command reads
+/// its file later (`shrink`, which refuses such a failure itself).
+pub(super) fn outside_checked(
+    command: &str,
     clock: crate::scenario::Clock,
-    outside_broker: bool,
-    scenario: &crate::scenario::Scenario,
+    broker: Option<&crate::wire::Endpoint>,
+    scenario: Option<&crate::scenario::Scenario>,
 ) -> Result<(), ExitCode> {
-    if clock == crate::scenario::Clock::Real && (outside_broker || scenario.has_process_answerers()) {
-        eprintln!(
-            "asksim: --broker-cmd and process answerers run on the virtual clock only (PROTOCOL.md); drop --clock real"
+    let bad = |what: &str, why: &str| {
+        eprintln!("asksim {command}: {what}: {why}");
+        Err(ExitCode::from(EXIT_BAD_INPUT))
+    };
+    let answerers = scenario.is_some_and(|s| s.has_process_answerers());
+    if clock == crate::scenario::Clock::Real && (broker.is_some() || answerers) {
+        return bad(
+            "--broker-cmd and process answerers",
+            "they run on the virtual clock only (PROTOCOL.md); drop --clock real",
         );
-        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    if let Some(Err(why)) = broker.map(crate::wire::Endpoint::starts) {
+        return bad("--broker-cmd", &why);
+    }
+    let processes = scenario.into_iter().flat_map(|s| &s.answerers);
+    for answerer in processes.filter(|a| a.process.is_some()) {
+        let endpoint = crate::wire::Endpoint::Process(answerer.process.clone().unwrap_or_default());
+        if let Err(why) = endpoint.starts() {
+            return bad(&format!("answerer {:?}: process", answerer.name), &why);
+        }
     }
     Ok(())
 }

@@ -105,7 +105,7 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
     );
     options.strategy = args.explore.unwrap_or(options.strategy);
     options.broker = args.broker_cmd.clone();
-    super::actor::virtual_only(options.clock, options.broker.is_some(), scenario)?;
+    super::actor::outside_checked("run", options.clock, options.broker.as_ref(), Some(scenario))?;
     if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
         eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
         return Err(ExitCode::from(EXIT_BAD_INPUT));

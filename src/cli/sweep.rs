@@ -99,7 +99,9 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         answerers: Default::default(),
         broker: args.broker_cmd.clone(),
     };
-    if let Err(code) = super::actor::virtual_only(options.clock, options.broker.is_some(), &scenario) {
+    if let Err(code) =
+        super::actor::outside_checked("sweep", options.clock, options.broker.as_ref(), Some(&scenario))
+    {
         return code;
     }
     let json = args.json;

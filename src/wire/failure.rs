@@ -1,7 +1,9 @@
 //! An outside process that failed a run (PROTOCOL.md "Failures"): it exited,
 //! did not answer within the wall-clock limit, or wrote a line that is not the
 //! protocol. The run ends there, as failed (exit 1), and the report shows why,
-//! what asksim had written, the offending line and the tail of its stderr.
+//! what asksim had written, the offending line and the tail of its stderr. (A
+//! command that cannot start is caught by the CLI before the first run, exit 2:
+//! `cli::actor::outside_checked`.)
 
 use serde::{Deserialize, Serialize};
 
