@@ -20,11 +20,14 @@ pub const LOG_VERSION: u32 = 1;
 /// question no longer keeps its pending text (its `settled` is empty until it
 /// closes). 5: each question's owner and turn, each agent's turns, and the
 /// batches with no verdict yet, which a recovery needs to complete a step the
-/// crash cut (SPEC §4.1).
-pub const STATE_VERSION: u32 = 5;
+/// crash cut (SPEC §4.1). 6: the turns of an agent that fired before its
+/// last fired one (a child derives its turns from any of them).
+pub const STATE_VERSION: u32 = 6;
 
 /// For each state version since 4, the SHA-256 (hex) of the projection folded from
-/// `tests/fixtures/mixed-schemas.jsonl`, serialised as JSON. `tests/state_version.rs`
+/// `tests/fixtures/mixed-schemas.jsonl`, serialised as JSON; from 6 on, followed by
+/// a newline and the projection folded from `tests/fixtures/fired-twice.jsonl`
+/// (the first reaches no turn fired twice). `tests/state_version.rs`
 /// folds that log and requires the digest pinned here for [`STATE_VERSION`]: a
 /// change of the fold moves it, so it fails until the version is bumped and a row
 /// added for it. Rows are only ever added, never edited.
@@ -36,6 +39,10 @@ pub const FOLD_DIGESTS: &[(u32, &str)] = &[
     (
         5,
         "3ba5e22709d89734cdc018b9bfb44d61a85e2712782a6aaf22a0e0554b63e38f",
+    ),
+    (
+        6,
+        "947dcd6d518d12a9a3f441bd1e5a221361d32d8b0e4035dc593da63da80d5685",
     ),
 ];
 

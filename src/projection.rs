@@ -265,6 +265,12 @@ pub struct Projection {
     /// for the rest of that life).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dead: BTreeSet<Text>,
+    /// The turns of an agent a `cancel` fired before its last fired one (which
+    /// [`AgentRecord::fired`] holds), in order: only agents whose turns fired
+    /// more than once have an entry. A child derives its turns from the turn
+    /// its owner was in at its spawn, which may be any of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fired_before: BTreeMap<Text, Vec<u32>>,
     /// [`Self::answerers`] by name.
     #[serde(skip)]
     answerer_ix: FxHashMap<Text, u32>,
@@ -291,6 +297,8 @@ struct Stored {
     unjudged: Vec<UnjudgedBatch>,
     #[serde(default)]
     dead: BTreeSet<Text>,
+    #[serde(default)]
+    fired_before: BTreeMap<Text, Vec<u32>>,
 }
 
 impl From<Stored> for Projection {
@@ -318,6 +326,7 @@ impl From<Stored> for Projection {
             answerers: stored.answerers,
             unjudged: stored.unjudged,
             dead: stored.dead,
+            fired_before: stored.fired_before,
             answerer_ix,
             unsettled,
             unreceived,
@@ -395,6 +404,8 @@ impl Projection {
     /// its owner's turn now; a restart keeps its callId counter and messages.
     fn spawned(&mut self, agent: &Text, owner: Option<&Text>, lineage: Option<&Text>) {
         let previous = self.agents.remove(agent);
+        // Its turns count from 0 again: the turns that fired were another life's.
+        self.fired_before.remove(agent);
         let base_turn = owner.and_then(|o| self.agents.get(o)).map_or(0, |o| o.turn);
         let record = AgentRecord {
             owner: owner.cloned(),
@@ -420,7 +431,12 @@ impl Projection {
             }
             EventKind::Cancel { agent } => {
                 if let Some(a) = self.agents.get_mut(agent) {
-                    a.fired = a.turn.saturating_add(1);
+                    let fired = a.turn.saturating_add(1);
+                    if a.fired != 0 && a.fired != fired {
+                        let before = self.fired_before.entry(agent.clone()).or_default();
+                        before.push(a.fired - 1);
+                    }
+                    a.fired = fired;
                 }
             }
             EventKind::Accept {
@@ -693,13 +709,16 @@ impl Projection {
     /// Whether the turn `turn` of `agent`, or a turn it derives from, fired
     /// (SPEC §3.8): one walk up the spawn chain, as the broker's turn chains.
     pub fn turn_fired(&self, agent: &str, turn: u32) -> bool {
-        let (mut at, mut turn) = (self.agents.get(agent), turn);
-        while let Some(a) = at {
-            if a.fired == turn.saturating_add(1) {
+        let (mut name, mut turn) = (agent, turn);
+        while let Some(a) = self.agents.get(name) {
+            let before = || self.fired_before.get(name).is_some_and(|t| t.contains(&turn));
+            if a.fired == turn.saturating_add(1) || before() {
                 return true;
             }
-            at = a.owner.as_ref().and_then(|o| self.agents.get(o));
-            turn = a.base_turn;
+            let Some(owner) = &a.owner else {
+                return false;
+            };
+            (name, turn) = (owner, a.base_turn);
         }
         false
     }

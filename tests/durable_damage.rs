@@ -214,33 +214,46 @@ async fn a_snapshot_of_another_state_version_is_refused_at_line_2() {
     assert_refused(&path, &library(), 2, "stateVersion 999");
 }
 
-/// A log compacted by a build of stateVersion 4 still recovers: state 5 only
-/// adds to it (`SNAPSHOTS_READ`), and the recovery goes on from its snapshot.
+/// A log compacted by a build of stateVersion 4 or 5 still recovers: each later
+/// state only adds to it (`SNAPSHOTS_READ`), and the recovery goes on from its
+/// snapshot.
 #[tokio::test(start_paused = true)]
-async fn a_snapshot_of_state_version_4_recovers() {
-    let scratch = Scratch::new("state-version-4");
-    let path = scratch.path("log.jsonl");
-    good_log(&path).await;
-    asksim::durable::compact_file(&path).unwrap();
-    let mut all = lines(&path);
-    let code = format!("\"stateVersion\":{}", asksim::log::STATE_VERSION);
-    all[1] = all[1].replacen(&code, "\"stateVersion\":4", 1);
-    // What a build of 4 wrote: none of the fields 5 added.
-    let mut line: serde_json::Value = serde_json::from_str(&all[1]).unwrap();
-    let projection = &mut line["snapshot"]["projection"];
-    for added in ["answerers", "unjudged", "dead"] {
-        projection.as_object_mut().unwrap().remove(added);
+async fn a_snapshot_of_state_version_4_or_5_recovers() {
+    // What each wrote: none of the fields the later versions added.
+    let added_since: [(u32, &[&str], &[&str]); 2] = [
+        (
+            4,
+            &["answerers", "unjudged", "dead", "fired_before"],
+            &["owner", "turn"],
+        ),
+        (5, &["fired_before"], &[]),
+    ];
+    for (version, projection_fields, question_fields) in added_since {
+        let scratch = Scratch::new(&format!("state-version-{version}"));
+        let path = scratch.path("log.jsonl");
+        good_log(&path).await;
+        asksim::durable::compact_file(&path).unwrap();
+        let mut all = lines(&path);
+        let code = format!("\"stateVersion\":{}", asksim::log::STATE_VERSION);
+        all[1] = all[1].replacen(&code, &format!("\"stateVersion\":{version}"), 1);
+        let mut line: serde_json::Value = serde_json::from_str(&all[1]).unwrap();
+        let projection = &mut line["snapshot"]["projection"];
+        for added in projection_fields {
+            projection.as_object_mut().unwrap().remove(*added);
+        }
+        for question in projection["questions"].as_object_mut().unwrap().values_mut() {
+            for added in question_fields {
+                question.as_object_mut().unwrap().remove(*added);
+            }
+        }
+        all[1] = line.to_string();
+        write_lines(&path, &all);
+        let recovery = recover(&path, Some(&library()), options())
+            .unwrap_or_else(|e| panic!("a snapshot of {version} recovers: {e}"));
+        assert!(recovery.compacted.is_some());
+        assert!(recovery.crashed);
     }
-    for question in projection["questions"].as_object_mut().unwrap().values_mut() {
-        question.as_object_mut().unwrap().remove("owner");
-        question.as_object_mut().unwrap().remove("turn");
-    }
-    all[1] = line.to_string();
-    write_lines(&path, &all);
-    let recovery = recover(&path, Some(&library()), options()).expect("a snapshot of 4 recovers");
-    assert!(recovery.compacted.is_some());
-    assert!(recovery.crashed);
-    assert_eq!(asksim::durable::snapshot::SNAPSHOTS_READ, [4, 5]);
+    assert_eq!(asksim::durable::snapshot::SNAPSHOTS_READ, [4, 5, 6]);
 }
 
 /// The checks above bite only on damage: the same log, undamaged, recovers, and

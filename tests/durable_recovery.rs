@@ -353,6 +353,53 @@ async fn an_answer_cut_from_its_result_is_the_resumed_roots_late_answer() {
     assert_eq!(count(&events, "offer", "root/1"), 1, "web is asked again");
 }
 
+/// SPEC §4.1: a child of a turn that fired asks after its owner's next turn
+/// fired too (its owner stopped, so it may ask): the broker aborts the request
+/// at once, its turn chain having fired. The crash cut that step after the
+/// request. The recovery aborts it as the broker did, before the crash's loss,
+/// and never offers it: the turn it derives from is not its owner's last fired
+/// one, which is all a recovery looked at before.
+#[tokio::test(start_paused = true)]
+async fn a_request_under_an_older_fired_turn_cut_from_its_abort_is_aborted_at_recovery() {
+    let scratch = Scratch::new("cut-older-turn");
+    let path = scratch.path("log.jsonl");
+    let config = || timed_config(vec![answerer("web", 30.0)]);
+    let runtime = start_logged(config(), &path, SyncPolicy::None).await;
+    let lead = runtime.spawn_root("lead", None).await.unwrap();
+    let helper = lead.spawn_child("helper").await.unwrap();
+    lead.cancel_turn().await;
+    lead.new_turn().await;
+    lead.cancel_turn().await;
+    lead.stop();
+    quiesce().await;
+    let asked = helper.ask(&timed_args(Some("5"))).await;
+    assert!(asked.result.text.contains("ABORTED"), "{}", asked.result.text);
+    runtime.shutdown().await;
+    let mut all = lines(&path);
+    let request = all
+        .iter()
+        .position(|l| l.contains("\"event\":\"request\",\"callId\":\"helper/1\""))
+        .expect("helper's request");
+    all.truncate(request + 1);
+    write_lines(&path, &all);
+
+    let recovered = recover(config(), &path, SyncPolicy::None).await;
+    assert!(recovered.reopened.is_empty(), "{:?}", recovered.reopened);
+    quiesce().await;
+    recovered.runtime.shutdown().await;
+    let events = events_in(&path);
+    let loss = events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::ProcessLoss { .. }))
+        .expect("the crash's loss");
+    let aborted = events[..loss].iter().any(|e| {
+        matches!(&e.kind, EventKind::Result { call_id, result, .. }
+            if **call_id == *"helper/1" && result.contains("ABORTED"))
+    });
+    assert!(aborted, "helper/1 aborted before the loss: {events:#?}");
+    assert_eq!(count(&events, "offer", "helper/1"), 0, "never offered");
+}
+
 /// SPEC §3.9: a former child comes back as a runtime root carrying its lineage,
 /// and may ask.
 #[tokio::test(start_paused = true)]

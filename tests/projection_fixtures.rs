@@ -495,3 +495,26 @@ fn folding_is_the_same_event_by_event_as_all_at_once() {
         assert_eq!(back, stepwise, "{name}");
     }
 }
+
+/// `fired-twice.jsonl`: `lead`'s turn 0 fires, then its turn 1; its child
+/// `helper`, spawned in turn 0, asks once `lead` stopped (the log is cut after
+/// the request, where the broker aborts it). Both fired turns are kept, so a
+/// recovery knows `helper`'s turn fired (SPEC §4.1).
+#[test]
+fn every_fired_turn_of_an_agent_is_kept_not_only_its_last() {
+    let (header, events) = load("fired-twice.jsonl");
+    assert_eq!(header.scenario, "fixture-fired-twice");
+    let p = Projection::fold(&events);
+    assert_eq!(p.agents["lead"].fired, 2, "turn 1 fired last");
+    assert_eq!(p.fired_before, BTreeMap::from([("lead".into(), vec![0])]));
+    assert!(p.turn_fired("helper", 0), "derived from lead's turn 0");
+    assert!(p.turn_fired("lead", 0) && p.turn_fired("lead", 1));
+    assert!(!p.turn_fired("lead", 2));
+    assert_eq!(p.questions["helper/1"].state, Open);
+    // A restart of `lead` starts its turns again: what fired was another life's.
+    let respawn: Event = serde_json::from_value(json!({"seq": 8, "t": 1.0, "event": "spawn",
+        "agent": "lead", "owner": null, "lineage": null}))
+    .unwrap();
+    let again = Projection::fold(events.iter().chain([&respawn]));
+    assert!(again.fired_before.is_empty() && !again.turn_fired("lead", 0));
+}

@@ -3,8 +3,9 @@
 //! snapshot cached before the change is reused and gives a different state. A test
 //! cannot see a change of meaning, but it can see a change of output: the fold of
 //! a log that mixes both schemas and reaches every state
-//! (`tests/fixtures/mixed-schemas.jsonl`) is pinned, as a digest, beside the
-//! version ([`FOLD_DIGESTS`]). A fold change without a bump fails here.
+//! (`tests/fixtures/mixed-schemas.jsonl`, and from version 6 on a log whose
+//! agent's turn fires twice, `fired-twice.jsonl`) is pinned, as a digest, beside
+//! the version ([`FOLD_DIGESTS`]). A fold change without a bump fails here.
 
 use std::path::Path;
 
@@ -12,14 +13,25 @@ use asksim::log::{FOLD_DIGESTS, STATE_VERSION};
 use asksim::projection::{Projection, QuestionState};
 use sha2::{Digest, Sha256};
 
-fn mixed_schemas() -> Projection {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mixed-schemas.jsonl");
+fn folded(fixture: &str) -> Projection {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
     let (_, events) = asksim::log::read_file(&path).expect("the fixture reads");
     Projection::fold(&events)
 }
 
+fn mixed_schemas() -> Projection {
+    folded("mixed-schemas.jsonl")
+}
+
+/// The digest of `projection`'s JSON and, after a newline, that of the fixture
+/// whose agent's turns fire twice (`fired-twice.jsonl`, from version 6 on):
+/// between them the folds reach every state the projection keeps.
 fn digest(projection: &Projection) -> String {
-    let json = serde_json::to_string(projection).expect("a projection serialises");
+    let mut json = serde_json::to_string(projection).expect("a projection serialises");
+    json.push('\n');
+    json.push_str(&serde_json::to_string(&folded("fired-twice.jsonl")).expect("a projection serialises"));
     Sha256::digest(json.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

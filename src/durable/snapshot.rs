@@ -20,8 +20,11 @@ use crate::projection::Projection;
 /// keep matters only to a step the crash cut in the tail (SPEC §4.1): a batch
 /// from an answerer that accepted before the snapshot is refused `not_owner`
 /// (its question is re-offered), and the turns of the snapshot's agents count
-/// from their turn at the snapshot.
-pub const SNAPSHOTS_READ: [u32; 2] = [4, STATE_VERSION];
+/// from their turn at the snapshot. 6 adds to 5 the turns of an agent that
+/// fired before its last fired one; a snapshot of 5 has none, so a request of a
+/// child of such a turn, cut from its `ABORTED` in the first tail after the
+/// upgrade, is re-offered as it was before 6.
+pub const SNAPSHOTS_READ: [u32; 3] = [4, 5, STATE_VERSION];
 
 /// The folded state of a compacted log's first events.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
