@@ -451,3 +451,29 @@ fn sync_without_a_log_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--log <PATH>"), "{stderr}");
 }
+
+/// `sweep --jobs` takes 1 to `JOBS_MAX` worker threads: 0 or more was clamped
+/// without a word (0 ran one thread, where a user may have meant "all cores").
+#[test]
+fn sweep_jobs_out_of_range_is_refused() {
+    let max = asksim::sim::hunt::sweep::JOBS_MAX.to_string();
+    let over = (asksim::sim::hunt::sweep::JOBS_MAX + 1).to_string();
+    for jobs in ["0", over.as_str()] {
+        let out = asksim_args(&["sweep", &quickstart(), "--seeds", "0..2", "--jobs", jobs]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--jobs {jobs}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "invalid value '{jobs}' for '--jobs <JOBS>': {jobs} is not in 1..={max}"
+            )),
+            "{stderr}"
+        );
+    }
+    let out = asksim_args(&["sweep", &quickstart(), "--seeds", "0..2", "--jobs", &max]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

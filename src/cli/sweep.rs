@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::{ClockArg, EXIT_BAD_INPUT, progress_bar};
 use crate::scenario::{self, Strategy};
+use crate::sim::hunt::sweep::JOBS_MAX;
 
 /// `asksim sweep`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -15,8 +16,9 @@ pub(super) struct SweepArgs {
     /// (split a longer hunt into ranges, or shards).
     #[arg(long)]
     seeds: crate::sim::hunt::seeds::SeedRange,
-    /// Worker threads (default: the number of cores).
-    #[arg(long)]
+    /// Worker threads, 1 to 256 (default: the number of cores). 0 is bad input,
+    /// not "as many as you like": leave the flag out for that.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=JOBS_MAX as u64))]
     jobs: Option<usize>,
     /// The clock (default: the scenario's `clock`).
     #[arg(long, value_enum)]
