@@ -854,6 +854,15 @@ fn times_and_distributions_must_make_sense() {
         with_answerer(json!({ "faults": { "crash_after_accepts": 0 } })),
         "answerers[0].faults.crash_after_accepts: expected at least 1",
     );
+    // An answer that would select nothing and say nothing is a skip, written so.
+    refused(
+        with_answerer(json!({ "answer": { "custom": "" } })),
+        "answerers[0].answer.custom: expected a text that is not empty (\"skip\" skips the questions)",
+    );
+    refused(
+        with_answerer(json!({ "answer": { "options": [] } })),
+        "answerers[0].answer.options: expected at least one index",
+    );
     refused(root(json!([{ "work": -0.1 }])), "agents[0].script[0].work");
     refused(
         root(json!([{ "ask_unresolved": { "timeout": 0 } }])),

@@ -582,6 +582,18 @@ impl Builder {
             None if silent => AnswerPolicy::Recommended,
             None => return issue(path, missing_unless_silent("answer")),
         };
+        // Both would submit an answer that selects nothing: a skip, which says so.
+        match &answer {
+            AnswerPolicy::Custom(text) if text.is_empty() => {
+                let why = "expected a text that is not empty (\"skip\" skips the questions)";
+                return issue(format!("{path}.answer.custom"), why);
+            }
+            AnswerPolicy::Options(options) if options.is_empty() => {
+                let why = "expected at least one index (\"skip\" skips the questions)";
+                return issue(format!("{path}.answer.options"), why);
+            }
+            _ => {}
+        }
         let hold_after_s = match row.hold {
             Some(Obj(hold)) => Some(times.seconds(&format!("{path}.hold.after"), hold.after)?),
             None => None,
