@@ -91,6 +91,11 @@ pub(super) fn plain(path: &str, message: &str) -> String {
             forms.unwrap_or_default()
         );
     }
+    // A seed past 2^64 - 1 reads as a float: say how large a seed may be.
+    if path == "seed" && message.ends_with("expected u64") {
+        let head = message.trim_end_matches("expected u64");
+        return format!("{head}expected a whole number from 0 to {}", u64::MAX);
+    }
     let mut text = message.to_owned();
     for (rust, format) in WORDS {
         text = text.replace(rust, format);
@@ -129,8 +134,16 @@ mod tests {
              \"recommended\", \"skip\", {\"option\": i}, {\"options\": [i, j]}, {\"custom\": \"text\"} or {\"batch\": [items]}"
         );
         assert_eq!(
-            plain("seed", "invalid type: floating point `1.5`, expected u64"),
+            plain("count", "invalid type: floating point `1.5`, expected u64"),
             "invalid type: floating point `1.5`, expected a whole number, 0 or more"
+        );
+        // 2^64, one past the largest seed, reads as a float.
+        assert_eq!(
+            plain(
+                "seed",
+                "invalid type: floating point `1.8446744073709552e19`, expected u64"
+            ),
+            "invalid type: floating point `1.8446744073709552e19`, expected a whole number from 0 to 18446744073709551615"
         );
         let unknown = "unknown field `agnets`, expected one of `agents`";
         assert_eq!(plain("", unknown), unknown, "other messages pass through");
