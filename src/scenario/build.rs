@@ -443,6 +443,22 @@ fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
     }
 }
 
+/// An empty `custom` text or `options` list would submit an answer that selects
+/// nothing: a skip, which is written `"skip"`.
+fn selects_something(path: &str, answer: &AnswerPolicy) -> Checked<()> {
+    match answer {
+        AnswerPolicy::Custom(text) if text.is_empty() => issue(
+            format!("{path}.answer.custom"),
+            "expected a text that is not empty (\"skip\" skips the questions)",
+        ),
+        AnswerPolicy::Options(options) if options.is_empty() => issue(
+            format!("{path}.answer.options"),
+            "expected at least one index (\"skip\" skips the questions)",
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Why an answerer without `latency` or `answer` is refused.
 /// A `process` answerer: its command, and no policy key beside it.
 fn process_answerer(path: &str, row: RawAnswerer) -> Checked<AnswererSpec> {
@@ -582,18 +598,7 @@ impl Builder {
             None if silent => AnswerPolicy::Recommended,
             None => return issue(path, missing_unless_silent("answer")),
         };
-        // Both would submit an answer that selects nothing: a skip, which says so.
-        match &answer {
-            AnswerPolicy::Custom(text) if text.is_empty() => {
-                let why = "expected a text that is not empty (\"skip\" skips the questions)";
-                return issue(format!("{path}.answer.custom"), why);
-            }
-            AnswerPolicy::Options(options) if options.is_empty() => {
-                let why = "expected at least one index (\"skip\" skips the questions)";
-                return issue(format!("{path}.answer.options"), why);
-            }
-            _ => {}
-        }
+        selects_something(path, &answer)?;
         let hold_after_s = match row.hold {
             Some(Obj(hold)) => Some(times.seconds(&format!("{path}.hold.after"), hold.after)?),
             None => None,

@@ -87,17 +87,6 @@ impl Endpoint {
         }
     }
 
-    /// Whether the process can be started, or why not: started, then killed at
-    /// once (PROTOCOL.md "Lifecycle": a process may be killed at any time, as
-    /// every run's end does). A command that cannot start is bad input to the
-    /// CLI (exit 2), checked before the first run; the loopback always starts.
-    pub fn starts(&self) -> Result<(), String> {
-        match self {
-            Endpoint::Process(words) => Process::start(words).map(drop).map_err(|broken| broken.reason),
-            Endpoint::Loopback => Ok(()),
-        }
-    }
-
     /// Connects: starts the process (or the loopback) as `who`.
     pub fn connect(&self, who: String) -> Result<Peer, Box<ProcessFailure>> {
         let command = self.shell_text();
