@@ -5,10 +5,12 @@
 //!
 //! - `queue`: the delivery queue: per-pair FIFO channels, timers, what is due.
 //! - `fired`: what a queued timer delivers, in 16 bytes for the common timers.
+//! - `later`: what is due past the instant at hand, by due time (a radix heap).
 //! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 
 mod fired;
+mod later;
 pub mod queue;
 pub mod ready;
 pub mod strategy;

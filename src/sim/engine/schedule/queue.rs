@@ -14,14 +14,14 @@
 //! now is a [`Ready`] set ordered by `seq`, a cancelled timer leaves it at once,
 //! and a strategy picks by rank without seeing the whole set.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque, hash_map};
+use std::collections::{VecDeque, hash_map};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::effect::TimerId;
 use crate::protocol::{Addr, AnswererIx, Envelope, Nanos};
 use crate::sim::engine::schedule::fired::Fired;
+use crate::sim::engine::schedule::later::{Due, Later};
 use crate::sim::engine::schedule::ready::Slot;
 pub use crate::sim::engine::schedule::ready::{Candidate, Ready};
 use crate::trim::Trim;
@@ -150,6 +150,12 @@ struct Entry {
     slot: Slot,
 }
 
+impl Due for Entry {
+    fn due(&self) -> Nanos {
+        self.due
+    }
+}
+
 impl Entry {
     fn new(due: Nanos, seq: u64, key: Key) -> Entry {
         let slot = match key {
@@ -203,7 +209,7 @@ pub struct Queue {
     /// own: its death drops them without a look at anyone else's.
     answerer_timers: FxHashMap<AnswererIx, FxHashSet<TimerId>>,
     /// What is due later (and stale entries, skipped when they come up).
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: Later<Entry>,
     /// How many entries of `heap` may be stale (timers cancelled or dropped,
     /// channels dropped; an upper bound). Once they outnumber the rest the heap
     /// is rebuilt without them: a cancelled timer costs O(1) amortised instead of
@@ -311,10 +317,9 @@ impl Queue {
         if self.stale < STALE_MIN || self.stale * 2 < self.heap.len() {
             return;
         }
-        let heap = std::mem::take(&mut self.heap).into_vec();
-        self.heap = (heap.into_iter())
-            .filter(|Reverse(entry)| self.live(entry.key(), entry.seq()))
-            .collect();
+        let mut heap = std::mem::take(&mut self.heap);
+        heap.retain(|entry| self.live(entry.key(), entry.seq()));
+        self.heap = heap;
         self.stale = 0;
     }
 
@@ -403,16 +408,15 @@ impl Queue {
     /// joins what is ready (or what will be, nothing else being due now),
     /// else in the heap. A message due now while nothing is ready goes
     /// straight to the ready set when the heap holds nothing due now: the heap
-    /// would give it back at the next step as the only entry of the instant,
-    /// after a push and a pop through every later entry (a tree's 10^5 work
-    /// timers, seventeen levels, at nearly every delivery of a tree whose
-    /// instants are one delivery long). A timer due now still goes through the
+    /// would give it back at the next step as the only entry of the instant
+    /// (in the binary heap it had then, after a push and a pop through a
+    /// tree's 10^5 work timers, seventeen levels, at nearly every delivery of a
+    /// tree whose instants are one delivery long). A timer due now still goes through the
     /// heap when nothing is ready: a fault's timer must not keep a run going
     /// that has no work left, and the heap decides that.
     fn schedule(&mut self, entry: Entry) {
         let due_now = entry.due == self.now;
-        let joins = !self.ready.is_empty()
-            || (!entry.slot.is_timer() && (self.heap.peek()).is_none_or(|Reverse(top)| top.due > self.now));
+        let joins = !self.ready.is_empty() || (!entry.slot.is_timer() && !self.heap.holds_due(self.now));
         if due_now && joins {
             if self.ready.is_empty() {
                 // An instant's first entry, which the heap took before and
@@ -423,7 +427,7 @@ impl Queue {
             }
             self.ready.insert_slot(entry.slot);
         } else {
-            self.heap.push(Reverse(entry));
+            self.heap.push(entry);
         }
     }
 
@@ -514,13 +518,16 @@ impl Queue {
     /// Moves the clock to the earliest due entry and gathers everything due then.
     fn advance(&mut self, limit: Nanos) -> Result<(), Stop> {
         let due = loop {
-            let Some(Reverse(top)) = self.heap.peek().copied() else {
+            let Some(due) = self.heap.first_due() else {
                 return Err(Stop::Done);
             };
+            let Some(top) = self.heap.peek_now().copied() else {
+                continue;
+            };
             if self.surely_live(&top) {
-                break top.due;
+                break due;
             }
-            self.heap.pop();
+            self.heap.pop_now();
             self.stale = self.stale.saturating_sub(1);
         };
         if due > limit {
@@ -536,11 +543,7 @@ impl Queue {
             self.ready.is_empty(),
             "the clock moves only when nothing is ready"
         );
-        while let Some(Reverse(top)) = self.heap.peek().copied() {
-            if top.due != due {
-                break;
-            }
-            self.heap.pop();
+        while let Some(top) = self.heap.pop_now() {
             if self.surely_live(&top) {
                 self.ready.insert_slot(top.slot);
             } else {
