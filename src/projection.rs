@@ -266,8 +266,8 @@ pub struct Projection {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub dead: BTreeSet<Text>,
     /// The turns of an agent a `cancel` fired before its last fired one (which
-    /// [`AgentRecord::fired`] holds), in order: only agents whose turns fired
-    /// more than once have an entry. A child derives its turns from the turn
+    /// [`AgentRecord::fired`] holds), in increasing order (a turn only grows):
+    /// only agents whose turns fired more than once have an entry. A child derives its turns from the turn
     /// its owner was in at its spawn, which may be any of them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fired_before: BTreeMap<Text, Vec<u32>>,
@@ -711,7 +711,7 @@ impl Projection {
     pub fn turn_fired(&self, agent: &str, turn: u32) -> bool {
         let (mut name, mut turn) = (agent, turn);
         while let Some(a) = self.agents.get(name) {
-            let before = || self.fired_before.get(name).is_some_and(|t| t.contains(&turn));
+            let before = || (self.fired_before.get(name)).is_some_and(|t| t.binary_search(&turn).is_ok());
             if a.fired == turn.saturating_add(1) || before() {
                 return true;
             }
