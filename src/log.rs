@@ -202,10 +202,19 @@ pub struct LogError {
 /// A pipe is read (`replay <(zcat log.gz)`).
 pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut file = std::fs::File::open(path)?;
+    not_a_device(&file.metadata()?)?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// A device is no log, to read or to write: `/dev/zero` never ends, and
+/// `/dev/null` keeps nothing (nor can its directory be synced).
+pub(crate) fn not_a_device(metadata: &std::fs::Metadata) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
-        let kind = file.metadata()?.file_type();
+        let kind = metadata.file_type();
         if kind.is_char_device() || kind.is_block_device() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -213,9 +222,9 @@ pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
             ));
         }
     }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut file, &mut bytes)?;
-    Ok(bytes)
+    #[cfg(not(unix))]
+    let _ = metadata;
+    Ok(())
 }
 
 /// Fields this build does not know are ignored, in the header and in events.

@@ -423,10 +423,11 @@ fn an_output_that_is_an_input_or_another_output_is_refused() {
 }
 
 /// A log that is a device (`/dev/zero` never ends) is refused, not read until
-/// the memory runs out (before: 5 GB resident in 4 s, then killed).
+/// the memory runs out (before: 5 GB resident in 4 s, then killed), and not
+/// written either.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_log_that_is_a_device_is_refused_not_read() {
+fn a_log_that_is_a_device_is_refused_not_read_nor_written() {
     let quickstart = quickstart();
     for args in [
         vec!["replay", "/dev/zero"],
@@ -440,6 +441,15 @@ fn a_log_that_is_a_device_is_refused_not_read() {
             "{args:?}: {stderr}"
         );
     }
+    // Nor is one written: /dev/null would keep nothing to --resume from (and
+    // syncing its directory failed with "Invalid argument").
+    let out = asksim_args(&["run", &quickstart, "--log", "/dev/null"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "asksim: cannot write the log to /dev/null: a device, not a file"
+    );
 }
 
 /// `--sync` says how durable `--log`'s lines are: without `--log` it is bad

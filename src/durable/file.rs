@@ -81,6 +81,9 @@ impl LogFile {
     /// Creates (or truncates) the log at `path` and writes `header` as its first
     /// line, synced, with the directory entry, before returning.
     pub fn create(path: &Path, header: &LogHeader, policy: SyncPolicy) -> std::io::Result<LogFile> {
+        if let Ok(metadata) = std::fs::metadata(path) {
+            crate::log::not_a_device(&metadata)?;
+        }
         let mut header_line = serde_json::to_vec(header)?;
         header_line.push(b'\n');
         let mut file = File::create(path)?;
