@@ -267,8 +267,9 @@ pub struct Projection {
     pub dead: BTreeSet<Text>,
     /// The turns of an agent a `cancel` fired before its last fired one (which
     /// [`AgentRecord::fired`] holds), in increasing order (a turn only grows):
-    /// only agents whose turns fired more than once have an entry. A child derives its turns from the turn
-    /// its owner was in at its spawn, which may be any of them.
+    /// only agents whose turns fired more than once have an entry. A child
+    /// derives its turns from the turn its owner was in at its spawn, which
+    /// may be any of them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fired_before: BTreeMap<Text, Vec<u32>>,
     /// [`Self::answerers`] by name.

@@ -78,29 +78,27 @@ pub(super) fn outside_checked(
             "they run on the virtual clock only (PROTOCOL.md); drop --clock real",
         );
     }
-    if let Some(Err(why)) = broker.map(starts) {
+    if let Some(crate::wire::Endpoint::Process(words)) = broker
+        && let Err(why) = starts(words)
+    {
         return bad("--broker-cmd", &why);
     }
     let processes = scenario.into_iter().flat_map(|s| &s.answerers);
-    for answerer in processes.filter(|a| a.process.is_some()) {
-        let endpoint = crate::wire::Endpoint::Process(answerer.process.clone().unwrap_or_default());
-        if let Err(why) = starts(&endpoint) {
-            return bad(&format!("answerer {:?}: process", answerer.name), &why);
+    for (name, words) in processes.filter_map(|a| Some((&a.name, a.process.as_ref()?))) {
+        if let Err(why) = starts(words) {
+            return bad(&format!("answerer {name:?}: process"), &why);
         }
     }
     Ok(())
 }
 
-/// Whether `endpoint`'s process can be started, or why not: started, then
+/// Whether the process of `command` can be started, or why not: started, then
 /// killed at once (PROTOCOL.md "Lifecycle": a process may be killed at any
-/// time, as every run's end does). The loopback always starts.
-fn starts(endpoint: &crate::wire::Endpoint) -> Result<(), String> {
-    match endpoint {
-        crate::wire::Endpoint::Process(words) => (crate::wire::Process::start(words))
-            .map(drop)
-            .map_err(|broken| broken.reason),
-        crate::wire::Endpoint::Loopback => Ok(()),
-    }
+/// time, as every run's end does).
+fn starts(command: &[String]) -> Result<(), String> {
+    (crate::wire::Process::start(command))
+        .map(drop)
+        .map_err(|broken| broken.reason)
 }
 
 /// A policy from an answerer row without its name, checked as the scenario

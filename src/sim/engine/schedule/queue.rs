@@ -410,10 +410,10 @@ impl Queue {
     /// straight to the ready set when the heap holds nothing due now: the heap
     /// would give it back at the next step as the only entry of the instant
     /// (in the binary heap it had then, after a push and a pop through a
-    /// tree's 10^5 work timers, seventeen levels, at nearly every delivery of a
-    /// tree whose instants are one delivery long). A timer due now still goes through the
-    /// heap when nothing is ready: a fault's timer must not keep a run going
-    /// that has no work left, and the heap decides that.
+    /// tree's 10^5 work timers, seventeen levels, at nearly every delivery of
+    /// a tree whose instants are one delivery long). A timer due now still
+    /// goes through the heap when nothing is ready: a fault's timer must not
+    /// keep a run going that has no work left, and the heap decides that.
     fn schedule(&mut self, entry: Entry) {
         let due_now = entry.due == self.now;
         let joins = !self.ready.is_empty() || (!entry.slot.is_timer() && !self.heap.holds_due(self.now));
@@ -521,9 +521,7 @@ impl Queue {
             let Some(due) = self.heap.first_due() else {
                 return Err(Stop::Done);
             };
-            let Some(top) = self.heap.peek_now().copied() else {
-                continue;
-            };
+            let top = (self.heap.peek_now().copied()).expect("the earliest instant's entries wait in `now`");
             if self.surely_live(&top) {
                 break due;
             }
