@@ -73,7 +73,7 @@ pub struct Timeline {
 /// text` for a rule (cleaned text holds no tab and no line break).
 enum Spool {
     Memory(Vec<String>),
-    File(std::io::BufWriter<std::fs::File>, std::path::PathBuf),
+    File(std::io::BufWriter<std::fs::File>),
 }
 
 impl Timeline {
@@ -82,14 +82,12 @@ impl Timeline {
         Timeline::with(Spool::Memory(Vec::new()))
     }
 
-    /// A timeline spooled to a temporary file (a whole run), removed when its
-    /// lines are read.
+    /// A timeline spooled to a temporary file (a whole run). The file has no
+    /// name (`tempfile::tempfile`): the system removes it when the timeline is
+    /// dropped or the process ends, however it ends.
     pub fn spooled() -> std::io::Result<Timeline> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("asksim-timeline-{}-{n}.tsv", std::process::id()));
-        let file = std::fs::File::create(&path)?;
-        Ok(Timeline::with(Spool::File(std::io::BufWriter::new(file), path)))
+        let file = tempfile::tempfile()?;
+        Ok(Timeline::with(Spool::File(std::io::BufWriter::new(file))))
     }
 
     fn with(spool: Spool) -> Timeline {
@@ -139,7 +137,7 @@ impl Timeline {
         self.count += 1;
         match &mut self.spool {
             Spool::Memory(records) => records.push(record),
-            Spool::File(file, _) => {
+            Spool::File(file) => {
                 use std::io::Write as _;
                 if self.error.is_none()
                     && let Err(error) = writeln!(file, "{record}")
@@ -161,7 +159,7 @@ impl Timeline {
     }
 
     /// The lines, laid out, handed to `line` one at a time; a spooled timeline's
-    /// file is read back and removed.
+    /// file is read back from its start.
     pub fn for_each_line(self, mut line: impl FnMut(String)) -> std::io::Result<()> {
         let Timeline {
             spool,
@@ -195,19 +193,15 @@ impl Timeline {
                 }
                 Ok(())
             }
-            Spool::File(file, path) => {
-                use std::io::BufRead as _;
-                let read = error.map_or(Ok(()), Err).and_then(|()| {
-                    let file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
-                    drop(file);
-                    let reader = std::io::BufReader::new(std::fs::File::open(&path)?);
-                    for (i, record) in reader.lines().enumerate() {
-                        lay_out(i, &record?);
-                    }
-                    Ok(())
-                });
-                let _ = std::fs::remove_file(&path);
-                read
+            Spool::File(file) => {
+                use std::io::{BufRead as _, Seek as _};
+                error.map_or(Ok(()), Err)?;
+                let mut file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+                file.rewind()?;
+                for (i, record) in std::io::BufReader::new(file).lines().enumerate() {
+                    lay_out(i, &record?);
+                }
+                Ok(())
             }
         }
     }
