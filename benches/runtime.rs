@@ -209,15 +209,13 @@ enum Keeping {
     File(SyncPolicy),
 }
 
-/// A scratch log file for the durable bench, removed before each use.
-fn bench_log_path() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("asksim-bench-durable-{}.jsonl", std::process::id()))
-}
-
 /// `iters` rounds of `calls` pending calls on a fresh runtime each, keeping its
 /// log as `keeping` says. Building the runtime (and creating its log file) is
 /// not timed; the last late answer's line being durable is.
 fn pending_asksim(iters: u64, calls: u64, keeping: Keeping, clock: Clock) -> Duration {
+    // A scratch log file for the durable bench, removed before each use.
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let path = scratch.path().join("bench-durable.jsonl");
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let rt = current_thread(true);
@@ -232,9 +230,8 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping, clock: Clock) -> Dur
                     Keeping::Events => Runtime::start(config).await,
                     Keeping::Nothing => Runtime::start_without_events(config).await,
                     Keeping::File(sync) => {
-                        let path = bench_log_path();
                         let _ = std::fs::remove_file(&path);
-                        let log = Some(LogConfig::new(path).sync(sync));
+                        let log = Some(LogConfig::new(&path).sync(sync));
                         Runtime::start(RuntimeConfig { log, ..config }).await
                     }
                 }
@@ -255,7 +252,6 @@ fn pending_asksim(iters: u64, calls: u64, keeping: Keeping, clock: Clock) -> Dur
         total += clock.since(start);
         rt.block_on(runtime.shutdown());
     }
-    let _ = std::fs::remove_file(bench_log_path());
     total
 }
 

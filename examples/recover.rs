@@ -7,7 +7,7 @@
 //! host that is killed (`--crash`), then as the host that recovers.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use asksim::policy::Policy;
@@ -38,9 +38,8 @@ async fn main() {
     {
         return crash(Path::new(log)).await;
     }
-    let log: PathBuf =
-        std::env::temp_dir().join(format!("asksim-recover-example-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&log);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("host.jsonl");
     let mut first = Command::new(std::env::current_exe().unwrap())
         .arg("--crash")
         .arg(&log)
@@ -55,7 +54,6 @@ async fn main() {
     first.kill().expect("SIGKILL");
     println!("first life ended: {}", first.wait().unwrap());
     recover(&log).await;
-    let _ = std::fs::remove_file(&log);
 }
 
 /// The first life: a question goes pending; then it waits to be killed.

@@ -6,33 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A temp dir unique to this test process and tag, removed on drop.
-struct TempDir(PathBuf);
+use tempfile::TempDir;
 
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "asksim-cli-bad-input-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, bytes).expect("written");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// Writes `bytes` to the file `name` in `dir`; its path.
+fn write(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).expect("written");
+    path
 }
 
 fn asksim(args: &[&str], file: &Path) -> Output {
@@ -90,52 +70,57 @@ fn assert_bad_input(file: &Path, position: Option<(u64, u64)>, needles: &[&str])
 
 #[test]
 fn a_missing_file() {
-    let dir = TempDir::new("missing");
-    assert_bad_input(&dir.0.join("no-such-scenario.json"), None, &["cannot read"]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    assert_bad_input(&dir.path().join("no-such-scenario.json"), None, &["cannot read"]);
 }
 
 #[test]
 fn a_directory() {
-    let dir = TempDir::new("directory");
-    let sub = dir.0.join("a-directory.json");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let sub = dir.path().join("a-directory.json");
     std::fs::create_dir_all(&sub).expect("a dir");
     assert_bad_input(&sub, None, &["directory"]);
 }
 
 #[test]
 fn not_json() {
-    let dir = TempDir::new("not-json");
-    let file = dir.write("not-json.json", b"not json at all\n");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(&dir, "not-json.json", b"not json at all\n");
     assert_bad_input(&file, Some((1, 2)), &["JSON"]);
 }
 
 #[test]
 fn not_utf8() {
-    let dir = TempDir::new("not-utf8");
-    let file = dir.write("binary.json", b"{\"name\": \"\xff\xfe\"}\n");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(&dir, "binary.json", b"{\"name\": \"\xff\xfe\"}\n");
     assert_bad_input(&file, None, &[]);
 }
 
 #[test]
 fn an_empty_file() {
-    let dir = TempDir::new("empty");
-    let file = dir.write("empty.json", b"");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(&dir, "empty.json", b"");
     assert_bad_input(&file, None, &[]);
 }
 
 #[test]
 fn a_truncated_file() {
-    let dir = TempDir::new("truncated");
-    let file = dir.write("truncated.json", b"{\"name\": \"x\",\n \"agents\": [");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(&dir, "truncated.json", b"{\"name\": \"x\",\n \"agents\": [");
     assert_bad_input(&file, Some((2, 12)), &["EOF"]);
 }
 
 #[test]
 fn an_unknown_key() {
-    let dir = TempDir::new("unknown-key");
-    let file = dir.write("unknown-key.json", b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(
+        &dir,
+        "unknown-key.json",
+        b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n",
+    );
     assert_bad_input(&file, Some((3, 9)), &["bogus"]);
-    let nested = dir.write(
+    let nested = write(
+        &dir,
         "unknown-nested.json",
         b"{\n  \"name\": \"x\",\n  \"broker\": { \"offer_timeout\": 1.0, \"offer_timout\": 2.0 }\n}\n",
     );
@@ -144,13 +129,15 @@ fn an_unknown_key() {
 
 #[test]
 fn a_wrong_type() {
-    let dir = TempDir::new("wrong-type");
-    let file = dir.write(
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(
+        &dir,
         "wrong-type.json",
         b"{\n  \"name\": \"x\",\n  \"seed\": \"one\"\n}\n",
     );
     assert_bad_input(&file, Some((3, 15)), &["seed"]);
-    let step = dir.write(
+    let step = write(
+        &dir,
         "wrong-step.json",
         b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"root\", \"script\": [ { \"work\": \"long\" } ] } ]\n}\n",
     );
@@ -159,8 +146,9 @@ fn a_wrong_type() {
 
 #[test]
 fn a_dangling_reference() {
-    let dir = TempDir::new("dangling");
-    let file = dir.write(
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(
+        &dir,
         "dangling.json",
         b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"root\", \"script\": [ { \"join\": \"ghost\" } ] } ]\n}\n",
     );
@@ -169,8 +157,9 @@ fn a_dangling_reference() {
 
 #[test]
 fn a_huge_count() {
-    let dir = TempDir::new("huge-count");
-    let file = dir.write(
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(
+        &dir,
         "huge-count.json",
         b"{\n  \"name\": \"x\",\n  \"agents\": [ { \"name\": \"r{i}\", \"count\": 1000000000000, \"script\": [] } ]\n}\n",
     );
@@ -179,8 +168,9 @@ fn a_huge_count() {
 
 #[test]
 fn a_negative_latency() {
-    let dir = TempDir::new("negative-latency");
-    let file = dir.write(
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = write(
+        &dir,
         "negative-latency.json",
         b"{\n  \"name\": \"x\",\n  \"answerers\": [ { \"name\": \"w\", \"accepts\": \"all\", \"latency\": { \"fixed\": -1.0 }, \"answer\": \"skip\" } ]\n}\n",
     );
@@ -189,9 +179,9 @@ fn a_negative_latency() {
 
 #[test]
 fn validate_reports_the_bad_file_among_good_ones() {
-    let dir = TempDir::new("validate-many");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
-    let bad = dir.write("bad.json", b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n");
+    let bad = write(&dir, "bad.json", b"{\n  \"name\": \"x\",\n  \"bogus\": 1\n}\n");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .arg("validate")
         .arg(&good)
@@ -220,7 +210,7 @@ fn validate_reports_the_bad_file_among_good_ones() {
 /// variant, expected newtype variant`). Each message says what the field takes.
 #[test]
 fn messages_say_what_a_field_takes_not_rust_type_names() {
-    let dir = TempDir::new("plain");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let answerer = |fields: &str| {
         format!(
             "{{\"name\": \"x\", \"answerers\": [ {{ \"name\": \"w\", {fields} }} ],\n \"agents\": [ {{ \"name\": \"root\", \"script\": [] }} ] }}"
@@ -268,7 +258,7 @@ fn messages_say_what_a_field_takes_not_rust_type_names() {
         ),
     ];
     for (k, (text, needles)) in cases.iter().enumerate() {
-        let file = dir.write(&format!("plain-{k}.json"), text.as_bytes());
+        let file = write(&dir, &format!("plain-{k}.json"), text.as_bytes());
         assert_bad_input(&file, None, needles);
         let stderr = String::from_utf8_lossy(&asksim(&["validate"], &file).stderr).into_owned();
         for jargon in [
@@ -289,9 +279,9 @@ fn messages_say_what_a_field_takes_not_rust_type_names() {
 /// parsing`. Each names the mix-up and the command that reads the file.
 #[test]
 fn a_log_given_to_run_and_a_scenario_given_to_replay_are_named() {
-    let dir = TempDir::new("mixup");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
-    let log = dir.0.join("quickstart.jsonl");
+    let log = dir.path().join("quickstart.jsonl");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args([
             "run",
@@ -325,7 +315,7 @@ fn a_log_given_to_run_and_a_scenario_given_to_replay_are_named() {
 /// says the cancel matched nothing.
 #[test]
 fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
-    let dir = TempDir::new("cancel-call");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let scenario = |call: &str, loss: bool| {
         let loss = if loss {
             r#", { "at": 3.0, "process_loss": { "restart_after": 1 } }"#
@@ -341,16 +331,16 @@ fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
   "events": [ {{ "at": 1.0, "cancel_call": "{call}" }}{loss} ] }}"#
         )
     };
-    let never = dir.write("never.json", scenario("root/7", false).as_bytes());
+    let never = write(&dir, "never.json", scenario("root/7", false).as_bytes());
     assert_bad_input(
         &never,
         None,
         &[r#"events[0].cancel_call: "root/7" can never exist: root makes at most 1 tool calls in this run"#],
     );
-    let twice = dir.write("twice.json", scenario("root/2", false).as_bytes());
+    let twice = write(&dir, "twice.json", scenario("root/2", false).as_bytes());
     assert_bad_input(&twice, None, &["no process_loss reruns its on_resume"]);
     // With a process loss, on_resume may make a second call: root/2 can exist.
-    let maybe = dir.write("maybe.json", scenario("root/2", true).as_bytes());
+    let maybe = write(&dir, "maybe.json", scenario("root/2", true).as_bytes());
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args(["run", &maybe.display().to_string(), "--timeline"])
         .output()
@@ -370,15 +360,15 @@ fn a_cancel_call_of_a_call_that_cannot_exist_is_a_bad_reference() {
 /// and `--chrome-trace` on one path left only the trace.
 #[test]
 fn an_output_that_is_an_input_or_another_output_is_refused() {
-    let dir = TempDir::new("same-file");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let quickstart =
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json")).unwrap();
-    let scenario = dir.write("x.json", &quickstart);
-    let log = dir.0.join("x.jsonl");
+    let scenario = write(&dir, "x.json", &quickstart);
+    let log = dir.path().join("x.jsonl");
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_asksim"))
             .args(args)
-            .current_dir(&dir.0)
+            .current_dir(dir.path())
             .output()
             .unwrap()
     };
@@ -412,7 +402,7 @@ fn an_output_that_is_an_input_or_another_output_is_refused() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(!dir.0.join("t").exists(), "{args:?} wrote nothing");
+        assert!(!dir.path().join("t").exists(), "{args:?} wrote nothing");
     }
     assert_eq!(
         std::fs::read(&scenario).unwrap(),

@@ -295,20 +295,14 @@ fn load_small_sums_hold_under_several_seeds() {
     }
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("asksim-determinism-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-    dir
-}
-
 #[test]
 fn a_wrong_expectation_fails_the_run_and_prints_the_reproduce_command() {
-    let dir = temp_dir("wrong-expect");
+    let dir = tempfile::tempdir().expect("a temp dir");
     let text = std::fs::read_to_string(scenarios_dir().join("quickstart.json")).expect("quickstart");
     let mut scenario: Value = serde_json::from_str(&text).expect("JSON");
     scenario["expect"]["results"]["root/1"] =
         json!({ "answers": [ { "id": "cleanup", "selected": [ "No, keep them" ] } ] });
-    let path = dir.join("wrong-expect.json");
+    let path = dir.path().join("wrong-expect.json");
     std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap()).expect("written");
     for seed in [None, Some(42u64)] {
         let mut command = Command::new(env!("CARGO_BIN_EXE_asksim"));
@@ -338,5 +332,4 @@ fn a_wrong_expectation_fails_the_run_and_prints_the_reproduce_command() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

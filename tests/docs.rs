@@ -35,6 +35,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use tempfile::TempDir;
+
 /// The repository's root.
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -84,25 +86,14 @@ fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
-/// A directory of its own for one page, holding copies of what examples read.
-struct Sandbox(PathBuf);
-
-impl Sandbox {
-    fn new(page: &Path) -> Sandbox {
-        let name = page.file_stem().unwrap_or_default().to_string_lossy();
-        let dir = std::env::temp_dir().join(format!("asksim-docs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for from in ["scenarios", "tests/fixtures", "examples/external"] {
-            copy_dir(&root().join(from), &dir.join(from));
-        }
-        Sandbox(dir)
+/// A directory of its own for one page, holding copies of what examples read;
+/// removed on drop.
+fn sandbox() -> TempDir {
+    let dir = tempfile::tempdir().expect("a sandbox directory");
+    for from in ["scenarios", "tests/fixtures", "examples/external"] {
+        copy_dir(&root().join(from), &dir.path().join(from));
     }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    dir
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -201,7 +192,7 @@ fn lines_match(expected: &[String], actual: &[&str]) -> Result<(), String> {
 /// Runs every example of `page`; the failures, one message each.
 fn check_page(page: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(page).expect("the page");
-    let sandbox = Sandbox::new(page);
+    let sandbox = sandbox();
     let mut failures = Vec::new();
     let name = page.strip_prefix(root()).unwrap_or(page).display().to_string();
     for block in blocks(&text) {
@@ -210,7 +201,7 @@ fn check_page(page: &Path) -> Vec<String> {
             .split_whitespace()
             .find_map(|w| w.strip_prefix("file="))
         {
-            let path = sandbox.0.join(file);
+            let path = sandbox.path().join(file);
             std::fs::write(&path, block.lines.join("\n") + "\n").expect("the example's file");
             continue;
         }
@@ -225,7 +216,7 @@ fn check_page(page: &Path) -> Vec<String> {
                 .unwrap_or(block.lines.len());
             let expected = &block.lines[k + 1..end];
             let at = block.at + k + 1;
-            match output_of(&command, &sandbox.0) {
+            match output_of(&command, sandbox.path()) {
                 Err(why) => failures.push(format!("{name}:{at}: {why}")),
                 Ok(actual) => {
                     let actual: Vec<&str> = actual.lines().collect();

@@ -182,10 +182,8 @@ async fn print_messages(agent: &AgentHandle, seen: usize) -> usize {
 
 /// The test: seeded kills, a recovery after each, then a last run to the end.
 fn kill_and_recover() {
-    let dir = std::env::temp_dir().join(format!("asksim-library-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("host.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.jsonl");
     let (deadline_tx, deadline_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if deadline_rx.recv_timeout(WATCHDOG).is_err() {
@@ -212,7 +210,6 @@ fn kill_and_recover() {
     check(&path, &seen);
     let _ = deadline_tx.send(());
     let _ = watchdog.join();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs the host on `path` until it has printed `kill_after` effect lines (then

@@ -147,9 +147,8 @@ fn a_failing_order_is_found_and_replays() {
 
     // The same through the command line: explore exits 1 and prints the
     // command; that command fails the same way.
-    let dir = std::env::temp_dir().join(format!("asksim-explore-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("cancel-expects-answer.json");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cancel-expects-answer.json");
     std::fs::write(&file, &text).unwrap();
     let file = file.to_str().unwrap();
     let (code, stdout, _) = asksim(&["explore", file, "--all", "--json"]);
@@ -339,9 +338,8 @@ fn outcome_lines_stay_readable_and_json_keeps_every_call_in_full() {
         })
         .to_string()
     };
-    let dir = std::env::temp_dir().join(format!("asksim-explore-lines-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (few, many) = (dir.join("few.json"), dir.join("many.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let (few, many) = (dir.path().join("few.json"), dir.path().join("many.json"));
     std::fs::write(&few, scenario(2)).unwrap();
     std::fs::write(&many, scenario(8)).unwrap();
     let args = |file: &Path| {
@@ -384,5 +382,4 @@ fn outcome_lines_stay_readable_and_json_keeps_every_call_in_full() {
         outcome["worker7/1"].as_str().unwrap().contains(label),
         "{outcome:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

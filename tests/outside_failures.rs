@@ -198,9 +198,8 @@ fn a_sweep_counts_a_failed_process_as_a_failing_seed() {
 
 #[test]
 fn an_answerer_process_that_dies_fails_the_run_naming_it() {
-    let dir = std::env::temp_dir().join(format!("asksim-outside-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("dies.json");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dies.json");
     let scenario = serde_json::json!({
         "name": "dies",
         "tool": { "mode": "timed", "timeout": 5 },
@@ -217,7 +216,6 @@ fn an_answerer_process_that_dies_fails_the_run_naming_it() {
         "{stdout}"
     );
     assert!(stdout.contains("\"msg\":\"offer\""), "{stdout}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -285,9 +283,8 @@ fn a_command_that_cannot_start_is_bad_input_before_anything_runs() {
         &[],
     );
     assert_eq!(not_executable.status.code(), Some(2));
-    let dir = std::env::temp_dir().join(format!("asksim-not-started-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("tg.json");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tg.json");
     let scenario = serde_json::json!({
         "name": "tg",
         "answerers": [ { "name": "tg", "process": ["asksim-no-such-answerer"] } ],
@@ -306,7 +303,6 @@ fn a_command_that_cannot_start_is_bad_input_before_anything_runs() {
             "{command}: {stderr}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -3,33 +3,18 @@
 //! refolded; a corrupt one counts as absent.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::event::Event;
 use asksim::log::{LogHeader, STATE_VERSION, read_file};
 use asksim::projection::{CacheUse, Projection, Snapshot, events_digest, fold_with_cache};
 use serde_json::Value;
+use tempfile::TempDir;
 
-/// A cache path no other test (or process) uses; removed on drop.
-struct TempCache(PathBuf);
-
-impl TempCache {
-    fn new(tag: &str) -> TempCache {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "asksim-projection-cache-{}-{tag}-{n}.json",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&path);
-        TempCache(path)
-    }
-}
-
-impl Drop for TempCache {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A cache path in a directory of its own, removed (with the directory) on drop.
+fn temp_cache() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("cache.json");
+    (dir, path)
 }
 
 fn load(name: &str) -> (LogHeader, Vec<Event>) {
@@ -51,25 +36,25 @@ fn read_snapshot(cache: &Path) -> Snapshot {
 #[test]
 fn a_fresh_cache_folds_and_writes_a_snapshot() {
     let (header, events) = load("mixed-schemas.jsonl");
-    let cache = TempCache::new("fresh");
-    let (projection, usage) = fold(&cache.0, &header, &events);
+    let (_dir, cache) = temp_cache();
+    let (projection, usage) = fold(&cache, &header, &events);
     assert_eq!(usage, CacheUse::Folded);
     assert_eq!(projection, Projection::fold(&events));
-    let snapshot = read_snapshot(&cache.0);
+    let snapshot = read_snapshot(&cache);
     assert_eq!(snapshot.state_version, STATE_VERSION);
     assert_eq!(snapshot.log, (header.scenario.clone(), header.seed));
     assert_eq!(snapshot.projection, projection);
-    let raw: Value = serde_json::from_str(&std::fs::read_to_string(&cache.0).unwrap()).unwrap();
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     assert_eq!(raw["stateVersion"], Value::from(STATE_VERSION));
 }
 
 #[test]
 fn a_second_call_reuses_the_snapshot_and_gives_the_same_projection() {
     let (header, events) = load("mixed-schemas.jsonl");
-    let cache = TempCache::new("reuse");
-    let (first, usage) = fold(&cache.0, &header, &events);
+    let (_dir, cache) = temp_cache();
+    let (first, usage) = fold(&cache, &header, &events);
     assert_eq!(usage, CacheUse::Folded);
-    let (second, usage) = fold(&cache.0, &header, &events);
+    let (second, usage) = fold(&cache, &header, &events);
     assert_eq!(usage, CacheUse::Reused);
     assert_eq!(second, first);
     assert_eq!(second, Projection::fold(&events));
@@ -78,14 +63,14 @@ fn a_second_call_reuses_the_snapshot_and_gives_the_same_projection() {
 #[test]
 fn a_snapshot_of_a_prefix_is_reused_and_only_the_rest_folded() {
     let (header, events) = load("timed-loss.jsonl");
-    let cache = TempCache::new("prefix");
-    let (partial, usage) = fold(&cache.0, &header, &events[..13]);
+    let (_dir, cache) = temp_cache();
+    let (partial, usage) = fold(&cache, &header, &events[..13]);
     assert_eq!(usage, CacheUse::Folded);
     assert_eq!(partial.seq, 13);
-    let (full, usage) = fold(&cache.0, &header, &events);
+    let (full, usage) = fold(&cache, &header, &events);
     assert_eq!(usage, CacheUse::Reused);
     assert_eq!(full, Projection::fold(&events));
-    assert_eq!(read_snapshot(&cache.0).projection.seq, 30);
+    assert_eq!(read_snapshot(&cache).projection.seq, 30);
 }
 
 #[test]
@@ -96,7 +81,7 @@ fn a_snapshot_from_another_state_version_is_discarded_and_refolded() {
         if other == STATE_VERSION {
             continue;
         }
-        let cache = TempCache::new("version");
+        let (_dir, cache) = temp_cache();
         // A snapshot of the same log but from another stateVersion, whose state is
         // deliberately wrong: it must not be used.
         let mut stale = fresh.clone();
@@ -108,15 +93,15 @@ fn a_snapshot_from_another_state_version_is_discarded_and_refolded() {
             events_digest: events_digest(&events),
             projection: stale,
         };
-        std::fs::write(&cache.0, serde_json::to_string(&snapshot).unwrap()).unwrap();
-        let (projection, usage) = fold(&cache.0, &header, &events);
+        std::fs::write(&cache, serde_json::to_string(&snapshot).unwrap()).unwrap();
+        let (projection, usage) = fold(&cache, &header, &events);
         assert_eq!(usage, CacheUse::Refolded, "stateVersion {other}");
         assert_eq!(projection, fresh, "stateVersion {other}");
         // The snapshot written back is the code's.
-        let written = read_snapshot(&cache.0);
+        let written = read_snapshot(&cache);
         assert_eq!(written.state_version, STATE_VERSION);
         assert_eq!(written.projection, fresh);
-        let (_, usage) = fold(&cache.0, &header, &events);
+        let (_, usage) = fold(&cache, &header, &events);
         assert_eq!(usage, CacheUse::Reused);
     }
 }
@@ -132,25 +117,22 @@ fn a_snapshot_of_another_log_is_refolded() {
         (header.scenario.clone(), header.seed + 1),
     ];
     for (scenario, seed) in others {
-        let cache = TempCache::new("other-log");
-        let (_, usage) = fold_with_cache(&cache.0, (&scenario, seed), &other_events).unwrap();
+        let (_dir, cache) = temp_cache();
+        let (_, usage) = fold_with_cache(&cache, (&scenario, seed), &other_events).unwrap();
         assert_eq!(usage, CacheUse::Folded);
-        let (projection, usage) = fold(&cache.0, &header, &events);
+        let (projection, usage) = fold(&cache, &header, &events);
         assert_eq!(usage, CacheUse::Refolded, "{scenario} seed {seed}");
         assert_eq!(projection, fresh, "{scenario} seed {seed}");
-        assert_eq!(
-            read_snapshot(&cache.0).log,
-            (header.scenario.clone(), header.seed)
-        );
+        assert_eq!(read_snapshot(&cache).log, (header.scenario.clone(), header.seed));
     }
 }
 
 #[test]
 fn a_snapshot_longer_than_the_log_is_refolded() {
     let (header, events) = load("timed-loss.jsonl");
-    let cache = TempCache::new("longer");
-    fold(&cache.0, &header, &events);
-    let (projection, usage) = fold(&cache.0, &header, &events[..10]);
+    let (_dir, cache) = temp_cache();
+    fold(&cache, &header, &events);
+    let (projection, usage) = fold(&cache, &header, &events[..10]);
     assert_eq!(usage, CacheUse::Refolded);
     assert_eq!(projection, Projection::fold(&events[..10]));
 }
@@ -160,9 +142,9 @@ fn a_corrupt_cache_counts_as_absent() {
     let (header, events) = load("mixed-schemas.jsonl");
     let fresh = Projection::fold(&events);
     let valid = {
-        let cache = TempCache::new("valid");
-        fold(&cache.0, &header, &events);
-        std::fs::read(&cache.0).unwrap()
+        let (_dir, cache) = temp_cache();
+        fold(&cache, &header, &events);
+        std::fs::read(&cache).unwrap()
     };
     let corrupt: Vec<Vec<u8>> = vec![
         Vec::new(),
@@ -175,20 +157,20 @@ fn a_corrupt_cache_counts_as_absent() {
         br#"{"stateVersion":"one","log":["x",1],"projection":{}}"#.to_vec(),
     ];
     for (i, bytes) in corrupt.iter().enumerate() {
-        let cache = TempCache::new("corrupt");
-        std::fs::write(&cache.0, bytes).unwrap();
-        let (projection, usage) = fold(&cache.0, &header, &events);
+        let (_dir, cache) = temp_cache();
+        std::fs::write(&cache, bytes).unwrap();
+        let (projection, usage) = fold(&cache, &header, &events);
         assert_eq!(usage, CacheUse::Folded, "corrupt cache #{i}");
         assert_eq!(projection, fresh, "corrupt cache #{i}");
         // …and it is replaced by a good snapshot.
-        assert_eq!(read_snapshot(&cache.0).projection, fresh, "corrupt cache #{i}");
+        assert_eq!(read_snapshot(&cache).projection, fresh, "corrupt cache #{i}");
     }
 }
 
 #[test]
 fn replay_with_a_snapshot_prints_the_same_as_without() {
     let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mixed-schemas.jsonl");
-    let cache = TempCache::new("cli");
+    let (_dir, cache) = temp_cache();
     let run = |snapshot: Option<&Path>| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_asksim"));
         command.arg("replay").arg(&log).arg("--json");
@@ -205,9 +187,9 @@ fn replay_with_a_snapshot_prints_the_same_as_without() {
         String::from_utf8(out.stdout).unwrap()
     };
     let plain = run(None);
-    let folded = run(Some(&cache.0));
-    assert_eq!(read_snapshot(&cache.0).state_version, STATE_VERSION);
-    let reused = run(Some(&cache.0));
+    let folded = run(Some(&cache));
+    assert_eq!(read_snapshot(&cache).state_version, STATE_VERSION);
+    let reused = run(Some(&cache));
     assert_eq!(folded, plain);
     assert_eq!(reused, plain);
 }
@@ -226,9 +208,9 @@ fn a_snapshot_of_a_different_log_under_the_same_header_is_not_reused() {
     .unwrap();
     edited[5] = answered;
     assert_ne!(Projection::fold(&edited), Projection::fold(&events));
-    let cache = TempCache::new("same-header");
-    fold(&cache.0, &header, &events);
-    let (projection, usage) = fold(&cache.0, &header, &edited);
+    let (_dir, cache) = temp_cache();
+    fold(&cache, &header, &events);
+    let (projection, usage) = fold(&cache, &header, &edited);
     assert_eq!(projection, Projection::fold(&edited));
     assert_eq!(usage, CacheUse::Refolded);
 }

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
+use tempfile::NamedTempFile;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,25 +25,13 @@ fn replay(args: &[&str], log: &Path) -> Output {
 }
 
 /// A temporary log file holding `text`; removed on drop.
-struct TempLog(PathBuf);
-
-impl TempLog {
-    fn new(tag: &str, text: &[u8]) -> TempLog {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "asksim-replay-cli-{}-{tag}-{n}.jsonl",
-            std::process::id()
-        ));
-        std::fs::write(&path, text).expect("temp dir writable");
-        TempLog(path)
-    }
-}
-
-impl Drop for TempLog {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+fn temp_log(text: &[u8]) -> NamedTempFile {
+    let file = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("temp dir writable");
+    std::fs::write(file.path(), text).expect("temp dir writable");
+    file
 }
 
 fn good_lines() -> Vec<String> {
@@ -98,8 +86,8 @@ fn a_truncated_line_names_its_line() {
     let mut lines = good_lines();
     let line = &mut lines[6];
     line.truncate(line.len() / 2);
-    let log = TempLog::new("truncated", &joined(&lines));
-    assert_bad(&log.0, Some(7), "bad event");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(7), "bad event");
 }
 
 #[test]
@@ -107,69 +95,66 @@ fn a_log_cut_mid_line_at_the_end_names_the_last_line() {
     let lines = good_lines();
     let mut text = joined(&lines[..10]);
     text.extend_from_slice(&lines[10].as_bytes()[..20]);
-    let log = TempLog::new("cut", &text);
-    assert_bad(&log.0, Some(11), "bad event");
+    let log = temp_log(&text);
+    assert_bad(log.path(), Some(11), "bad event");
 }
 
 #[test]
 fn bad_json_names_its_line() {
     let mut lines = good_lines();
     lines[3] = "{\"seq\":3,,}".to_owned();
-    let log = TempLog::new("badjson", &joined(&lines));
-    assert_bad(&log.0, Some(4), "bad event");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(4), "bad event");
     let mut lines = good_lines();
     lines[4] = "not json at all".to_owned();
-    let log = TempLog::new("notjson", &joined(&lines));
-    assert_bad(&log.0, Some(5), "bad event");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(5), "bad event");
 }
 
 #[test]
 fn a_seq_gap_names_its_line() {
     let mut lines = good_lines();
     lines.remove(5); // seq 5 goes; the line of seq 6 is now line 6
-    let log = TempLog::new("gap", &joined(&lines));
-    assert_bad(&log.0, Some(6), "seq 6 where 5 was expected");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(6), "seq 6 where 5 was expected");
     let mut lines = good_lines();
     let repeated = lines[5].clone();
     lines.insert(6, repeated);
-    let log = TempLog::new("repeat", &joined(&lines));
-    assert_bad(&log.0, Some(7), "seq 5 where 6 was expected");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(7), "seq 5 where 6 was expected");
 }
 
 #[test]
 fn an_unknown_event_names_its_line() {
     let mut lines = good_lines();
     lines[2] = r#"{"seq":2,"t":0.0,"event":"teleport","agent":"ops"}"#.to_owned();
-    let log = TempLog::new("unknown", &joined(&lines));
-    assert_bad(&log.0, Some(3), "teleport");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(3), "teleport");
 }
 
 #[test]
 fn a_missing_header_names_line_one() {
     let lines = good_lines();
-    let log = TempLog::new("noheader", &joined(&lines[1..]));
-    assert_bad(&log.0, Some(1), "header");
+    let log = temp_log(&joined(&lines[1..]));
+    assert_bad(log.path(), Some(1), "header");
     let mut lines = good_lines();
     lines[0] = r#"{"format":"other-log","version":1,"stateVersion":1,"scenario":"x","seed":1}"#.to_owned();
-    let log = TempLog::new("otherformat", &joined(&lines));
-    assert_bad(&log.0, Some(1), "asksim-log");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(1), "asksim-log");
 }
 
 #[test]
 fn an_empty_file_names_line_one() {
-    let log = TempLog::new("empty", b"");
-    assert_bad(&log.0, Some(1), "missing header");
-    let log = TempLog::new("blank", b"\n\n");
-    assert_bad(&log.0, Some(1), "missing header");
+    let log = temp_log(b"");
+    assert_bad(log.path(), Some(1), "missing header");
+    let log = temp_log(b"\n\n");
+    assert_bad(log.path(), Some(1), "missing header");
 }
 
 #[test]
 fn a_missing_file_names_the_file() {
-    let path = std::env::temp_dir().join(format!(
-        "asksim-replay-cli-{}-does-not-exist.jsonl",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&path);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("does-not-exist.jsonl");
     assert_bad(&path, None, "cannot read");
 }
 
@@ -177,11 +162,11 @@ fn a_missing_file_names_the_file() {
 fn a_file_that_is_not_utf8_names_the_file() {
     let mut text = joined(&good_lines());
     text.extend_from_slice(&[0xff, 0xfe, b'\n']);
-    let log = TempLog::new("binary", &text);
-    let out = replay(&[], &log.0);
+    let log = temp_log(&text);
+    let out = replay(&[], log.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&log.0.display().to_string()));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&log.path().display().to_string()));
 }
 
 /// callId → state as the human table lists it.
@@ -347,13 +332,13 @@ fn a_header_with_fields_this_build_does_not_know_replays() {
         .lines()
         .map(str::to_owned)
         .collect::<Vec<_>>();
-    let original = TempLog::new("header-plain", &joined(&lines));
+    let original = temp_log(&joined(&lines));
     lines[0] = with_field(&lines[0], r#""writer":"asksim 9.0""#, true);
     lines[0] = with_field(&lines[0], r#""clock":{"kind":"real","tolerance_s":0.1}"#, false);
-    let newer = TempLog::new("header-newer", &joined(&lines));
-    let got = reports(&newer.0);
+    let newer = temp_log(&joined(&lines));
+    let got = reports(newer.path());
     assert_eq!(got[0].0, Some(0));
-    assert_eq!(got, reports(&original.0));
+    assert_eq!(got, reports(original.path()));
 }
 
 #[test]
@@ -370,11 +355,11 @@ fn events_with_fields_this_build_does_not_know_replay_with_the_same_report() {
             let field = format!(r#""x_trace":{{"span":{i},"tags":["a",null]}}"#);
             *line = with_field(line, &field, i % 2 == 0);
         }
-        let original = TempLog::new("events-plain", &joined(&lines));
-        let newer = TempLog::new("events-newer", &joined(&newer));
-        let got = reports(&newer.0);
+        let original = temp_log(&joined(&lines));
+        let newer = temp_log(&joined(&newer));
+        let got = reports(newer.path());
         assert_eq!(got[0].0, Some(code), "{name}");
-        assert_eq!(got, reports(&original.0), "{name}");
+        assert_eq!(got, reports(original.path()), "{name}");
     }
 }
 
@@ -384,8 +369,8 @@ fn an_event_without_its_seq_names_its_line() {
     let mut lines = good_lines();
     lines[4] = lines[4].replacen(r#""seq":4,"#, "", 1);
     assert!(!lines[4].contains("\"seq\""), "{}", lines[4]);
-    let log = TempLog::new("noseq", &joined(&lines));
-    assert_bad(&log.0, Some(5), "missing field `seq`");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(5), "missing field `seq`");
 }
 
 #[test]
@@ -394,8 +379,8 @@ fn a_request_without_its_call_id_names_its_line() {
     assert!(lines[3].contains(r#""event":"request""#), "{}", lines[3]);
     lines[3] = lines[3].replacen(r#""callId":"root/1","#, "", 1);
     assert!(!lines[3].contains("callId"), "{}", lines[3]);
-    let log = TempLog::new("nocallid", &joined(&lines));
-    assert_bad(&log.0, Some(4), "missing field `callid`");
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(4), "missing field `callid`");
 }
 
 #[test]
@@ -408,9 +393,9 @@ fn a_header_without_a_required_field_names_line_one() {
         let mut lines = good_lines();
         assert!(lines[0].contains(field), "{}", lines[0]);
         lines[0] = lines[0].replacen(field, "", 1);
-        let log = TempLog::new("header-missing", &joined(&lines));
+        let log = temp_log(&joined(&lines));
         let name = field.split('"').nth(1).unwrap().to_lowercase();
-        assert_bad(&log.0, Some(1), &format!("missing field `{name}`"));
+        assert_bad(log.path(), Some(1), &format!("missing field `{name}`"));
     }
 }
 
@@ -421,30 +406,30 @@ fn a_header_without_a_required_field_names_line_one() {
 #[test]
 fn a_log_cut_at_a_line_boundary_says_its_run_did_not_end() {
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
-    let whole = TempLog::new("whole", b"");
+    let whole = temp_log(b"");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args([
             "run",
             &scenario.display().to_string(),
             "--log",
-            &whole.0.display().to_string(),
+            &whole.path().display().to_string(),
         ])
         .output()
         .expect("asksim runs");
     assert_eq!(out.status.code(), Some(0));
-    let text = std::fs::read_to_string(&whole.0).expect("the log");
+    let text = std::fs::read_to_string(whole.path()).expect("the log");
     let last = text.lines().last().unwrap_or_default();
     assert!(last.ends_with(r#","event":"end","reason":"done"}"#), "{last}");
-    let done = replay(&[], &whole.0);
+    let done = replay(&[], whole.path());
     let stdout = String::from_utf8_lossy(&done.stdout);
     assert_eq!(done.status.code(), Some(0), "{stdout}");
     assert!(!stdout.contains("NOT ENDED"), "{stdout}");
-    let json: Value = serde_json::from_slice(&replay(&["--json"], &whole.0).stdout).unwrap();
+    let json: Value = serde_json::from_slice(&replay(&["--json"], whole.path()).stdout).unwrap();
     assert_eq!(json["end"], "done");
 
     let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let cut = TempLog::new("cut", &joined(&lines[..4]));
-    let out = replay(&[], &cut.0);
+    let cut = temp_log(&joined(&lines[..4]));
+    let out = replay(&[], cut.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "the invariants hold so far: {stdout}");
     assert!(
@@ -459,6 +444,6 @@ fn a_log_cut_at_a_line_boundary_says_its_run_did_not_end() {
         stdout.contains("`asksim run FILE --log PATH --resume` continues it"),
         "{stdout}"
     );
-    let json: Value = serde_json::from_slice(&replay(&["--json"], &cut.0).stdout).unwrap();
+    let json: Value = serde_json::from_slice(&replay(&["--json"], cut.path()).stdout).unwrap();
     assert_eq!(json["end"], Value::Null);
 }

@@ -234,8 +234,8 @@ const PENDING_IN_PLACE: &[(&str, u64)] = &[
 /// a call, with agent:Settled and agent:Closed).
 #[tokio::test(start_paused = true)]
 async fn under_a_durable_log_the_agent_takes_results_in_place() {
-    let path = std::env::temp_dir().join(format!("asksim-counts-durable-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("counts-durable.jsonl");
     let config = RuntimeConfig {
         log: Some(asksim::LogConfig::new(&path)),
         ..answering_after(2.0)
@@ -246,8 +246,6 @@ async fn under_a_durable_log_the_agent_takes_results_in_place() {
     assert_eq!(got.messages, 3, "broker:Request and two wake-ups only: {got:#?}");
     in_place("pending call under a durable log", &got, PENDING_IN_PLACE);
     runtime.shutdown().await;
-    drop(runtime);
-    let _ = std::fs::remove_file(&path);
 }
 
 /// The counts fire: a bound under today's figure fails.

@@ -17,17 +17,10 @@ use asksim::sim::hunt::sweep::{SweepOptions, run_seed};
 use proptest::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tempfile::TempDir;
 
 fn scenario_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)
-}
-
-/// A fresh folder for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("asksim-shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The binary, with neither index variable inherited (the tests may run inside a
@@ -97,14 +90,13 @@ fn without_wall(text: &str) -> String {
 
 /// Shards then merge give the bytes of one sweep's `--json` (wall time aside),
 /// and its exit code.
-fn assert_merge_equals_sweep(name: &str, file: &Path, seeds: &str, n: u64, extra: &[&str]) -> i32 {
-    let dir = temp_dir(name);
+fn assert_merge_equals_sweep(file: &Path, seeds: &str, n: u64, extra: &[&str]) -> i32 {
+    let dir = tempfile::tempdir().unwrap();
     let one = sweep(file, seeds, &[&["--json"], extra].concat());
-    let paths = shards(&dir, file, seeds, n, extra);
+    let paths = shards(dir.path(), file, seeds, n, extra);
     let merged = merge(&paths, true);
     assert_eq!(merged.status.code(), one.status.code(), "{}", stderr(&merged));
     assert_eq!(without_wall(&stdout(&merged)), without_wall(&stdout(&one)));
-    let _ = std::fs::remove_dir_all(dir);
     one.status.code().unwrap()
 }
 
@@ -113,7 +105,7 @@ fn merged_shards_print_the_json_of_one_sweep_over_the_same_seeds() {
     // The scenario's exact expectations hold for some seeds only, so the sweep has
     // failing seeds, reproduce commands and both sides of the race.
     let file = scenario_path("race-answer-vs-expiry.json");
-    let code = assert_merge_equals_sweep("equal", &file, "0..150", 4, &[]);
+    let code = assert_merge_equals_sweep(&file, "0..150", 4, &[]);
     assert_eq!(code, 1, "some seeds fail: merge exits 1 like the sweep");
 }
 
@@ -121,32 +113,31 @@ fn merged_shards_print_the_json_of_one_sweep_over_the_same_seeds() {
 fn merged_shards_equal_one_sweep_under_every_flag_that_changes_a_run() {
     let file = scenario_path("race-hold-vs-expiry.json");
     let extra = ["--invariants-only", "--explore", "pct:3"];
-    let code = assert_merge_equals_sweep("flags", &file, "1000..1090", 3, &extra);
+    let code = assert_merge_equals_sweep(&file, "1000..1090", 3, &extra);
     assert_eq!(code, 0);
     let quickstart = scenario_path("quickstart.json");
-    assert_merge_equals_sweep("fifo", &quickstart, "5..=40", 5, &["--explore", "fifo"]);
+    assert_merge_equals_sweep(&quickstart, "5..=40", 5, &["--explore", "fifo"]);
 }
 
 #[test]
 fn merge_prints_the_human_report_of_one_sweep() {
-    let dir = temp_dir("human");
+    let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
     let one = stdout(&sweep(&file, "0..40", &[]));
-    let merged = stdout(&merge(&shards(&dir, &file, "0..40", 3, &[]), false));
+    let merged = stdout(&merge(&shards(dir.path(), &file, "0..40", 3, &[]), false));
     // Every line but the last, which ends with the wall time.
     let body = |text: &str| text.lines().rev().skip(1).map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(body(&merged), body(&one));
     assert!(merged.contains("FAIL seed"), "{merged}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_range_ending_at_u64_max_shards_and_merges() {
-    let dir = temp_dir("max");
+    let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("quickstart.json");
     let seeds = "18446744073709551614..=18446744073709551615";
     // Three shards of two seeds: shard 2/3 holds none and still writes its file.
-    let paths = shards(&dir, &file, seeds, 3, &[]);
+    let paths = shards(dir.path(), &file, seeds, 3, &[]);
     assert_eq!(seeds_in(&paths[0]), [18446744073709551614]);
     assert_eq!(seeds_in(&paths[1]), [18446744073709551615]);
     assert_eq!(seeds_in(&paths[2]), Vec::<u64>::new());
@@ -155,7 +146,6 @@ fn a_range_ending_at_u64_max_shards_and_merges() {
     assert_eq!(merged.status.code(), Some(0), "{}", stderr(&merged));
     assert_eq!(without_wall(&stdout(&merged)), without_wall(&stdout(&one)));
     assert!(stdout(&merged).contains("\"to\":18446744073709551616"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The seeds of a shard file's run lines, in file order.
@@ -174,12 +164,11 @@ fn seeds_in(path: &Path) -> Vec<u64> {
 #[test]
 fn shard_k_of_n_runs_the_seeds_whose_index_is_k_mod_n() {
     // The documented example: seeds 10..20 in 3 shards.
-    let dir = temp_dir("rule");
-    let paths = shards(&dir, &scenario_path("quickstart.json"), "10..20", 3, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let paths = shards(dir.path(), &scenario_path("quickstart.json"), "10..20", 3, &[]);
     assert_eq!(seeds_in(&paths[0]), [10, 13, 16, 19]);
     assert_eq!(seeds_in(&paths[1]), [11, 14, 17]);
     assert_eq!(seeds_in(&paths[2]), [12, 15, 18]);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn range(from: u64, len: u64) -> SeedRange {
@@ -249,22 +238,23 @@ fn a_shard_out_of_range_is_a_usage_error() {
     );
 }
 
-/// `sweep --shard auto/3 --out` with the given environment.
-fn auto(name: &str, env: &[(&str, &str)]) -> (Output, PathBuf) {
-    let dir = temp_dir(name);
-    let path = dir.join("auto.jsonl");
+/// `sweep --shard auto/3 --out` with the given environment; the folder of its
+/// output file, and that file's path.
+fn auto(env: &[(&str, &str)]) -> (Output, TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.jsonl");
     let file = scenario_path("quickstart.json");
     let mut command = asksim();
     command
         .args(["sweep", file.to_str().unwrap(), "--seeds", "0..9", "--jobs", "1"])
         .args(["--shard", "auto/3", "--out", path.to_str().unwrap()])
         .envs(env.iter().copied());
-    (run(&mut command), path)
+    (run(&mut command), dir, path)
 }
 
 #[test]
 fn auto_takes_k_from_job_completion_index() {
-    let (out, path) = auto("auto-k8s", &[("JOB_COMPLETION_INDEX", "1")]);
+    let (out, _dir, path) = auto(&[("JOB_COMPLETION_INDEX", "1")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("shard 1/3 from JOB_COMPLETION_INDEX=1"),
@@ -276,7 +266,7 @@ fn auto_takes_k_from_job_completion_index() {
 
 #[test]
 fn auto_takes_k_from_slurm_array_task_id() {
-    let (out, path) = auto("auto-slurm", &[("SLURM_ARRAY_TASK_ID", "2")]);
+    let (out, _dir, path) = auto(&[("SLURM_ARRAY_TASK_ID", "2")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("shard 2/3 from SLURM_ARRAY_TASK_ID=2"),
@@ -288,10 +278,7 @@ fn auto_takes_k_from_slurm_array_task_id() {
 
 #[test]
 fn auto_prefers_job_completion_index_when_both_are_set() {
-    let (out, path) = auto(
-        "auto-both",
-        &[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "2")],
-    );
+    let (out, _dir, path) = auto(&[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "2")]);
     assert!(
         stderr(&out).contains("from JOB_COMPLETION_INDEX=0"),
         "{}",
@@ -302,7 +289,7 @@ fn auto_prefers_job_completion_index_when_both_are_set() {
 
 #[test]
 fn auto_without_an_index_variable_exits_2_naming_both() {
-    let (out, path) = auto("auto-none", &[]);
+    let (out, _dir, path) = auto(&[]);
     assert_eq!(out.status.code(), Some(2));
     let message = stderr(&out);
     assert!(
@@ -320,7 +307,7 @@ fn auto_with_a_bad_index_exits_2_naming_the_variable() {
         ("SLURM_ARRAY_TASK_ID", "-1"),
         ("SLURM_ARRAY_TASK_ID", "3"),
     ] {
-        let (out, _) = auto("auto-bad", &[(name, value)]);
+        let (out, _, _) = auto(&[(name, value)]);
         assert_eq!(out.status.code(), Some(2), "{name}={value}");
         assert!(stderr(&out).contains(name), "{}", stderr(&out));
     }
@@ -328,9 +315,9 @@ fn auto_with_a_bad_index_exits_2_naming_the_variable() {
 
 #[test]
 fn a_shard_file_holds_each_seed_and_a_closing_line_naming_the_sweep() {
-    let dir = temp_dir("file");
+    let dir = tempfile::tempdir().unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
-    let paths = shards(&dir, &file, "0..20", 2, &["--explore", "pct:2"]);
+    let paths = shards(dir.path(), &file, "0..20", 2, &["--explore", "pct:2"]);
     let text = std::fs::read_to_string(&paths[1]).unwrap();
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let (end, runs) = lines.split_last().unwrap();
@@ -370,15 +357,14 @@ fn a_shard_file_holds_each_seed_and_a_closing_line_naming_the_sweep() {
     assert_eq!(end["invariants_only"], false);
     assert_eq!(end["runs"], 10);
     assert!(end["totals"].is_object());
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A seed's record carries everything of its summary but the wall-clock fields,
 /// so `sweep::report` folds the same thing from a file as from the runs.
 #[test]
 fn a_seed_record_gives_back_its_summary_but_the_wall_clock() {
-    let dir = temp_dir("record");
-    let limit = dir.join("limit.json");
+    let dir = tempfile::tempdir().unwrap();
+    let limit = dir.path().join("limit.json");
     let text = r#"{"name":"limit","limits":{"virtual_s_max":1},"agents":[{"name":"root","script":[{"work":1},{"work":1}]}]}"#;
     std::fs::write(&limit, text).unwrap();
     let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
@@ -434,7 +420,6 @@ fn a_seed_record_gives_back_its_summary_but_the_wall_clock() {
         }
     }
     assert!(limits > 0, "a limit went through the record");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -464,10 +449,10 @@ fn a_seed_record_refuses_an_invariant_or_limit_this_build_does_not_know() {
 // Every reason merge refuses: exit 2, nothing on stdout, the file named.
 
 /// Three good shard files of a failing sweep (`race-answer-vs-expiry`, 0..30).
-fn good_shards(name: &str) -> (PathBuf, Vec<PathBuf>) {
-    let dir = temp_dir(name);
+fn good_shards() -> (TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
     let paths = shards(
-        &dir,
+        dir.path(),
         &scenario_path("race-answer-vs-expiry.json"),
         "0..30",
         3,
@@ -520,7 +505,7 @@ fn edit_closing(path: &Path, from: &str, to: &str) {
 
 #[test]
 fn merge_refuses_a_missing_shard() {
-    let (dir, paths) = good_shards("missing-shard");
+    let (_dir, paths) = good_shards();
     let out = merge(&paths[..2], true);
     assert_eq!(out.status.code(), Some(2));
     let message = stderr(&out);
@@ -529,198 +514,179 @@ fn merge_refuses_a_missing_shard() {
         message.contains(&paths[0].display().to_string()),
         "names the files given: {message}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_file_missing_a_seed() {
-    let (dir, paths) = good_shards("missing-seed");
+    let (_dir, paths) = good_shards();
     edit_sealed(&paths[1], |lines| {
         lines.remove(2);
     });
     // Shard 1/3 of 0..30 is 1, 4, 7, …: its third seed is 7.
     assert_refused(&paths, &paths[1], "seed 7 is missing");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_seed_twice_in_a_file() {
-    let (dir, paths) = good_shards("duplicate-seed");
+    let (_dir, paths) = good_shards();
     edit_sealed(&paths[0], |lines| {
         let copy = lines[3].clone();
         lines.push(copy);
     });
     assert_refused(&paths, &paths[0], "seed 9 twice");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_shard_given_twice() {
-    let (dir, mut paths) = good_shards("duplicate-shard");
-    let copy = dir.join("copy-of-shard-1.jsonl");
+    let (dir, mut paths) = good_shards();
+    let copy = dir.path().join("copy-of-shard-1.jsonl");
     std::fs::copy(&paths[1], &copy).unwrap();
     paths.push(copy.clone());
     assert_refused(&paths, &copy, "shard 1/3 again");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_seed_outside_its_shard() {
-    let (dir, paths) = good_shards("foreign-seed");
+    let (_dir, paths) = good_shards();
     edit_sealed(&paths[2], |lines| {
         lines[0] = lines[0].replacen("{\"run\":{\"seed\":2,", "{\"run\":{\"seed\":3,", 1);
     });
     assert_refused(&paths, &paths[2], "seed 3 is not in shard 2/3");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_scenario() {
-    let (dir, mut paths) = good_shards("scenario");
-    let other = dir.join("other");
+    let (dir, mut paths) = good_shards();
+    let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     paths[2] = shards(&other, &scenario_path("quickstart.json"), "0..30", 3, &[]).remove(2);
     assert_refused(&paths, &paths[2], "another scenario");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_build() {
-    let (dir, paths) = good_shards("build");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read_to_string(&paths[1]).unwrap();
     let at = text.find("\"build\":\"").unwrap() + "\"build\":\"".len();
     edit_closing(&paths[1], &text[at..at + 64], &"0".repeat(64));
     assert_refused(&paths, &paths[1], "another build");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_version() {
-    let (dir, paths) = good_shards("version");
+    let (_dir, paths) = good_shards();
     let version = format!("\"asksim\":\"{}\"", env!("CARGO_PKG_VERSION"));
     edit_closing(&paths[0], &version, "\"asksim\":\"99.0.0\"");
     assert_refused(&paths, &paths[0], "written by asksim 99.0.0");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_seed_range() {
-    let (dir, mut paths) = good_shards("range");
-    let other = dir.join("other");
+    let (dir, mut paths) = good_shards();
+    let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
     paths[1] = shards(&other, &file, "0..33", 3, &[]).remove(1);
     assert_refused(&paths, &paths[1], "another seed range: 0..33");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_shard_count() {
-    let (dir, mut paths) = good_shards("count");
-    let other = dir.join("other");
+    let (dir, mut paths) = good_shards();
+    let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
     paths[1] = shards(&other, &file, "0..30", 4, &[]).remove(1);
     assert_refused(&paths, &paths[1], "another shard count");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_strategy() {
-    let (dir, mut paths) = good_shards("strategy");
-    let other = dir.join("other");
+    let (dir, mut paths) = good_shards();
+    let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
     paths[1] = shards(&other, &file, "0..30", 3, &["--explore", "fifo"]).remove(1);
     assert_refused(&paths, &paths[1], "another strategy: --explore fifo");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_another_clock() {
     // A scenario with nothing to do runs at once on the real clock too.
-    let dir = temp_dir("clock");
-    let idle = dir.join("idle.json");
+    let dir = tempfile::tempdir().unwrap();
+    let idle = dir.path().join("idle.json");
     std::fs::write(&idle, r#"{"name":"idle"}"#).unwrap();
-    let mut paths = shards(&dir, &idle, "0..4", 2, &[]);
-    let real = dir.join("real");
+    let mut paths = shards(dir.path(), &idle, "0..4", 2, &[]);
+    let real = dir.path().join("real");
     std::fs::create_dir_all(&real).unwrap();
     paths[1] = shards(&real, &idle, "0..4", 2, &["--clock", "real"]).remove(1);
     assert_refused(&paths, &paths[1], "another clock: --clock real");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_shards_of_other_flags() {
-    let (dir, mut paths) = good_shards("other-flags");
-    let other = dir.join("other");
+    let (dir, mut paths) = good_shards();
+    let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     let file = scenario_path("race-answer-vs-expiry.json");
     paths[2] = shards(&other, &file, "0..30", 3, &["--invariants-only"]).remove(2);
     assert_refused(&paths, &paths[2], "other flags: --invariants-only");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_file_without_its_closing_line() {
-    let (dir, paths) = good_shards("truncated");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read_to_string(&paths[1]).unwrap();
     let (body, _) = text.trim_end().rsplit_once('\n').unwrap();
     std::fs::write(&paths[1], format!("{body}\n")).unwrap();
     assert_refused(&paths, &paths[1], "truncated: no closing line");
     std::fs::write(&paths[1], "").unwrap();
     assert_refused(&paths, &paths[1], "truncated: no closing line");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_file_cut_inside_a_line() {
-    let (dir, paths) = good_shards("cut");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read(&paths[0]).unwrap();
     std::fs::write(&paths[0], &text[..text.len() - 40]).unwrap();
     let lines = text.iter().filter(|b| **b == b'\n').count();
     assert_refused(&paths, &paths[0], &format!("line {lines}: not a shard line"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_line_that_is_not_json() {
-    let (dir, paths) = good_shards("bad-json");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read_to_string(&paths[2]).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     lines[1] = "{\"run\": not json";
     std::fs::write(&paths[2], lines.join("\n") + "\n").unwrap();
     assert_refused(&paths, &paths[2], "line 2: not a shard line");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_damaged_line_that_is_still_json() {
-    let (dir, paths) = good_shards("damaged");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read_to_string(&paths[0]).unwrap();
     let damaged = text.replacen("\"answered\":1,", "\"answered\":7,", 1);
     assert_ne!(damaged, text);
     std::fs::write(&paths[0], damaged).unwrap();
     assert_refused(&paths, &paths[0], "damaged");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_line_after_the_closing_line() {
-    let (dir, paths) = good_shards("after");
+    let (_dir, paths) = good_shards();
     let text = std::fs::read_to_string(&paths[0]).unwrap();
     let first = text.lines().next().unwrap().to_owned();
     std::fs::write(&paths[0], format!("{text}{first}\n")).unwrap();
     assert_refused(&paths, &paths[0], "a line after the closing line");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn merge_refuses_a_file_it_cannot_read() {
-    let (dir, mut paths) = good_shards("unreadable");
-    paths[1] = dir.join("no-such-shard.jsonl");
+    let (dir, mut paths) = good_shards();
+    paths[1] = dir.path().join("no-such-shard.jsonl");
     assert_refused(&paths, &paths[1], "cannot read it");
-    paths[1] = dir.clone();
-    assert_refused(&paths, &dir, "cannot read it");
-    let _ = std::fs::remove_dir_all(dir);
+    paths[1] = dir.path().to_path_buf();
+    assert_refused(&paths, dir.path(), "cannot read it");
 }

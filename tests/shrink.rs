@@ -11,28 +11,6 @@ use asksim::sim::{self, RunOptions};
 use asksim::sim::{Summary, summarise};
 use serde_json::{Value, json};
 
-/// A directory of its own for each test, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("asksim-shrink-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        TempDir(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/failing")
@@ -144,8 +122,8 @@ const WORKER7: &str = "results[worker7/1]: expected \
 /// it then. The shrink keeps exactly those three.
 #[test]
 fn many_agents_shrink_to_the_one_agent_answerer_and_event_that_fail() {
-    let dir = TempDir::new("many");
-    let (input, out) = (fixture("many-agents.json"), dir.join("min.json"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (fixture("many-agents.json"), dir.path().join("min.json"));
     assert_eq!(failures(&input, 3), vec![WORKER7.to_owned()]);
     let report = shrink(&input, &out, &[]);
     let shrunk = read_json(&out);
@@ -257,9 +235,9 @@ fn step_lists(agent: &Value, at: &str, lists: &mut Vec<String>) {
 /// the same expectation line.
 #[test]
 fn shrunk_scenarios_are_one_minimal() {
-    let dir = TempDir::new("minimal");
+    let dir = tempfile::tempdir().expect("a temporary directory");
     for (name, seed) in [("many-agents.json", 3), ("references.json", 1)] {
-        let (input, out) = (fixture(name), dir.join(name));
+        let (input, out) = (fixture(name), dir.path().join(name));
         let primary = failures(&input, seed).remove(0);
         shrink(&input, &out, &[]);
         let shrunk = read_json(&out);
@@ -278,9 +256,9 @@ fn shrunk_scenarios_are_one_minimal() {
 /// The same input gives the same file, byte for byte, and the same report.
 #[test]
 fn shrinking_is_deterministic() {
-    let dir = TempDir::new("determinism");
+    let dir = tempfile::tempdir().expect("a temporary directory");
     let input = fixture("references.json");
-    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
     let report_a = shrink(&input, &a, &[]);
     let report_b = shrink(&input, &b, &[]);
     let bytes_a = std::fs::read(&a).expect("a");
@@ -299,8 +277,8 @@ fn shrinking_is_deterministic() {
 /// `repeat` shrinks to a valid file whose references name what it holds.
 #[test]
 fn count_and_references_shrink_to_a_valid_file_with_the_references_intact() {
-    let dir = TempDir::new("references");
-    let (input, out) = (fixture("references.json"), dir.join("min.json"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (fixture("references.json"), dir.path().join("min.json"));
     let report = shrink(&input, &out, &[]);
     let text = std::fs::read_to_string(&out).expect("written");
     scenario::parse("min.json", &text).unwrap_or_else(|e| panic!("{e}"));
@@ -338,8 +316,8 @@ fn count_and_references_shrink_to_a_valid_file_with_the_references_intact() {
 /// and the report says it may not be 1-minimal.
 #[test]
 fn a_time_bound_writes_the_best_so_far_and_says_so() {
-    let dir = TempDir::new("bound");
-    let (input, out) = (fixture("references.json"), dir.join("min.json"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (fixture("references.json"), dir.path().join("min.json"));
     let report = shrink(&input, &out, &["--max-s", "0"]);
     assert!(
         report.contains("NOT PROVEN: the time bound (--max-s) was hit"),
@@ -362,16 +340,16 @@ fn a_time_bound_writes_the_best_so_far_and_says_so() {
 /// input that passes, an invalid scenario, an unwritable output, a bad bound.
 #[test]
 fn inputs_that_do_not_fail_or_are_bad_exit_2() {
-    let dir = TempDir::new("bad");
-    let out = dir.join("out.json");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("out.json");
     let out_shown = out.display().to_string();
     let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
     let quickstart = quickstart.display().to_string();
-    let bad = dir.join("bad.json");
+    let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"name\": \"x\", \"agnets\": []}").expect("writable");
     let bad = bad.display().to_string();
     let many = fixture("many-agents.json").display().to_string();
-    let unwritable = dir.join("no/such/dir/out.json").display().to_string();
+    let unwritable = dir.path().join("no/such/dir/out.json").display().to_string();
     let cases: [(Vec<&str>, &str); 4] = [
         (vec![&quickstart, "-o", &out_shown], "does not fail under seed 1"),
         (
@@ -413,8 +391,8 @@ const RACE_EXPECTING_ANSWER: &str = r#"{
 /// the failing seed.
 #[test]
 fn a_counts_failure_keeps_the_calls_that_made_the_count_differ_and_its_seed() {
-    let dir = TempDir::new("counts");
-    let (input, out) = (dir.join("race.json"), dir.join("race.min.json"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (dir.path().join("race.json"), dir.path().join("race.min.json"));
     let fails = |seed: &u64| summary_of(RACE_EXPECTING_ANSWER, *seed).is_some_and(|s| !s.passed());
     let failing = (0..64u64).find(fails).expect("the cancel wins under some seed");
     let passing = (0..64u64)
@@ -457,8 +435,8 @@ fn a_counts_failure_keeps_the_calls_that_made_the_count_differ_and_its_seed() {
 /// nothing and passes anyway), and the failing strategy rides into the file.
 #[test]
 fn a_count_too_high_keeps_the_calls_it_counted_and_the_strategy() {
-    let dir = TempDir::new("over");
-    let (input, out) = (dir.join("over.json"), dir.join("over.min.json"));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (dir.path().join("over.json"), dir.path().join("over.min.json"));
     let text_in = RACE_EXPECTING_ANSWER.replace(r#""answered": 1"#, r#""ABORTED": 0"#);
     std::fs::write(&input, &text_in).expect("writable");
     let strategy = Strategy::Pct { depth: 2 };
@@ -482,8 +460,8 @@ fn a_count_too_high_keeps_the_calls_it_counted_and_the_strategy() {
 /// 0. It is refused (exit 2), nothing written.
 #[test]
 fn a_broker_command_that_cannot_start_is_not_shrunk() {
-    let dir = TempDir::new("not-started");
-    let out = dir.join("min.json");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("min.json");
     let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.json");
     let output = asksim(&[
         "shrink",

@@ -116,13 +116,13 @@ fn events_max_stops_a_run_names_the_limit_and_exits_1() {
     assert_eq!(summary.limit, Some("events_max"));
     assert!(!summary.passed());
 
-    let path = std::env::temp_dir().join(format!("asksim-spec-events-max-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events-max.json");
     std::fs::write(&path, text.to_string()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args(["run", path.to_str().unwrap(), "--json"])
         .output()
         .expect("asksim runs");
-    let _ = std::fs::remove_file(&path);
     assert_eq!(out.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     assert_eq!(report["limit"], "events_max");

@@ -16,10 +16,6 @@ fn scenario_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("asksim-{}-{name}", std::process::id()))
-}
-
 #[test]
 fn sweep_runs_every_seed_and_totals_the_outcomes() {
     let file = scenario_path("race-answer-vs-expiry.json");
@@ -121,7 +117,8 @@ fn seed_ranges_parse_half_open_and_inclusive_and_refuse_empty_ones() {
 
 #[test]
 fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants() {
-    let trace_path = temp_path("trace.json");
+    let dir = tempfile::tempdir().unwrap();
+    let trace_path = dir.path().join("trace.json");
     let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
         .args([
             "run",
@@ -133,7 +130,6 @@ fn chrome_trace_has_a_track_per_agent_and_answerer_slices_per_call_and_instants(
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&trace_path);
     let events = trace["traceEvents"].as_array().unwrap();
     for e in events {
         let ph = e["ph"].as_str().unwrap();

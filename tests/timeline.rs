@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::event::{Event, EventKind};
 use asksim::scenario;
@@ -553,25 +552,6 @@ fn replay_prints_the_named_calls_timeline_under_each_violation() {
     );
 }
 
-/// A temporary scenario file; removed on drop.
-struct TempScenario(PathBuf);
-
-impl TempScenario {
-    fn new(text: &str) -> TempScenario {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("asksim-timeline-{}-{n}.json", std::process::id()));
-        std::fs::write(&path, text).unwrap();
-        TempScenario(path)
-    }
-}
-
-impl Drop for TempScenario {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// A failed `user_messages` expectation prints both sides as compact JSON
 /// (what `serde_json::to_string` gives), never Rust's debug form (`Object {`).
 #[test]
@@ -582,8 +562,9 @@ fn a_failed_user_messages_expectation_prints_compact_json() {
     let actual = messages.clone();
     messages[0]["answers"][0]["selected"][0] = "SQLite".into();
     let expected = messages.clone();
-    let file = TempScenario::new(&serde_json::to_string_pretty(&scenario).unwrap());
-    let out = asksim(&["run", file.0.to_str().unwrap()]);
+    let file = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    std::fs::write(file.path(), serde_json::to_string_pretty(&scenario).unwrap()).unwrap();
+    let out = asksim(&["run", file.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let prefix = format!(

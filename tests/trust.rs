@@ -12,6 +12,7 @@ use asksim::sim::hunt::sweep::{SweepOptions, sweep};
 use asksim::sim::summarise;
 use asksim::sim::{self, RunOutput};
 use serde_json::{Value, json};
+use tempfile::NamedTempFile;
 
 fn scenario_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,25 +35,20 @@ fn asksim(args: &[&str]) -> Output {
         .expect("asksim runs")
 }
 
-/// A scenario file of the test's own, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(tag: &str, text: &str) -> TempFile {
-        let path = std::env::temp_dir().join(format!("asksim-trust-{tag}-{}.json", std::process::id()));
-        std::fs::write(&path, text).expect("written");
-        TempFile(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temp path")
-    }
+/// A scenario file of the test's own, `tag` in its name, removed on drop.
+fn temp_file(tag: &str, text: &str) -> NamedTempFile {
+    let file = tempfile::Builder::new()
+        .prefix(&format!("asksim-trust-{tag}-"))
+        .suffix(".json")
+        .tempfile()
+        .expect("a temp file");
+    std::fs::write(file.path(), text).expect("written");
+    file
 }
 
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// `file`'s path, as an argument.
+fn arg(file: &NamedTempFile) -> &str {
+    file.path().to_str().expect("a UTF-8 temp path")
 }
 
 const QUESTIONS: &str = r#"[{"id":"db","question":"Which database?","header":"Database","options":[{"label":"Postgres (Recommended)"},{"label":"SQLite"}]}]"#;
@@ -285,7 +281,7 @@ fn a_dead_answerers_timers_do_not_keep_the_run_going() {
 /// everything before it, stops at the limit and fails naming it.
 #[test]
 fn an_event_past_the_limit_stops_the_run_at_the_limit() {
-    let file = TempFile::new(
+    let file = temp_file(
         "past-limit",
         &json!({
             "name": "past-limit",
@@ -297,7 +293,7 @@ fn an_event_past_the_limit_stops_the_run_at_the_limit() {
         })
         .to_string(),
     );
-    let out = asksim(&["run", file.path(), "--json"]);
+    let out = asksim(&["run", arg(&file), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["limit"], "virtual_s_max");
@@ -306,10 +302,10 @@ fn an_event_past_the_limit_stops_the_run_at_the_limit() {
         summary["outcomes"]["answered"], 1,
         "the script ran before the limit"
     );
-    let log = TempFile::new("past-limit-log", "");
-    let out = asksim(&["run", file.path(), "--log", log.path()]);
+    let log = temp_file("past-limit-log", "");
+    let out = asksim(&["run", arg(&file), "--log", arg(&log)]);
     assert_eq!(out.status.code(), Some(1));
-    let text = std::fs::read_to_string(&log.0).unwrap();
+    let text = std::fs::read_to_string(log.path()).unwrap();
     assert!(
         !text.contains("\"event\":\"stop\""),
         "the event past the limit never fired"
@@ -343,7 +339,7 @@ fn a_hold_dies_with_its_holder() {
 /// Issue #9.8: the reproduce command carries every flag that changes the run.
 #[test]
 fn a_reproduce_command_names_the_clock_and_strategy_it_ran_under() {
-    let file = TempFile::new(
+    let file = temp_file(
         "real-clock",
         &json!({
             "name": "real-clock",
@@ -356,7 +352,7 @@ fn a_reproduce_command_names_the_clock_and_strategy_it_ran_under() {
     );
     let out = asksim(&[
         "run",
-        file.path(),
+        arg(&file),
         "--clock",
         "virtual",
         "--explore",
@@ -369,7 +365,7 @@ fn a_reproduce_command_names_the_clock_and_strategy_it_ran_under() {
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     let command = format!(
         "asksim run {} --seed 9 --clock virtual --explore pct:3",
-        file.path()
+        arg(&file)
     );
     assert_eq!(summary["reproduce"], command.as_str());
     let mut args: Vec<&str> = command.split(' ').skip(1).collect();
@@ -385,7 +381,8 @@ fn a_reproduce_command_names_the_clock_and_strategy_it_ran_under() {
 /// Issue #9.9: the Chrome trace has a track for an answerer that only declines.
 #[test]
 fn the_chrome_trace_has_a_track_for_an_answerer_that_only_declines() {
-    let trace_path = std::env::temp_dir().join(format!("asksim-trust-trace-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let trace_path = dir.path().join("trace.json");
     let out = asksim(&[
         "run",
         scenario_path("fail-over").to_str().unwrap(),
@@ -394,7 +391,6 @@ fn the_chrome_trace_has_a_track_for_an_answerer_that_only_declines() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&trace_path);
     let scenario = load("fail-over");
     let tracks: Vec<&str> = trace["traceEvents"]
         .as_array()
@@ -496,7 +492,7 @@ fn a_real_clock_run_does_not_end_while_a_message_is_in_flight() {
     let items: Vec<Value> = (0..100_000)
         .map(|i| json!({"id": format!("q{i}"), "selected": ["Postgres (Recommended)"]}))
         .collect();
-    let file = TempFile::new(
+    let file = temp_file(
         "in-flight",
         &json!({
             "name": "in-flight",
@@ -508,11 +504,11 @@ fn a_real_clock_run_does_not_end_while_a_message_is_in_flight() {
         })
         .to_string(),
     );
-    let log = TempFile::new("in-flight-log", "");
-    let out = asksim(&["run", file.path(), "--json", "--log", log.path()]);
+    let log = temp_file("in-flight-log", "");
+    let out = asksim(&["run", arg(&file), "--json", "--log", arg(&log)]);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["invariants"]["violations"], json!([]), "{summary}");
-    let text = std::fs::read_to_string(&log.0).unwrap();
+    let text = std::fs::read_to_string(log.path()).unwrap();
     let mut lines = text.lines().rev();
     let end = lines.next().unwrap();
     assert!(
@@ -533,13 +529,13 @@ fn a_real_clock_run_does_not_end_while_a_message_is_in_flight() {
 #[test]
 fn a_reproduce_command_quotes_a_path_a_shell_would_split() {
     let text = std::fs::read_to_string(scenario_path("failing/many-agents")).unwrap();
-    let file = TempFile::new("it's a dir name", &text);
-    let out = asksim(&["run", file.path(), "--json"]);
+    let file = temp_file("it's a dir name", &text);
+    let out = asksim(&["run", arg(&file), "--json"]);
     assert_eq!(out.status.code(), Some(1), "the example fails");
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     let command = summary["reproduce"].as_str().unwrap().to_owned();
     let words = shlex::split(&command).expect("a command a shell can read");
-    assert_eq!(words[2], file.path(), "{command}");
+    assert_eq!(words[2], arg(&file), "{command}");
     let mut args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
     args.push("--json");
     let again: Value = serde_json::from_slice(&asksim(&args).stdout).unwrap();

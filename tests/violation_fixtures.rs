@@ -16,12 +16,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use asksim::projection::Projection;
 use asksim::protocol::BrokerStatus;
 use asksim::sim::judge::invariants::{INVARIANTS, VIRTUAL_TOLERANCE_S, check};
 use serde_json::{Value, json};
+use tempfile::NamedTempFile;
 
 fn violations_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/violations")
@@ -105,26 +105,14 @@ impl Log {
     }
 }
 
-/// A temporary log file; removed on drop.
-struct TempLog(PathBuf);
-
-impl TempLog {
-    fn new(tag: &str, log: &Log) -> TempLog {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "asksim-violation-fixtures-{}-{tag}-{n}.jsonl",
-            std::process::id()
-        ));
-        std::fs::write(&path, log.text()).expect("temp dir writable");
-        TempLog(path)
-    }
-}
-
-impl Drop for TempLog {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// `log` in a temporary file; removed on drop.
+fn temp_log(log: &Log) -> NamedTempFile {
+    let file = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("temp dir writable");
+    std::fs::write(file.path(), log.text()).expect("temp dir writable");
+    file
 }
 
 /// A violation as a report names it: (invariant, callId, seq).
@@ -187,8 +175,8 @@ fn open_only(open: BTreeMap<String, &'static str>) -> BrokerStatus {
 
 /// The twin replays with exit 0 and no violation.
 fn assert_healthy(tag: &str, twin: &Log) {
-    let log = TempLog::new(tag, twin);
-    let (code, violations) = replayed(&log.0);
+    let log = temp_log(twin);
+    let (code, violations) = replayed(log.path());
     assert_eq!(violations, [], "{tag} twin:\n{}", twin.text());
     assert_eq!(code, Some(0), "{tag} twin");
 }
@@ -243,8 +231,8 @@ fn legacy_never_pending_or_keyed_bites_on_a_pending_legacy_call_and_on_a_keyed_o
     assert_healthy("legacy_never_pending_or_keyed", &log);
     // The other half of the invariant: the healthy twin with its request keyed.
     log.event(2)["keyed"] = json!(true);
-    let keyed = TempLog::new("legacy_keyed", &log);
-    let (code, violations) = replayed(&keyed.0);
+    let keyed = temp_log(&log);
+    let (code, violations) = replayed(keyed.path());
     assert_eq!(code, Some(1));
     assert_eq!(
         violations,

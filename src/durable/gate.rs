@@ -99,11 +99,13 @@ mod tests {
     use crate::durable::SyncPolicy;
     use crate::log::LogHeader;
 
-    fn group_log(name: &str) -> (LogFile, std::path::PathBuf) {
-        let path = std::env::temp_dir().join(format!("asksim-gate-{name}-{}.jsonl", std::process::id()));
+    /// A log under group commit, in a folder of its own removed on drop.
+    fn group_log() -> (LogFile, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.jsonl");
         let window = Duration::from_secs(3600);
         let log = LogFile::create(&path, &LogHeader::real("t", 1), SyncPolicy::Group { window }).unwrap();
-        (log, path)
+        (log, dir)
     }
 
     /// A send behind a line given its `seq` but not yet appended waits for that
@@ -111,7 +113,7 @@ mod tests {
     /// after it waits behind it.
     #[test]
     fn a_send_waits_for_the_horizon_not_the_file() {
-        let (log, path) = group_log("horizon");
+        let (log, _dir) = group_log();
         let horizon = Arc::new(AtomicU64::new(0));
         let delivered = Arc::new(Mutex::new(Vec::new()));
         let gate = {
@@ -143,6 +145,5 @@ mod tests {
         log.sync().unwrap();
         assert_eq!(*delivered.lock().unwrap(), [1, 2, 3]);
         drop((gate, sink, log));
-        let _ = std::fs::remove_file(path);
     }
 }

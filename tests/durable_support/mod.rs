@@ -4,37 +4,30 @@
 #![allow(dead_code)] // each test crate uses its own subset
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use asksim::event::{Event, EventKind};
 use asksim::policy::Policy;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{AnswererSlot, LogConfig, Runtime, RuntimeConfig, SyncPolicy};
 use sha2::{Digest, Sha256};
+use tempfile::TempDir;
 
 /// A scratch directory, removed when dropped.
-pub struct Scratch(pub PathBuf);
+pub struct Scratch(TempDir);
 
 impl Scratch {
     /// A fresh directory for the test `name`.
     pub fn new(name: &str) -> Scratch {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let n = N.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("asksim-durable-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("asksim-durable-{name}-"))
+            .tempdir()
+            .expect("a scratch directory");
         Scratch(dir)
     }
 
     /// A path inside it.
     pub fn path(&self, file: &str) -> PathBuf {
-        self.0.join(file)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join(file)
     }
 }
 

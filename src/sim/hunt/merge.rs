@@ -423,9 +423,8 @@ mod tests {
     /// stands now.
     #[test]
     fn a_file_that_changes_between_check_and_fold_is_refused() {
-        let dir = std::env::temp_dir().join(format!("asksim-merge-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary folder");
-        let path = dir.join("shard.jsonl");
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("shard.jsonl");
         write_shard(&path, false);
         let checked = check_shard(&path).expect("a whole shard file");
         assert!(
@@ -438,6 +437,5 @@ mod tests {
             error.to_string().ends_with("changed while it was being merged"),
             "{error}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
