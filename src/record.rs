@@ -266,6 +266,13 @@ impl Recorder {
         self.observer = Some(observer);
     }
 
+    /// Hands `observer` each event recorded from now on, none of those before:
+    /// one that saw them already, through the recorder this one replaces (a
+    /// real-clock run's recorder read back from its log at a process loss).
+    pub fn observe_from_now(&mut self, observer: Box<dyn Observer>) {
+        self.observer = Some(observer);
+    }
+
     /// Takes the observer back.
     pub fn take_observer(&mut self) -> Option<Box<dyn Observer>> {
         self.observer.take()

@@ -583,3 +583,57 @@ fn a_failed_user_messages_expectation_prints_compact_json() {
         assert!(!stdout.contains(debug), "{stdout}");
     }
 }
+
+/// On the real clock a process loss reads the log back into a new recorder: the
+/// timeline and the Chrome trace, which watched the old one, go on past the
+/// restart (they ended at the loss, the run's report silently short).
+#[test]
+fn a_real_clock_timeline_and_trace_go_on_past_a_process_loss() {
+    let text = std::fs::read_to_string(scenario_path("loss-during-window.json")).unwrap();
+    let mut scenario: Value = serde_json::from_str(&text).unwrap();
+    // The same run at a twentieth of its times: under a second of wall time.
+    scenario["answerers"][0]["latency"]["fixed"] = serde_json::json!(0.25);
+    scenario["agents"][0]["script"][0]["ask"]["timeout"] = serde_json::json!(0.5);
+    scenario["events"][0] = serde_json::json!({ "at": 0.15, "process_loss": { "restart_after": 0.05 } });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("loss.json");
+    std::fs::write(&file, scenario.to_string()).unwrap();
+    let trace = dir.path().join("trace.json");
+    let (file, trace) = (file.to_str().unwrap(), trace.to_str().unwrap());
+    let out = asksim(&[
+        "run",
+        file,
+        "--clock",
+        "real",
+        "--json",
+        "--timeline",
+        "--chrome-trace",
+        trace,
+    ]);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timeline: Vec<&str> = (summary["timeline"].as_array().unwrap().iter())
+        .map(|line| line.as_str().unwrap())
+        .collect();
+    // One line per event but the closing `end`.
+    assert_eq!(
+        timeline.len() as u64 + 1,
+        summary["events"].as_u64().unwrap(),
+        "{timeline:#?}"
+    );
+    let restart = (timeline.iter().position(|line| line.contains("restart")))
+        .unwrap_or_else(|| panic!("a restart rule: {timeline:#?}"));
+    assert!(
+        timeline[restart..]
+            .iter()
+            .any(|line| line.contains("web  answers root/1")),
+        "the late answer after the restart: {timeline:#?}"
+    );
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    let names: Vec<&str> = (trace["traceEvents"].as_array().unwrap().iter())
+        .filter_map(|event| event["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(|name| name.contains("restart")),
+        "the trace goes on past the loss: {names:?}"
+    );
+}

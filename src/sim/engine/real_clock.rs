@@ -461,7 +461,15 @@ impl<'s> Driver<'s> {
         let recovery =
             crate::sim::engine::log_file::recover_log(self.scenario, self.seed, log.path(), log.policy())?;
         debug_assert!(!recovery.crashed, "a scheduled loss is on the log already");
-        *self.continuity.recorder.lock() = recovery.recorder;
+        let mut recorder = recovery.recorder;
+        let mut current = self.continuity.recorder.lock();
+        // What watches the run (the timeline, the Chrome trace) has seen every
+        // event up to the loss, which the log read back holds too: it goes on
+        // from here, or it would end at the loss.
+        if let Some(observer) = current.take_observer() {
+            recorder.observe_from_now(observer);
+        }
+        *current = recorder;
         self.continuity.log = Some(recovery.log);
         Ok(())
     }
