@@ -430,6 +430,30 @@ fn a_counts_failure_keeps_the_calls_that_made_the_count_differ_and_its_seed() {
     );
 }
 
+/// A file that runs on the real clock shrinks on the virtual one, and says so:
+/// `asksim run OUT` with no flags fails the same way, not on the wall clock.
+#[test]
+fn a_real_clock_file_shrinks_to_a_virtual_clock_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (input, out) = (dir.path().join("real.json"), dir.path().join("real.min.json"));
+    let failing = (0..64u64)
+        .find(|seed| summary_of(RACE_EXPECTING_ANSWER, *seed).is_some_and(|s| !s.passed()))
+        .expect("the cancel wins under some seed");
+    let real = RACE_EXPECTING_ANSWER.replacen(
+        r#""name": "race-expecting-answer","#,
+        r#""name": "race-expecting-answer", "clock": "real","#,
+        1,
+    );
+    std::fs::write(&input, &real).expect("writable");
+    shrink(&input, &out, &["--seed", &failing.to_string()]);
+    let shrunk = read_json(&out);
+    assert_eq!(shrunk["clock"], "virtual", "{shrunk:#}");
+    let again = asksim(&["run", &out.display().to_string()]);
+    let stdout = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "run with no flags fails: {stdout}");
+    assert!(stdout.contains("virtual clock"), "{stdout}");
+}
+
 /// A count that is too high keeps every call it counted: `counts[ABORTED]: 0`
 /// broken by the cancel keeps root/1 aborted (not an empty run, which aborts
 /// nothing and passes anyway), and the failing strategy rides into the file.

@@ -13,8 +13,9 @@
 //! Shrinking never changes semantics: every candidate is a plain scenario file,
 //! parsed by [`crate::scenario::parse`] and run by the driver like any other, under
 //! the seed and strategy of the failing run, on the virtual clock. The file's
-//! `clock`, `tool`, `broker` and `name` are kept as written; its `seed` and
-//! `explore` become the failing run's (when `--seed` or `--explore` named another),
+//! `tool`, `broker` and `name` are kept as written; its `seed`, `explore` and
+//! `clock` become the failing run's (when `--seed` or `--explore` named another,
+//! or the file said `"clock": "real"`),
 //! so `asksim run` of the result fails the same way with no flags, and the printed
 //! reproduce command names them too. The result is
 //! 1-minimal: removing any one remaining list element (agent, answerer, event,
@@ -234,9 +235,9 @@ pub fn shrink(
     })
 }
 
-/// Writes the failing run's seed and strategy into the result where they differ
-/// from what the input's own `seed` and `explore` say, so that `asksim run` of the
-/// shrunk file, with no flags, fails the same way.
+/// Writes the failing run's seed, strategy and clock (virtual) into the result
+/// where they differ from what the input's own `seed`, `explore` and `clock` say,
+/// so that `asksim run` of the shrunk file, with no flags, fails the same way.
 fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy: Strategy) {
     let Some(map) = result.as_object_mut() else {
         return;
@@ -247,6 +248,11 @@ fn carry_run(result: &mut Value, input: &scenario::Scenario, seed: u64, strategy
     }
     if strategy != input.explore.unwrap_or_default() {
         carried.push(("explore", Value::from(strategy.to_string())));
+    }
+    // Shrinking runs on the virtual clock: a file that says `real` would run
+    // the result on the wall clock, where its seed picks no order.
+    if input.clock == scenario::Clock::Real {
+        carried.push(("clock", Value::from("virtual")));
     }
     for (key, value) in carried {
         if let Some(slot) = map.get_mut(key) {
