@@ -258,7 +258,8 @@ fn line_error(line: usize, message: impl Into<String>) -> LineError {
 }
 
 /// Parses log text. A request's `questions` keep the exact text of the line
-/// (SPEC §4: restored questions use the text the model sent).
+/// (SPEC §4: restored questions use the text the model sent). Every line ends
+/// with a newline, and none is empty, as asksim writes them.
 pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
     let mut lines = text.split('\n');
     let header = parse_header(lines.next().unwrap_or_default()).map_err(|error| match is_scenario(text) {
@@ -270,14 +271,27 @@ pub fn parse(text: &str) -> Result<(LogHeader, Vec<Event>), LineError> {
         false => error,
     })?;
     let mut events = Vec::new();
-    for (index, line) in lines.enumerate() {
-        if line.is_empty() {
-            continue;
+    let mut lines = lines.peekable();
+    let mut number = 1;
+    while let Some(line) = lines.next() {
+        number += 1;
+        let last = lines.peek().is_none();
+        match (line.is_empty(), last) {
+            // The newline that ends the last line.
+            (true, true) => break,
+            // asksim writes none: the log was edited or damaged, as recovery says.
+            (true, false) => return Err(line_error(number, "an empty line")),
+            (false, true) => return Err(line_error(number, CUT_SHORT)),
+            (false, false) => events.push(parse_event(line, number, events.len() as u64 + 1)?),
         }
-        events.push(parse_event(line, index + 2, events.len() as u64 + 1)?);
     }
     Ok((header, events))
 }
+
+/// Why a log's last line without its newline is refused: the process died while
+/// writing it, and a log is judged only whole (recovery drops that line).
+pub const CUT_SHORT: &str = "a line cut short (no newline): the process died while writing it; \
+    `asksim run SCENARIO --log LOG --resume` goes on from the line before it";
 
 /// Reads line 1 of a log: a header of this format and version.
 pub fn parse_header(first: &str) -> Result<LogHeader, LineError> {

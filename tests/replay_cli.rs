@@ -96,7 +96,28 @@ fn a_log_cut_mid_line_at_the_end_names_the_last_line() {
     let mut text = joined(&lines[..10]);
     text.extend_from_slice(&lines[10].as_bytes()[..20]);
     let log = temp_log(&text);
-    assert_bad(log.path(), Some(11), "bad event");
+    assert_bad(log.path(), Some(11), "cut short (no newline)");
+    assert_bad(log.path(), Some(11), "--resume");
+    // Whole but for its newline, the last line is cut short all the same, as
+    // recovery reads it (it drops the line).
+    let mut text = joined(&lines[..10]);
+    text.extend_from_slice(lines[10].as_bytes());
+    let log = temp_log(&text);
+    assert_bad(log.path(), Some(11), "cut short (no newline)");
+}
+
+/// An empty line is damage (asksim writes none), as `run --resume` says too; the
+/// newline that ends the last line is not one.
+#[test]
+fn an_empty_line_in_the_middle_names_its_line() {
+    let mut lines = good_lines();
+    lines.insert(4, String::new());
+    let log = temp_log(&joined(&lines));
+    assert_bad(log.path(), Some(5), "an empty line");
+    let mut text = joined(&good_lines());
+    text.push(b'\n');
+    let log = temp_log(&text);
+    assert_bad(log.path(), Some(good_lines().len() + 1), "an empty line");
 }
 
 #[test]

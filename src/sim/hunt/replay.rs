@@ -90,7 +90,7 @@ pub fn read(path: &std::path::Path) -> Result<ReplayLog, crate::log::LogError> {
         return Err(crate::log::LogError {
             file: path.display().to_string(),
             line: Some(torn.line),
-            message: "bad event: a line cut short (no newline)".into(),
+            message: crate::log::CUT_SHORT.into(),
         });
     }
     Ok(ReplayLog {
