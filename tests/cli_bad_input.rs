@@ -477,3 +477,82 @@ fn sweep_jobs_out_of_range_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// What only a virtual-clock run has is refused on the real clock, whether the
+/// clock is real by `--clock real` or by the file's `"clock": "real"`: one line
+/// saying how to leave the real clock, exit 2, before anything runs (no log, no
+/// shard file). Before, a real-clock `--check-determinism` ran twice and always
+/// failed on the times (`NOT DETERMINISTIC first difference at seq 1`), and
+/// `--explore` was silently swapped for `fifo` (a sweep's header named the
+/// strategy asked for, its reproduce commands `--explore fifo`).
+#[test]
+fn virtual_clock_flags_on_the_real_clock_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Nothing to do: were either run, it would end at once.
+    write(&dir, "idle.json", br#"{"name":"idle"}"#);
+    write(&dir, "real.json", br#"{"name":"real","clock":"real"}"#);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_asksim"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let determinism = "asksim run: --check-determinism checks a virtual-clock run (a real-clock run's times and order differ from run to run); ";
+    let explore =
+        "--explore picks the delivery order of a virtual-clock run (on the real clock tokio picks it); ";
+    let (flag, file) = (
+        "drop --clock real",
+        r#"add --clock virtual (the scenario's "clock" is "real")"#,
+    );
+    // Each writes out.jsonl (a log, a shard's file) if it runs.
+    let cases = [
+        (
+            "run idle.json --clock real --check-determinism --log out.jsonl",
+            format!("{determinism}{flag}"),
+        ),
+        (
+            "run real.json --check-determinism --log out.jsonl",
+            format!("{determinism}{file}"),
+        ),
+        (
+            "run idle.json --clock real --explore pct:3 --log out.jsonl",
+            format!("asksim run: {explore}{flag}"),
+        ),
+        (
+            "run real.json --explore fifo --log out.jsonl",
+            format!("asksim run: {explore}{file}"),
+        ),
+        (
+            "sweep idle.json --seeds 0..2 --clock real --explore pct:5 --shard 0/1 --out out.jsonl",
+            format!("asksim sweep: {explore}{flag}"),
+        ),
+        (
+            "sweep real.json --seeds 0..2 --explore random --shard 0/1 --out out.jsonl",
+            format!("asksim sweep: {explore}{file}"),
+        ),
+        (
+            "run real.json --schedule 0 --log out.jsonl",
+            format!("asksim run: --schedule replays a virtual-clock run; {file}"),
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.split(' ').collect();
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end(), says, "{args:?}: one line");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!dir.path().join("out.jsonl").exists(), "{args:?} ran nothing");
+    }
+    // The same flags on the virtual clock run: `--clock virtual` overrides the
+    // file's clock.
+    let args = "run real.json --clock virtual --explore pct:3 --check-determinism";
+    let out = run(&args.split(' ').collect::<Vec<_>>());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,7 +1,9 @@
 //! Determinism and seed sweeps (SPEC §6): one seed gives one trace, a jittered race
 //! explores different interleavings under different seeds, every race holds its
 //! invariants (and the properties that hold whatever the interleaving) under many
-//! seeds, and a failing run prints the command that reproduces it.
+//! seeds, and a failing run prints the command that reproduces it. What `run
+//! --check-determinism` found shows whether it passed or not; a real-clock run
+//! names no strategy; `sweep --json` names the `--require`d races never reached.
 
 mod common;
 
@@ -332,4 +334,122 @@ fn a_wrong_expectation_fails_the_run_and_prints_the_reproduce_command() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// `asksim args…` run in `dir`: its exit code, stdout and stderr.
+fn asksim_in(dir: &Path, args: &str) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args.split(' '))
+        .current_dir(dir)
+        .output()
+        .expect("asksim runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// A passing `--check-determinism` shows: a `determinism` row in the report and
+/// `"determinism": "identical"` in `--json`, where no check is null. Before, a
+/// passing check printed nothing more and gave null, as no check did.
+#[test]
+fn a_passing_determinism_check_is_visible() {
+    let dir = scenarios_dir();
+    let (code, stdout, _) = asksim_in(&dir, "run quickstart.json --check-determinism");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("\n  determinism     identical over 2 runs\n  result          PASS\n"),
+        "{stdout}"
+    );
+    let json = |args: &str| {
+        let (code, stdout, stderr) = asksim_in(&dir, args);
+        assert_eq!(code, Some(0), "{args}: {stderr}");
+        serde_json::from_str::<Value>(&stdout).expect("JSON")["determinism"].clone()
+    };
+    assert_eq!(
+        json("run quickstart.json --check-determinism --json"),
+        "identical"
+    );
+    assert_eq!(json("run quickstart.json --json"), Value::Null);
+    let (_, plain, _) = asksim_in(&dir, "run quickstart.json");
+    assert!(!plain.contains("determinism"), "{plain}");
+}
+
+/// Two runs that differ fail the report's verdict, with the difference above
+/// it. Before, such a report said `result PASS` (the summary alone) and put
+/// `NOT DETERMINISTIC` under it, while the exit code was 1.
+#[test]
+fn a_failed_determinism_check_fails_the_report() {
+    use asksim::sim::show::report::{Determinism, render_run};
+    let (label, scenario) = load("quickstart");
+    let (_, summary) = run(&scenario, &label, scenario.seed);
+    assert!(summary.passed());
+    let difference = Determinism::Differs("first difference at seq 3: a vs b".to_owned());
+    let report = render_run(&summary, &[], &difference);
+    assert!(
+        report.contains(
+            "  determinism     not identical over 2 runs\n  \
+             NOT DETERMINISTIC first difference at seq 3: a vs b\n  result          FAIL\n"
+        ),
+        "{report}"
+    );
+    assert_eq!(difference.to_json(), "first difference at seq 3: a vs b");
+}
+
+/// A real-clock run names no strategy: tokio orders its deliveries. Its header
+/// says `(seed 0, real clock)`, its reproduce command (a sweep's too) has no
+/// `--explore`, `--json` has `"explore": null`, and a file's `explore` is
+/// ignored with a note. Before, the header and every reproduce command said
+/// `explore fifo`, whatever was asked.
+#[test]
+fn a_real_clock_run_names_no_strategy() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Nothing to do (it ends at once on the real clock too), and an
+    // expectation that fails, for the reproduce command.
+    let text = r#"{"name":"real","clock":"real","explore":"pct:3","expect":{"counts":{"answered":1}}}"#;
+    std::fs::write(dir.path().join("real.json"), text).expect("written");
+    let note = r#"the scenario's "explore": "pct:3" orders virtual-clock runs only; on the real clock it is ignored"#;
+    let (code, stdout, stderr) = asksim_in(dir.path(), "run real.json");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("asksim run: real (seed 0, real clock)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("\n  reproduce with: asksim run real.json --seed 0 --clock real\n"),
+        "{stdout}"
+    );
+    assert_eq!(stderr.trim_end(), format!("asksim run: {note}"));
+    let (_, stdout, _) = asksim_in(dir.path(), "run real.json --json");
+    let summary: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(summary["explore"], Value::Null);
+    assert_eq!(summary["reproduce"], "asksim run real.json --seed 0 --clock real");
+    let (code, stdout, stderr) = asksim_in(dir.path(), "sweep real.json --seeds 3..5");
+    assert_eq!(code, Some(1), "{stdout}");
+    for seed in [3, 4] {
+        let line = format!("\n  FAIL seed {seed}: asksim run real.json --seed {seed} --clock real\n");
+        assert!(stdout.contains(&line), "{stdout}");
+    }
+    assert_eq!(stderr.trim_end(), format!("asksim sweep: {note}"));
+}
+
+/// `sweep --require`'s verdict is in `--json` too: `required_not_reached`
+/// lists the required races no seed reached (`[]` when every one was), and is
+/// absent without `--require` (a sweep's JSON stays what `merge` prints).
+/// Before, the JSON said `"failed": []` beside exit 1, the reason on stderr
+/// alone.
+#[test]
+fn sweep_json_names_the_required_races_never_reached() {
+    let dir = scenarios_dir();
+    let sweep = "sweep race-hold-vs-expiry-tie.json --seeds 0..10 --json";
+    let json = |extra: &str, exit: i32| {
+        let (code, stdout, stderr) = asksim_in(&dir, &format!("{sweep}{extra}"));
+        assert_eq!(code, Some(exit), "{extra}: {stderr}");
+        serde_json::from_str::<Value>(&stdout).expect("JSON")
+    };
+    let missing = json(" --require hold_vs_expiry,answer_vs_cancel", 1);
+    assert_eq!(missing["failed"], json!([]));
+    assert_eq!(missing["required_not_reached"], json!(["answer_vs_cancel"]));
+    let reached = json(" --require hold_vs_expiry", 0);
+    assert_eq!(reached["required_not_reached"], json!([]));
+    let unasked = json("", 0);
+    assert!(unasked.get("required_not_reached").is_none(), "{unasked}");
 }

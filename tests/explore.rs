@@ -155,13 +155,15 @@ fn a_failing_order_is_found_and_replays() {
     assert_eq!(code, 1, "{stdout}");
     let json: Value = serde_json::from_str(&stdout).unwrap();
     let reproduce = json["first_failure"]["reproduce"].as_str().unwrap().to_owned();
-    let args: Vec<&str> = reproduce.split(' ').skip(1).collect();
+    // As a shell reads it: the schedule `0*7` is quoted, or a shell would glob it.
+    let words = shlex::split(&reproduce).expect("a shell command");
+    assert!(failure.schedule.contains('*'), "{}", failure.schedule);
+    let quoted = format!("--schedule '{}'", failure.schedule);
+    assert!(reproduce.contains(&quoted), "{reproduce}");
+    let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
     let (code, stdout, _) = asksim(&args);
     assert_eq!(code, 1, "{reproduce}: {stdout}");
-    assert!(
-        stdout.contains(&format!("--schedule {}", failure.schedule)),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&quoted), "{stdout}");
 }
 
 #[test]

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::scenario::{self, Clock, Scenario};
+use crate::scenario::{self, Clock, Scenario, Strategy};
 
 /// Exit code for bad input: a scenario, arguments or a path.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -77,6 +77,54 @@ impl ClockArg {
             ClockArg::Real => Clock::Real,
         }
     }
+}
+
+/// Refuses, on the real clock, the first of `flags` given (each a flag only a
+/// virtual-clock run has, whether it was given, and why), with one line and exit
+/// 2, before anything runs. On the real clock tokio orders the deliveries and
+/// the wall clock times them: a replayed schedule, a strategy or a determinism
+/// check would claim what such a run cannot keep. The clock is real by `--clock
+/// real` (`flag`: drop it) or by the file's `"clock": "real"` (add `--clock
+/// virtual`).
+fn virtual_clock_only(
+    command: &str,
+    clock: Clock,
+    flag: Option<ClockArg>,
+    flags: &[(bool, &str)],
+) -> Result<(), ExitCode> {
+    let refused = flags.iter().find(|(given, _)| *given);
+    let Some((_, why)) = refused.filter(|_| clock == Clock::Real) else {
+        return Ok(());
+    };
+    let way_out = match flag {
+        Some(ClockArg::Real) => "drop --clock real",
+        _ => "add --clock virtual (the scenario's \"clock\" is \"real\")",
+    };
+    eprintln!("asksim {command}: {why}; {way_out}");
+    Err(ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// Why `--explore` is refused on the real clock (see [`virtual_clock_only`]).
+const EXPLORE_VIRTUAL_ONLY: &str =
+    "--explore picks the delivery order of a virtual-clock run (on the real clock tokio picks it)";
+
+/// The strategy of a run (or each run of a sweep) on `clock`: `--explore`, else
+/// the file's `explore`, else `random`. On the real clock no strategy orders
+/// anything: `--explore` there was refused already, and a file's `explore` (a
+/// default for its virtual-clock runs, as its `clock` is a default) is ignored
+/// with a note on stderr rather than refused, so `validate` accepts no file that
+/// `run` refuses.
+fn strategy(command: &str, clock: Clock, explore: Option<Strategy>, scenario: &Scenario) -> Strategy {
+    if clock == Clock::Real
+        && explore.is_none()
+        && let Some(named) = scenario.explore
+    {
+        eprintln!(
+            "asksim {command}: the scenario's \"explore\": \"{named}\" orders virtual-clock runs only; on the real clock it is ignored"
+        );
+        return Strategy::default();
+    }
+    explore.or(scenario.explore).unwrap_or_default()
 }
 
 /// Runs the command line with the process's arguments and returns its exit code.

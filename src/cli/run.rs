@@ -11,8 +11,9 @@ use crate::scenario::Strategy;
 use crate::sim::engine::tap::Tap;
 use crate::sim::hunt::explore::{ScheduleError, schedule_string};
 use crate::sim::show::chrome_trace::ChromeTrace;
+use crate::sim::show::report::{Determinism, render_run};
 use crate::sim::show::timeline::Timeline;
-use crate::sim::{self, RunOptions, RunOutput, Summary, render_table_with_timelines, summarise};
+use crate::sim::{self, RunOptions, RunOutput, Summary, summarise};
 
 /// `asksim run`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -103,13 +104,17 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         args.seed.unwrap_or(scenario.seed),
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
-    options.strategy = args.explore.unwrap_or(options.strategy);
     options.broker = args.broker_cmd.clone();
     super::actor::outside_checked("run", options.clock, options.broker.as_ref(), Some(scenario))?;
-    if args.schedule.is_some() && options.clock == crate::scenario::Clock::Real {
-        eprintln!("asksim run: --schedule replays a virtual-clock run; drop --clock real");
-        return Err(ExitCode::from(EXIT_BAD_INPUT));
-    }
+    let virtual_only = [
+        (args.schedule.is_some(), "--schedule replays a virtual-clock run"),
+        (args.explore.is_some(), super::EXPLORE_VIRTUAL_ONLY),
+        (
+            args.check_determinism,
+            "--check-determinism checks a virtual-clock run (a real-clock run's times and order differ from run to run)",
+        ),
+    ];
+    super::virtual_clock_only("run", options.clock, args.clock, &virtual_only)?;
     // Events are kept only where something compares them (and for --resume,
     // where the log's earlier events are judged with the rest); the verdict comes
     // from the streaming analysis, the trace and the timeline stream through taps
@@ -141,6 +146,8 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
             }
         }
     }
+    // Last, so its note is never printed above a refusal.
+    options.strategy = super::strategy("run", options.clock, args.explore, scenario);
     Ok(options)
 }
 
@@ -219,12 +226,15 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     let mut summary = summarise(&scenario, &file, &output);
-    let mut determinism = None;
+    let mut determinism = Determinism::Unchecked;
     if args.check_determinism {
         let again = execute(&scenario, kept(), args.schedule.as_ref())
             .expect("a run without a log cannot fail to write one");
-        determinism = first_difference(output.events(), again.events());
-        if determinism.is_some() && summary.reproduce.is_none() {
+        determinism = match first_difference(output.events(), again.events()) {
+            Some(difference) => Determinism::Differs(difference),
+            None => Determinism::Identical,
+        };
+        if determinism.differs() && summary.reproduce.is_none() {
             let command = crate::sim::reproduce_command(&file, &output);
             summary.reproduce = Some(format!("{command} --check-determinism"));
         }
@@ -234,6 +244,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         let schedule = schedule_string(choices);
         summary.explore = format!("schedule {schedule}");
         if let Some(reproduce) = &mut summary.reproduce {
+            let schedule = crate::sim::engine::reproduce::shell_word(&schedule);
             reproduce.push_str(&format!(" --schedule {schedule}"));
         }
     }
@@ -251,11 +262,11 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         output.events()
     };
     let timeline = taps.timeline.map(Tap::take);
-    if let Err(error) = print_summary(&summary, determinism.as_deref(), args.json, events, timeline) {
+    if let Err(error) = print_summary(&summary, &determinism, args.json, events, timeline) {
         eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    if summary.passed() && determinism.is_none() {
+    if summary.passed() && !determinism.differs() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -319,14 +330,19 @@ fn write_trace(trace: Option<(Tap<ChromeTrace<BufWriter<File>>>, PathBuf)>) -> R
 /// with `--timeline` every event, one line each.
 fn print_summary(
     summary: &Summary,
-    determinism: Option<&str>,
+    determinism: &Determinism,
     json: bool,
     events: &[Event],
     timeline: Option<Timeline>,
 ) -> std::io::Result<()> {
     if json {
         let mut value = serde_json::to_value(summary).expect("the summary serialises");
-        value["determinism"] = determinism.map_or(serde_json::Value::Null, |d| d.into());
+        if summary.clock == crate::scenario::Clock::Real.as_str() {
+            // Tokio ordered the deliveries: no strategy did, whatever the
+            // summary carries for one.
+            value["explore"] = serde_json::Value::Null;
+        }
+        value["determinism"] = determinism.to_json();
         let Some(timeline) = timeline else {
             println!("{value}");
             return Ok(());
@@ -342,10 +358,7 @@ fn print_summary(
         println!("]}}");
         Ok(())
     } else {
-        print!("{}", render_table_with_timelines(summary, events));
-        if let Some(difference) = determinism {
-            println!("  NOT DETERMINISTIC {difference}");
-        }
+        print!("{}", render_run(summary, events, determinism));
         if let Some(timeline) = timeline {
             println!("  {:<16}{} events", "timeline", timeline.len());
             timeline.for_each_line(|line| println!("    {line}"))?;

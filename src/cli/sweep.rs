@@ -88,24 +88,27 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    let clock = args.clock.map_or(scenario.clock, ClockArg::clock);
+    let explore = [(args.explore.is_some(), super::EXPLORE_VIRTUAL_ONLY)];
+    if let Err(code) =
+        super::actor::outside_checked("sweep", clock, args.broker_cmd.as_ref(), Some(&scenario))
+            .and_then(|()| super::virtual_clock_only("sweep", clock, args.clock, &explore))
+    {
+        return code;
+    }
     let options = SweepOptions {
         file: file.display().to_string(),
         seeds: args.seeds,
         jobs: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        clock: args.clock.map_or(scenario.clock, ClockArg::clock),
-        strategy: args.explore.or(scenario.explore).unwrap_or_default(),
+        clock,
+        strategy: super::strategy("sweep", clock, args.explore, &scenario),
         invariants_only: args.invariants_only,
         shard,
         answerers: Default::default(),
         broker: args.broker_cmd.clone(),
     };
-    if let Err(code) =
-        super::actor::outside_checked("sweep", options.clock, options.broker.as_ref(), Some(&scenario))
-    {
-        return code;
-    }
     let json = args.json;
     let bar = progress_bar(
         shard.len(args.seeds),
@@ -126,12 +129,15 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         }
     };
     bar.finish_and_clear();
+    let unreached = report.coverage.missing(&args.require);
     let printed = print_sweep(
         &report,
-        (shard != crate::sim::hunt::seeds::Shard::WHOLE).then_some(shard),
+        Printed {
+            shard: (shard != crate::sim::hunt::seeds::Shard::WHOLE).then_some(shard),
+            required_not_reached: (!args.require.is_empty()).then_some(unreached.as_slice()),
+        },
         json,
     );
-    let unreached = report.coverage.missing(&args.require);
     if unreached.is_empty() {
         return printed;
     }
@@ -170,22 +176,31 @@ fn check_required(required: &[String]) -> Result<(), String> {
     }
 }
 
+/// What a sweep prints besides its report: the shard it ran, if not the whole
+/// range, and the `--require`d races it never reached, if any were required.
+#[derive(Default)]
+struct Printed<'a> {
+    shard: Option<crate::sim::hunt::seeds::Shard>,
+    required_not_reached: Option<&'a [&'a str]>,
+}
+
 /// A sweep's report as `sweep` prints it (a shard's also names its K/N), and the
 /// exit code: 1 if any seed failed.
-fn print_sweep(
-    report: &crate::sim::hunt::sweep::SweepReport,
-    shard: Option<crate::sim::hunt::seeds::Shard>,
-    json: bool,
-) -> ExitCode {
-    /// The report with `"shard": "K/N"` last (flatten, because `seeds.to` is a
-    /// u128 that a `serde_json::Value` cannot hold).
+fn print_sweep(report: &crate::sim::hunt::sweep::SweepReport, printed: Printed, json: bool) -> ExitCode {
+    /// The report, then `"required_not_reached"` when `--require` was given,
+    /// then `"shard": "K/N"` for a shard, last (flatten, because `seeds.to` is
+    /// a u128 that a `serde_json::Value` cannot hold). A report without either
+    /// is the report alone, as `merge` prints it.
     #[derive(serde::Serialize)]
-    struct Sharded<'a> {
+    struct Json<'a> {
         #[serde(flatten)]
         report: &'a crate::sim::hunt::sweep::SweepReport,
-        shard: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        required_not_reached: Option<&'a [&'a str]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        shard: Option<String>,
     }
-    let text = match (json, shard) {
+    let text = match (json, printed.shard) {
         (false, None) => crate::sim::hunt::sweep::render(report),
         (false, Some(shard)) => format!(
             "{}  shard {shard}: {} of the range's {} seeds\n",
@@ -193,13 +208,13 @@ fn print_sweep(
             report.runs,
             report.seeds.len()
         ),
-        (true, None) => serde_json::to_string(report).expect("the report serialises") + "\n",
-        (true, Some(shard)) => {
-            let sharded = Sharded {
+        (true, shard) => {
+            let json = Json {
                 report,
-                shard: shard.to_string(),
+                required_not_reached: printed.required_not_reached,
+                shard: shard.map(|s| s.to_string()),
             };
-            serde_json::to_string(&sharded).expect("the report serialises") + "\n"
+            serde_json::to_string(&json).expect("the report serialises") + "\n"
         }
     };
     print!("{text}");
@@ -212,7 +227,7 @@ fn print_sweep(
 
 pub(super) fn merge(args: &MergeArgs) -> ExitCode {
     match crate::sim::hunt::merge::merge(&args.paths) {
-        Ok(report) => print_sweep(&report, None, args.json),
+        Ok(report) => print_sweep(&report, Printed::default(), args.json),
         Err(error) => {
             eprintln!("asksim merge: {error}");
             ExitCode::from(EXIT_BAD_INPUT)

@@ -4,14 +4,20 @@
 use crate::sim::engine::output::Output;
 use crate::wire::Endpoint;
 
-/// The command that reproduces a run of `file`: every flag that changes it.
+/// The command that reproduces a run of `file`: every flag that changes it. A
+/// real-clock run's names no strategy: tokio ordered its deliveries, so
+/// `--explore` would claim a choice the run never made (and `run` refuses
+/// `--explore` on the real clock).
 pub fn reproduce_command<V>(file: &str, output: &Output<V>) -> String {
-    let clock = output.clock.as_str();
+    let explore = match output.clock {
+        crate::scenario::Clock::Virtual => format!(" --explore {}", output.strategy),
+        crate::scenario::Clock::Real => String::new(),
+    };
     format!(
-        "asksim run {} --seed {} --clock {clock} --explore {}{}",
+        "asksim run {} --seed {} --clock {}{explore}{}",
         shell_word(file),
         output.seed,
-        output.strategy,
+        output.clock.as_str(),
         broker_flag(output.broker.as_ref())
     )
 }

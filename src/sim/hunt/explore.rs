@@ -444,9 +444,11 @@ fn failed_schedule(
     let schedule = schedule_string(choices);
     FailedSchedule {
         reproduce: format!(
-            "asksim run {} --seed {} --clock virtual --schedule {schedule}{}",
+            "asksim run {} --seed {} --clock virtual --schedule {}{}",
             crate::sim::engine::reproduce::shell_word(file),
             options.seed,
+            // A run of one choice is `C*N`: a glob, quoted.
+            crate::sim::engine::reproduce::shell_word(&schedule),
             crate::sim::engine::reproduce::broker_flag(options.broker.as_ref())
         ),
         schedule,

@@ -44,7 +44,9 @@ pub struct Summary {
     /// `"virtual"` or `"real"`.
     pub clock: &'static str,
     /// The scheduling strategy (`random`, `pct:D`, `fifo`), or `schedule S` for
-    /// a run that replayed the schedule S (`run --schedule`).
+    /// a run that replayed the schedule S (`run --schedule`). On the real clock,
+    /// where tokio orders the deliveries and no strategy does, the report names
+    /// none (`run --json` has null).
     pub explore: String,
     /// Tool calls made.
     pub calls: u64,

@@ -4,7 +4,38 @@
 
 use std::fmt::Write as _;
 
+use crate::scenario::Clock;
 use crate::sim::judge::summary::Summary;
+
+/// What `run --check-determinism` found: a second run of the same seed,
+/// strategy and schedule, compared event by event with the first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Determinism {
+    /// Not asked for.
+    #[default]
+    Unchecked,
+    /// The two runs recorded the same events, byte for byte.
+    Identical,
+    /// The two runs differ: where, described. It fails the run.
+    Differs(String),
+}
+
+impl Determinism {
+    /// Whether the two runs differed (which fails the run).
+    pub fn differs(&self) -> bool {
+        matches!(self, Determinism::Differs(_))
+    }
+
+    /// `--json`'s `determinism`: null when not asked for, `"identical"`, or
+    /// the first difference described.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Determinism::Unchecked => serde_json::Value::Null,
+            Determinism::Identical => "identical".into(),
+            Determinism::Differs(difference) => difference.as_str().into(),
+        }
+    }
+}
 
 /// Most violations the human report lists; `--json` has them all.
 const REPORT_LINES_MAX: usize = 20;
@@ -88,20 +119,37 @@ pub fn render_table(summary: &Summary) -> String {
 /// [`render_table`] with, under each of the first violations, the timeline of
 /// the call it names, from the run's `events` (see [`crate::sim::show::timeline`]).
 pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Event]) -> String {
+    render_run(summary, events, &Determinism::Unchecked)
+}
+
+/// [`render_table_with_timelines`] with what `--check-determinism` found: a
+/// `determinism` row when it was asked for, and a difference fails the run.
+pub fn render_run(summary: &Summary, events: &[crate::event::Event], determinism: &Determinism) -> String {
     let mut out = String::new();
     // A replayed schedule (`run --schedule`) is named as one, never as the
-    // strategy it replaced.
-    let order = if summary.explore.starts_with("schedule ") {
-        summary.explore.clone()
+    // strategy it replaced; on the real clock tokio orders the deliveries, and
+    // no strategy is named.
+    let order = if summary.clock == Clock::Real.as_str() {
+        String::new()
+    } else if summary.explore.starts_with("schedule ") {
+        format!(", {}", summary.explore)
     } else {
-        format!("explore {}", summary.explore)
+        format!(", explore {}", summary.explore)
     };
     let _ = writeln!(
         out,
-        "asksim run: {} (seed {}, {} clock, {order})",
+        "asksim run: {} (seed {}, {} clock{order})",
         summary.scenario, summary.seed, summary.clock
     );
-    for (name, value) in rows(summary) {
+    let checked = match determinism {
+        Determinism::Unchecked => None,
+        Determinism::Identical => Some("identical over 2 runs".to_owned()),
+        Determinism::Differs(_) => Some("not identical over 2 runs".to_owned()),
+    };
+    for (name, value) in rows(summary)
+        .into_iter()
+        .chain(checked.map(|c| ("determinism", c)))
+    {
         let _ = writeln!(out, "  {name:<16}{value}");
     }
     let shown = REPORT_LINES_MAX;
@@ -126,7 +174,11 @@ pub fn render_table_with_timelines(summary: &Summary, events: &[crate::event::Ev
         let text = failure.to_string().replace('\n', "\n  ");
         let _ = writeln!(out, "  PROCESS FAILED {text}");
     }
-    let verdict = if summary.passed() { "PASS" } else { "FAIL" };
+    if let Determinism::Differs(difference) = determinism {
+        let _ = writeln!(out, "  NOT DETERMINISTIC {difference}");
+    }
+    let passed = summary.passed() && !determinism.differs();
+    let verdict = if passed { "PASS" } else { "FAIL" };
     let _ = writeln!(out, "  {:<16}{verdict}", "result");
     if let Some(command) = &summary.reproduce {
         let _ = writeln!(out, "  reproduce with: {command}");
