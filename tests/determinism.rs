@@ -424,6 +424,10 @@ fn a_real_clock_run_names_no_strategy() {
     assert_eq!(summary["reproduce"], "asksim run real.json --seed 0 --clock real");
     let (code, stdout, stderr) = asksim_in(dir.path(), "sweep real.json --seeds 3..5");
     assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("asksim sweep: real (seeds 3..5, 2 runs, real clock)\n"),
+        "{stdout}"
+    );
     for seed in [3, 4] {
         let line = format!("\n  FAIL seed {seed}: asksim run real.json --seed {seed} --clock real\n");
         assert!(stdout.contains(&line), "{stdout}");

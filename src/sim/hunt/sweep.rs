@@ -60,6 +60,11 @@ pub struct SweepReport {
     pub coverage: crate::sim::judge::coverage::Coverage,
     /// Seconds of wall time.
     pub wall_s: f64,
+    /// The clock the runs ran on: the header names no strategy on the real
+    /// clock, where tokio ordered the deliveries (the JSON's `explore` stays the
+    /// strategy the shard files record).
+    #[serde(skip)]
+    pub clock: crate::scenario::Clock,
 }
 
 /// What a sweep needs besides the scenario.
@@ -250,6 +255,7 @@ impl Fold {
             distinct_timings: self.timings.len() as u64,
             coverage: self.coverage,
             wall_s,
+            clock: options.clock,
         }
     }
 }
@@ -270,10 +276,14 @@ fn hash_prefix(hex: &str) -> u128 {
 pub fn render(report: &SweepReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let order = match report.clock {
+        crate::scenario::Clock::Virtual => format!("explore {}", report.explore),
+        crate::scenario::Clock::Real => "real clock".to_owned(),
+    };
     let _ = writeln!(
         out,
-        "asksim sweep: {} (seeds {}, {} runs, explore {})",
-        report.scenario, report.seeds, report.runs, report.explore
+        "asksim sweep: {} (seeds {}, {} runs, {order})",
+        report.scenario, report.seeds, report.runs
     );
     for failure in &report.failed {
         let _ = writeln!(out, "  FAIL seed {}: {}", failure.seed, failure.reproduce);
