@@ -584,6 +584,60 @@ fn an_unknown_key_is_refused_at_every_level() {
     );
 }
 
+/// Regression: an empty step `{}` was reported at its script, without its index
+/// and at the token after it (`agents[0].script: expected an object with exactly
+/// one key`), while a step with two keys named itself (`agents[0].script[0]`).
+#[test]
+fn an_empty_step_is_refused_at_its_own_path_and_position() {
+    let text = r#"{"name":"x","agents":[{"name":"a","script":[{"work":1},{"work":1},{}]}]}"#;
+    let err = scenario::parse("empty.json", text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "empty.json:1:67: agents[0].script[2]: expected an object with exactly one key"
+    );
+    assert_eq!(at_position(text, &err), "{}]}]}");
+    let text =
+        "{\"name\": \"x\", \"agents\": [{\"name\": \"a\", \"script\": [\n  {\"work\": 1},\n  {  }\n]}]}";
+    let err = scenario::parse("empty.json", text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "empty.json:3:3: agents[0].script[1]: expected an object with exactly one key"
+    );
+    for (value, path) in [
+        (
+            root(json!([{ "work": 1 }, { "repeat": { "times": 1, "script": [{}] } }])),
+            "agents[0].script[1].repeat.script[0]",
+        ),
+        (
+            root(json!([{ "spawn": { "name": "c", "script": [{}] } }])),
+            "agents[0].script[0].spawn.script[0]",
+        ),
+        (
+            with_agents(json!([{ "name": "a", "on_resume": [{ "work": 1 }, {}] }])),
+            "agents[0].on_resume[1]",
+        ),
+        (
+            json!({ "name": "x", "answerers": [{ "name": "w", "accepts": {}, "latency": 1, "answer": "skip" }] }),
+            "answerers[0].accepts",
+        ),
+        (
+            json!({ "name": "x", "answerers": [{ "name": "w", "accepts": "all", "latency": 1, "answer": {} }] }),
+            "answerers[0].answer",
+        ),
+        // An empty object that is a form's value, before a second key: the step.
+        (
+            root(json!([{ "ask_unresolved": {}, "work": 1 }])),
+            "agents[0].script[0]",
+        ),
+    ] {
+        let err = refused(value, "expected an object with exactly one key");
+        assert_eq!(
+            err.message,
+            format!("{path}: expected an object with exactly one key")
+        );
+    }
+}
+
 #[test]
 fn a_wrong_type_is_refused_with_its_path() {
     refused(
@@ -891,7 +945,9 @@ fn times_and_distributions_must_make_sense() {
 
 #[test]
 fn expect_names_outcomes_error_codes_calls_and_agents() {
-    let ok = parsed(json!({ "name": "x", "agents": [{ "name": "root" }], "expect": {
+    // Root makes one call: `root/1` can exist.
+    let agents = json!([{ "name": "root", "script": [{ "ask_raw": {} }] }]);
+    let ok = parsed(json!({ "name": "x", "agents": agents, "expect": {
         "counts": { "answered": 1, "pending": 0, "late_answered": 0, "withdrawn": 0, "pending_open": 0,
                     "lost_on_restart": 0, "open": 0, "NO_ANSWERER": 2, "DELEGATED_CALLER": 0 },
         "results": { "root/1": { "error": { "code": "ABORTED" } } },

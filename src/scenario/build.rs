@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
+use super::calls::{self, Named, Reference};
 use super::raw::{
     Obj, RawAgent, RawAnswerer, RawBroker, RawEvent, RawExpect, RawLatency, RawLimits, RawScenario, RawStep,
 };
@@ -1031,21 +1032,18 @@ fn expect_block(raw: RawExpect, names: &Names) -> Checked<Expect> {
             );
         }
     }
-    for call in raw.results.keys() {
-        known_call(call, names).or_else(|message| issue(format!("expect.results.{call}"), message))?;
-    }
-    for (map, keys) in [
-        ("user_messages", raw.user_messages.keys().collect::<Vec<_>>()),
-        ("final_results", raw.final_results.keys().collect()),
-    ] {
-        for agent in keys {
-            known_agent(agent, names).or_else(|message| issue(format!("expect.{map}.{agent}"), message))?;
-        }
-    }
-    Ok(Expect {
+    let expect = Expect {
         results: raw.results,
         user_messages: raw.user_messages,
         counts: raw.counts,
         final_results: raw.final_results,
-    })
+    };
+    for Reference { path, name, kind } in calls::expect_references(&expect) {
+        let checked = match kind {
+            Named::Call => known_call(&name, names),
+            Named::Agent => known_agent(&name, names),
+        };
+        checked.or_else(|message| issue(path, message))?;
+    }
+    Ok(expect)
 }

@@ -1,28 +1,120 @@
-//! Which calls a scenario can make: a `cancel_call` of a call the scenario shows
-//! can never exist (`root/7` when root's scripts make one call) is a bad
-//! reference, reported like a `join` of an unknown child, not a run that passes
-//! without having cancelled anything.
+//! Which calls a scenario can make, and where a file names a call or an agent.
+//!
+//! A callId the scenario shows can never exist (`root/7` when root's scripts
+//! make one call) is a bad reference wherever the file names it: a
+//! `cancel_call`, and every place of `expect` (a key of `results`, the
+//! `callId` of a user message, a call in a final result). It is reported like a
+//! `join` of an unknown child, not as a run that passes without having
+//! cancelled anything, or one that fails its expectation with `got null`.
 //!
 //! An agent numbers its tool calls from 1 (SPEC §1), every `ask`, `ask_raw` and
 //! `ask_unresolved` step counting at most once. Its script runs once; its
 //! `on_resume` once after each restart, so at most once per `process_loss` event.
 //! A call past `script + restarts × on_resume` calls of its agent cannot exist.
-//! Whether a call that can exist does is a run-time matter: the timeline says
-//! when a `cancel_call` matched no open call.
+//! Whether a call that can exist does is a run-time matter (a race may make it
+//! on some seeds only): the timeline says when a `cancel_call` matched no open
+//! call, and a missed expectation says `got null`.
 //!
 //! Never edits the scenario; reads the built one.
 
 use std::collections::BTreeMap;
 
-use super::raw::{Obj, RawEvent};
-use super::{Action, AgentSpec, Scenario, Step};
+use serde_json::Value;
 
-/// The `cancel_call` events of a file, with their index in the file (the built
+use super::raw::{Obj, RawEvent};
+use super::{Action, AgentSpec, Expect, Scenario, Step};
+
+/// A place in the file that names a call or an agent: its JSON path, and the
+/// name it holds.
+pub(super) struct Reference {
+    pub path: String,
+    pub name: String,
+    pub kind: Named,
+}
+
+/// What a [`Reference`] names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Named {
+    /// A callId, `"<agent>/<n>"`.
+    Call,
+    /// An agent of the run.
+    Agent,
+}
+
+/// The `cancel_call` events of a file, with their path in the file (the built
 /// scenario keeps events sorted by time, so the file's index is taken first).
-pub(super) fn cancel_calls(raw: &[Obj<RawEvent>]) -> Vec<(usize, String)> {
+pub(super) fn cancel_calls(raw: &[Obj<RawEvent>]) -> Vec<Reference> {
     (raw.iter().enumerate())
-        .filter_map(|(k, Obj(event))| event.cancel_call.clone().map(|call| (k, call)))
+        .filter_map(|(k, Obj(event))| {
+            (event.cancel_call.clone()).map(|call| Reference {
+                path: format!("events[{k}].cancel_call"),
+                name: call,
+                kind: Named::Call,
+            })
+        })
         .collect()
+}
+
+/// Every place of `expect` that names a call or an agent, in the order the
+/// checks report them: the keys of `results`; each key of `user_messages`, then
+/// the `callId` of its messages; each key of `final_results`, then, in its final
+/// result (SPEC §5), the `agent`, the keys of `results`, the `callId` of each
+/// `unresolved` entry and the `spawn` of each entry of `errors`. A value of
+/// another shape names nothing here: the run compares it as it is.
+pub(super) fn expect_references(expect: &Expect) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let mut add = |path: String, name: &str, kind: Named| {
+        out.push(Reference {
+            path,
+            name: name.to_owned(),
+            kind,
+        })
+    };
+    for call in expect.results.keys() {
+        add(format!("expect.results.{call}"), call, Named::Call);
+    }
+    for (agent, messages) in &expect.user_messages {
+        let path = format!("expect.user_messages.{agent}");
+        add(path.clone(), agent, Named::Agent);
+        for (k, message) in messages.iter().enumerate() {
+            if let Some(call) = message.get("callId").and_then(Value::as_str) {
+                add(format!("{path}[{k}].callId"), call, Named::Call);
+            }
+        }
+    }
+    for (agent, result) in &expect.final_results {
+        let path = format!("expect.final_results.{agent}");
+        add(path.clone(), agent, Named::Agent);
+        if let Some(name) = result.get("agent").and_then(Value::as_str) {
+            add(format!("{path}.agent"), name, Named::Agent);
+        }
+        for call in (result.get("results").and_then(Value::as_object))
+            .into_iter()
+            .flatten()
+            .map(|(call, _)| call)
+        {
+            add(format!("{path}.results.{call}"), call, Named::Call);
+        }
+        let entries = |key: &str| {
+            result
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+        };
+        for (k, entry) in entries("unresolved") {
+            if let Some(call) = entry.get("callId").and_then(Value::as_str) {
+                add(format!("{path}.unresolved[{k}].callId"), call, Named::Call);
+            }
+        }
+        for (k, entry) in entries("errors") {
+            if let Some(child) = entry.get("spawn").and_then(Value::as_str) {
+                add(format!("{path}.errors[{k}].spawn"), child, Named::Agent);
+            }
+        }
+    }
+    out
 }
 
 /// How many tool calls each agent of a built scenario can make at most.
@@ -68,12 +160,17 @@ impl<'s> Reach<'s> {
     }
 }
 
-/// Every `cancel_call` names a call its agent can make; else the JSON path of the
-/// first that does not, and why.
-pub(super) fn check(scenario: &Scenario, cancels: &[(usize, String)]) -> Result<(), (String, String)> {
+/// Every call `named` names is one its agent can make; else the JSON path of
+/// the first that is not, and why. (The build checked each callId's form and
+/// that its agent is in the run; references to agents are its alone.)
+pub(super) fn check(scenario: &Scenario, named: &[Reference]) -> Result<(), (String, String)> {
+    let mut calls = named.iter().filter(|r| r.kind == Named::Call).peekable();
+    // A load of 10^5 agents that names no call builds no reach.
+    if calls.peek().is_none() {
+        return Ok(());
+    }
     let reach = Reach::of(scenario);
-    for (k, call) in cancels {
-        // The build checked the callId's form and that its agent is in the run.
+    for Reference { path, name: call, .. } in calls {
         let Some((name, n)) = call.rsplit_once('/') else {
             continue;
         };
@@ -88,7 +185,7 @@ pub(super) fn check(scenario: &Scenario, cancels: &[(usize, String)]) -> Result<
                 (r, c) => format!("its on_resume makes {c} after each of {r} restarts"),
             };
             return Err((
-                format!("events[{k}].cancel_call"),
+                path.clone(),
                 format!(
                     "{call:?} can never exist: {name} makes at most {most} tool calls in this run \
                      (its script makes {script}; {reruns})"

@@ -64,10 +64,11 @@
 //!   `on_resume` are separate scripts). Joining the same child twice is allowed.
 //! - `await_answer` must be `"<this agent>/<n>"`, `n` a decimal integer ≥ 1 without
 //!   leading zeros; whether call `n` exists is a run-time matter (it returns at once
-//!   if the call never went pending). `cancel_call` and the keys of
-//!   `expect.results` follow the same rule, with any agent of the run; a
-//!   `cancel_call` of a call its agent can never make (past what its `script`
-//!   and, once per `process_loss`, its `on_resume` make) is an error too
+//!   if the call never went pending). Every other callId of a file follows the
+//!   same rule, with any agent of the run: `cancel_call`, and each of `expect`
+//!   (a key of `results`, a user message's `callId`, a final result's `results`
+//!   keys and `unresolved` callIds); one its agent can never make (past what its
+//!   `script` and, once per `process_loss`, its `on_resume` make) is an error too
 //!   (`calls`).
 //! - `ask_unresolved.timeout` is checked like a tool timeout (positive up to
 //!   86,400, or `-1`); `ask`/`ask_raw` arguments are never checked here: invalid
@@ -89,8 +90,10 @@
 //! - `jitter` is accepted with either clock; the driver applies it only on the
 //!   virtual clock (`--clock` may switch clocks after loading).
 //! - `expect`: `counts` keys are outcome names of SPEC §6 or error codes;
-//!   `user_messages` and `final_results` keys must be agents of the run. Duplicate
-//!   keys inside those maps follow serde_json (the last wins).
+//!   `user_messages` and `final_results` keys must be agents of the run, as must a
+//!   final result's `agent` and the `spawn` of its `errors`. Only those fields of
+//!   an expected value are read: a value of another shape is compared as it is.
+//!   Duplicate keys inside those maps follow serde_json (the last wins).
 //! - Events with the same `at` keep their file order.
 //! - Wherever the format shows an object, only an object is read: serde's derived
 //!   structs would also take an array of their fields in order (`"broker": [1.0]`).
@@ -519,9 +522,11 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
         }
         position::serde_error(file_label, text, &err)
     })?;
-    let cancels = calls::cancel_calls(&raw.events);
+    // Events, then `expect`: the order the build checks them in.
+    let mut named = calls::cancel_calls(&raw.events);
     let scenario = build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))?;
-    calls::check(&scenario, &cancels)
+    named.extend(scenario.expect.iter().flat_map(calls::expect_references));
+    calls::check(&scenario, &named)
         .map_err(|(path, message)| position::issue_error(file_label, text, build::Issue { path, message }))?;
     Ok(scenario)
 }

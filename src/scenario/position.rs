@@ -42,10 +42,18 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
         }
         serde_json::error::Category::Syntax if bare == "expected value" && is_json(text) => {
             // Valid JSON that serde_json calls a syntax error: an externally tagged
-            // shape (a step, a latency, …) given a second key after its first.
+            // shape (a step, an answer, …) given no key, or a second key after its
+            // first. With no key, serde stops on the `}` of the shape itself; with
+            // two, inside the first key's value, whose parent is the shape.
             let index = PathIndex::build(text);
-            let path = index.innermost(offset).map_or("", parent_path);
-            offset = next_token(text, offset);
+            let (path, at) = match index.innermost_span(offset) {
+                Some((path, start)) if is_empty_form(text, path, start) => (path, start),
+                found => (
+                    found.map_or("", |(path, _)| parent_path(path)),
+                    next_token(text, offset),
+                ),
+            };
+            offset = at;
             format!("{path}: expected an object with exactly one key")
         }
         serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
@@ -128,6 +136,21 @@ pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> Scenar
 /// Whether `text` is one valid JSON value.
 fn is_json(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text).is_ok()
+}
+
+/// Whether the value at `path`, starting at byte `start`, is `{}` where a field
+/// with several forms is (a script step, an `answer`): an object with no key. An
+/// empty object that is a form's own value (`{"ask_unresolved": {}}`) is a
+/// value, not a shape without its key.
+fn is_empty_form(text: &str, path: &str, start: usize) -> bool {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let inside = text.get(start..).and_then(|rest| rest.strip_prefix('{'));
+    let empty = inside.is_some_and(|inside| {
+        inside
+            .trim_start_matches([' ', '\t', '\n', '\r'])
+            .starts_with('}')
+    });
+    empty && super::plain::has_forms(last)
 }
 
 /// `offset`, or past the separator and blanks before a value serde peeked at.
@@ -231,11 +254,16 @@ impl PathIndex {
 
     /// The path of the innermost value whose span holds `offset`.
     fn innermost(&self, offset: usize) -> Option<&str> {
+        self.innermost_span(offset).map(|(path, _)| path)
+    }
+
+    /// The path and start of the innermost value whose span holds `offset`.
+    fn innermost_span(&self, offset: usize) -> Option<(&str, usize)> {
         self.spans
             .iter()
             .filter(|(_, start, end)| *start <= offset && offset < *end)
             .max_by_key(|(_, start, _)| *start)
-            .map(|(path, _, _)| path.as_str())
+            .map(|(path, start, _)| (path.as_str(), *start))
     }
 }
 

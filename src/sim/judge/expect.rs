@@ -115,7 +115,7 @@ mod tests {
 
     fn scenario() -> Scenario {
         let text = r#"{"name": "s", "tool": {"mode": "timed"},
-            "agents": [{"name": "root", "script": []}],
+            "agents": [{"name": "root", "script": [{"ask_raw": {}}, {"ask_raw": {}}]}],
             "expect": {"results": {"root/1": {"pending": true}, "root/2": {"answers": []}}}}"#;
         crate::scenario::parse("s.json", text).expect("a valid scenario")
     }
