@@ -746,7 +746,7 @@ fn duplicate_names_are_refused_across_roots_children_and_answerers() {
 }
 
 #[test]
-fn names_are_non_empty_without_a_slash_and_fully_substituted() {
+fn names_are_non_empty_without_a_slash_or_a_control_character_and_fully_substituted() {
     refused(
         with_agents(json!([{ "name": "a/b" }])),
         "agents[0].name: name \"a/b\" contains `/`",
@@ -764,6 +764,20 @@ fn names_are_non_empty_without_a_slash_and_fully_substituted() {
         "only substituted inside `repeat`",
     );
     refused(json!({ "name": "" }), "name: expected a non-empty name");
+    // A line break or a terminal escape would break the report's header and the
+    // timeline's one line per event.
+    refused(
+        json!({ "name": "two\nlines" }),
+        r#"name: name "two\nlines" contains the control character '\n'"#,
+    );
+    refused(
+        with_agents(json!([{ "name": "red\u{1b}[31m" }])),
+        r#"agents[0].name: name "red\u{1b}[31m" contains the control character '\u{1b}'"#,
+    );
+    refused(
+        json!({ "name": "x", "answerers": [answerer("tab\tbed")] }),
+        r#"answerers[0].name: name "tab\tbed" contains the control character '\t'"#,
+    );
 }
 
 #[test]

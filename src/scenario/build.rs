@@ -168,6 +168,9 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
     if raw.name.is_empty() {
         return issue("name", "expected a non-empty name");
     }
+    if let Some(message) = control_character(&raw.name) {
+        return issue("name", message);
+    }
     let tool = ToolConfig::from_json(raw.tool.as_ref()).map_err(|err| Issue {
         // `config` is the row itself (not an object); any other key is in it.
         path: match err.key.as_str() {
@@ -847,6 +850,9 @@ impl Builder {
         if name.contains('/') {
             return issue(path(), format!("name {name:?} contains `/`"));
         }
+        if let Some(message) = control_character(name) {
+            return issue(path(), message);
+        }
         if name.contains("{i}") {
             return issue(
                 path(),
@@ -931,6 +937,14 @@ impl Builder {
 /// (`"<name>/<n>"`, n ≥ 1 without leading zeros): on a `count` row's template,
 /// the same substitution turns both into a copy's own call and name, so every
 /// copy awaits its own call n.
+/// Why a name with a control character (a line break, a tab, a terminal's
+/// escape) is refused: names head the report and every line of a timeline, which
+/// such a character would break or recolour.
+fn control_character(name: &str) -> Option<String> {
+    (name.chars().find(|c| c.is_control()))
+        .map(|c| format!("name {name:?} contains the control character {:?}", c))
+}
+
 fn own_call(call: &str, name: &str) -> Option<u64> {
     let n = call.strip_prefix(name)?.strip_prefix('/')?;
     call_agent(call)?;
