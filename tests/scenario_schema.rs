@@ -155,6 +155,13 @@ fn the_schema_and_the_parser_agree_on_the_added_forms() {
         json!({ "name": "x", "broker": { "open_calls_max": 0 } }),
         json!({ "name": "x", "broker": { "agents_per_tree_max": 100_001 } }),
         json!({ "name": "x", "limits": { "virtual_s_max": 2e9 } }),
+        // Negative seconds: the parser refuses them, so the schema does too.
+        json!({ "name": "x", "agents": [{ "name": "r", "script": [{ "work": -1 }] }] }),
+        json!({ "name": "x", "events": [{ "at": -1, "cancel_turn": "r" }], "agents": [{ "name": "r" }] }),
+        json!({ "name": "x", "events": [{ "at": 1, "process_loss": { "restart_after": -1 } }] }),
+        json!({ "name": "x", "jitter": { "max": -0.5 } }),
+        json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "all", "latency": 1, "answer": "skip", "hold": { "after": -1 } }] }),
+        json!({ "name": "x", "answerers": [{ "name": "a", "accepts": "all", "latency": 1, "answer": "skip", "faults": { "crash_at": -1 } }] }),
     ] {
         assert!(!validator.is_valid(&bad), "{bad}");
         assert!(scenario::parse("t.json", &bad.to_string()).is_err(), "{bad}");

@@ -218,6 +218,7 @@ fn answerer_rules(schema: &mut Schema) {
 #[schemars(rename = "Hold")]
 pub(super) struct RawHold {
     /// Seconds after its accept.
+    #[schemars(range(min = 0))]
     pub after: f64,
 }
 
@@ -230,6 +231,7 @@ pub(super) struct RawHold {
 #[schemars(rename = "Faults")]
 pub(super) struct RawFaults {
     /// At this run time, in seconds.
+    #[schemars(range(min = 0))]
     pub crash_at: Option<f64>,
     /// Right after its n-th accept (n ≥ 1).
     #[schemars(range(min = 1))]
@@ -277,7 +279,7 @@ pub(super) enum RawStep {
     /// One call asking the unresolved questions of the children joined so far.
     AskUnresolved(Obj<RawAskUnresolved>),
     /// Independent work, in seconds.
-    Work(f64),
+    Work(#[schemars(range(min = 0))] f64),
     /// Starts a child owned by this agent and goes on at once.
     Spawn(Obj<RawSpawn>),
     /// Waits for this child's script to end and takes its final result.
@@ -329,6 +331,7 @@ pub(super) struct RawRepeat {
 #[schemars(rename = "Event")]
 pub(super) struct RawEvent {
     /// When, in run seconds.
+    #[schemars(range(min = 0))]
     pub at: f64,
     /// Fires this agent's turn signal.
     pub cancel_turn: Option<String>,
@@ -348,6 +351,7 @@ pub(super) struct RawEvent {
 #[schemars(rename = "ProcessLoss")]
 pub(super) struct RawProcessLoss {
     /// Seconds until the restart.
+    #[schemars(range(min = 0))]
     pub restart_after: f64,
 }
 
@@ -357,6 +361,7 @@ pub(super) struct RawProcessLoss {
 #[schemars(rename = "Jitter")]
 pub(super) struct RawJitter {
     /// The largest delay, in seconds.
+    #[schemars(range(min = 0))]
     pub max: f64,
 }
 
