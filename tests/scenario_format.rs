@@ -733,7 +733,7 @@ fn duplicate_names_are_refused_across_roots_children_and_answerers() {
     );
     refused(
         root(json!([{ "repeat": { "times": 2, "script": [{ "spawn": { "name": "same" } }] } }])),
-        "duplicate name \"same\"",
+        "agents[0].script[0].repeat.script[0].spawn.name: duplicate name \"same\": a repeat spawns it at every repetition; put `{r}` in the name",
     );
     refused(
         json!({ "name": "x", "answerers": [answerer("w"), answerer("w")] }),

@@ -868,6 +868,17 @@ impl Builder {
             );
         }
         if let Some(&first) = self.name_srcs.get(name) {
+            // The same place twice: a `repeat` unrolled it (a `count` row
+            // without `{i}` is refused before), and its name varies with nothing.
+            if first == src {
+                return issue(
+                    path(),
+                    format!(
+                        "duplicate name {name:?}: a repeat spawns it at every repetition; \
+                         put `{{r}}` in the name (the repeat's index)"
+                    ),
+                );
+            }
             let first = self.path(first).to_owned();
             return issue(
                 path(),
