@@ -452,6 +452,12 @@ fn sweep_json_names_the_required_races_never_reached() {
     let missing = json(" --require hold_vs_expiry,answer_vs_cancel", 1);
     assert_eq!(missing["failed"], json!([]));
     assert_eq!(missing["required_not_reached"], json!(["answer_vs_cancel"]));
+    let twice = json(" --require answer_vs_cancel,hold_vs_expiry,answer_vs_cancel", 1);
+    assert_eq!(
+        twice["required_not_reached"],
+        json!(["answer_vs_cancel"]),
+        "listed once"
+    );
     let reached = json(" --require hold_vs_expiry", 0);
     assert_eq!(reached["required_not_reached"], json!([]));
     let unasked = json("", 0);

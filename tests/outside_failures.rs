@@ -232,7 +232,27 @@ fn outside_implementations_on_the_real_clock_are_bad_input() {
         &[],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("virtual clock only"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "asksim run: --broker-cmd and process answerers run on the virtual clock only (PROTOCOL.md); drop --clock real\n"
+    );
+    // Real by the file's own `clock`, it says how to run it on the virtual one,
+    // for a sweep too, and before it starts the command (which cannot start).
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("real.json");
+    std::fs::write(&file, r#"{"name":"real","clock":"real"}"#).expect("written");
+    let file = file.to_str().expect("UTF-8");
+    for command in [&["run", file][..], &["sweep", file, "--seeds", "0..2"]] {
+        let args = [command, &["--broker-cmd", "asksim-no-such-broker"]].concat();
+        let out = asksim(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.ends_with(r#"run on the virtual clock only (PROTOCOL.md); add --clock virtual (the scenario's "clock" is "real")
+"#),
+            "{args:?}: {stderr}"
+        );
+    }
     let out = asksim(
         &[
             "run",

@@ -53,17 +53,20 @@ pub(super) fn actor(args: &ActorArgs) -> ExitCode {
     }
 }
 
+/// Why an implementation outside asksim is refused on the real clock (see
+/// `virtual_clock_only`): their replies are stamped with virtual time.
+pub(super) const OUTSIDE_VIRTUAL_ONLY: &str =
+    "--broker-cmd and process answerers run on the virtual clock only (PROTOCOL.md)";
+
 /// The implementations outside asksim a command is given, checked before its
-/// first run: they run on the virtual clock only (their replies are stamped
-/// with virtual time), so a real-clock run with one is bad input; and each
-/// must start. A command that cannot start (a typo, a file that is not
+/// first run (and after the real clock refused them, [`OUTSIDE_VIRTUAL_ONLY`]):
+/// each must start. A command that cannot start (a typo, a file that is not
 /// executable) is bad input too, exit 2 with the flag or the answerer named,
 /// not a run that fails (exit 1) with a report of nothing, or a sweep whose
 /// every seed fails the same way. `scenario` is `None` where the command reads
 /// its file later (`shrink`, which refuses such a failure itself).
 pub(super) fn outside_checked(
     command: &str,
-    clock: crate::scenario::Clock,
     broker: Option<&crate::wire::Endpoint>,
     scenario: Option<&crate::scenario::Scenario>,
 ) -> Result<(), ExitCode> {
@@ -71,13 +74,6 @@ pub(super) fn outside_checked(
         eprintln!("asksim {command}: {what}: {why}");
         Err(ExitCode::from(EXIT_BAD_INPUT))
     };
-    let answerers = scenario.is_some_and(|s| s.has_process_answerers());
-    if clock == crate::scenario::Clock::Real && (broker.is_some() || answerers) {
-        return bad(
-            "--broker-cmd and process answerers",
-            "they run on the virtual clock only (PROTOCOL.md); drop --clock real",
-        );
-    }
     if let Some(crate::wire::Endpoint::Process(words)) = broker
         && let Err(why) = starts(words)
     {

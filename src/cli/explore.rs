@@ -47,8 +47,8 @@ pub(super) fn explore(args: &ExploreArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let (clock, broker) = (crate::scenario::Clock::Virtual, args.broker_cmd.as_ref());
-    if let Err(code) = super::actor::outside_checked("explore", clock, broker, Some(&scenario)) {
+    let broker = args.broker_cmd.as_ref();
+    if let Err(code) = super::actor::outside_checked("explore", broker, Some(&scenario)) {
         return code;
     }
     let seed = args.seed.unwrap_or(scenario.seed);

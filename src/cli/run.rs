@@ -105,8 +105,9 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         args.clock.map_or(scenario.clock, ClockArg::clock),
     );
     options.broker = args.broker_cmd.clone();
-    super::actor::outside_checked("run", options.clock, options.broker.as_ref(), Some(scenario))?;
+    let outside = options.broker.is_some() || scenario.has_process_answerers();
     let virtual_only = [
+        (outside, super::actor::OUTSIDE_VIRTUAL_ONLY),
         (args.schedule.is_some(), "--schedule replays a virtual-clock run"),
         (args.explore.is_some(), super::EXPLORE_VIRTUAL_ONLY),
         (
@@ -115,6 +116,7 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         ),
     ];
     super::virtual_clock_only("run", options.clock, args.clock, &virtual_only)?;
+    super::actor::outside_checked("run", options.broker.as_ref(), Some(scenario))?;
     // Events are kept only where something compares them (and for --resume,
     // where the log's earlier events are judged with the rest); the verdict comes
     // from the streaming analysis, the trace and the timeline stream through taps

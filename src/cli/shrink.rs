@@ -42,8 +42,7 @@ pub(super) fn shrink(args: &ShrinkArgs) -> ExitCode {
         ExitCode::from(EXIT_BAD_INPUT)
     };
     let file = args.file.as_path();
-    let (clock, broker) = (crate::scenario::Clock::Virtual, args.broker_cmd.as_ref());
-    if let Err(code) = super::actor::outside_checked("shrink", clock, broker, None) {
+    if let Err(code) = super::actor::outside_checked("shrink", args.broker_cmd.as_ref(), None) {
         return code;
     }
     let options = shrink::ShrinkOptions {

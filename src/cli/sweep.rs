@@ -89,10 +89,13 @@ pub(super) fn sweep(args: &SweepArgs) -> ExitCode {
         Err(code) => return code,
     };
     let clock = args.clock.map_or(scenario.clock, ClockArg::clock);
-    let explore = [(args.explore.is_some(), super::EXPLORE_VIRTUAL_ONLY)];
-    if let Err(code) =
-        super::actor::outside_checked("sweep", clock, args.broker_cmd.as_ref(), Some(&scenario))
-            .and_then(|()| super::virtual_clock_only("sweep", clock, args.clock, &explore))
+    let outside = args.broker_cmd.is_some() || scenario.has_process_answerers();
+    let virtual_only = [
+        (outside, super::actor::OUTSIDE_VIRTUAL_ONLY),
+        (args.explore.is_some(), super::EXPLORE_VIRTUAL_ONLY),
+    ];
+    if let Err(code) = super::virtual_clock_only("sweep", clock, args.clock, &virtual_only)
+        .and_then(|()| super::actor::outside_checked("sweep", args.broker_cmd.as_ref(), Some(&scenario)))
     {
         return code;
     }

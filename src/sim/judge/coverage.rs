@@ -100,10 +100,12 @@ impl Coverage {
             .collect()
     }
 
-    /// The races never reached.
+    /// The races of `races` never reached, each once, in the order first named.
     pub fn missing<'a>(&self, races: &'a [String]) -> Vec<&'a str> {
+        let mut named = BTreeSet::new();
         races
             .iter()
+            .filter(|r| named.insert(r.as_str())) // a race required twice is listed once
             .filter(|r| self.0.get(r.as_str()).is_none_or(|c| c.runs == 0))
             .map(String::as_str)
             .collect()
