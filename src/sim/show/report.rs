@@ -93,8 +93,9 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
         (
             "throughput",
             format!(
-                "{:.0} calls/s, {:.0} pending/s (per wall second)",
-                summary.throughput.calls_per_s, summary.throughput.pending_per_s
+                "{} calls/s, {} pending/s (per wall second)",
+                rate(summary.throughput.calls_per_s),
+                rate(summary.throughput.pending_per_s)
             ),
         ),
         ("events", summary.events.to_string()),
@@ -184,4 +185,23 @@ pub fn render_run(summary: &Summary, events: &[crate::event::Event], determinism
         let _ = writeln!(out, "  reproduce with: {command}");
     }
     out
+}
+
+/// A rate per second: whole from 10 up, one decimal from 1, two below (a
+/// real-clock run of one call in three seconds did 0.33 calls a second, not 0).
+fn rate(per_s: f64) -> String {
+    match per_s {
+        r if r >= 10.0 || r == 0.0 => format!("{r:.0}"),
+        r if r >= 1.0 => format!("{r:.1}"),
+        r => format!("{r:.2}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slow_rate_keeps_its_digits() {
+        let shown: Vec<String> = [0.0, 0.333, 1.25, 9.94, 10.4, 31503.2].map(super::rate).into();
+        assert_eq!(shown, ["0", "0.33", "1.2", "9.9", "10", "31503"]);
+    }
 }
