@@ -202,10 +202,25 @@ pub struct LogError {
 /// A pipe is read (`replay <(zcat log.gz)`).
 pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut file = std::fs::File::open(path)?;
-    not_a_device(&file.metadata()?)?;
+    let metadata = file.metadata()?;
+    not_a_directory(&metadata)?;
+    not_a_device(&metadata)?;
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut file, &mut bytes)?;
     Ok(bytes)
+}
+
+/// A directory opens for reading on Unix and fails only when read, with the
+/// system's words (`Is a directory (os error 21)`): said as a scenario file's
+/// read says it.
+pub(crate) fn not_a_directory(metadata: &std::fs::Metadata) -> std::io::Result<()> {
+    match metadata.is_dir() {
+        true => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a directory",
+        )),
+        false => Ok(()),
+    }
 }
 
 /// A device is no log, to read or to write: `/dev/zero` never ends, and

@@ -80,6 +80,24 @@ fn a_directory() {
     let sub = dir.path().join("a-directory.json");
     std::fs::create_dir_all(&sub).expect("a dir");
     assert_bad_input(&sub, None, &["directory"]);
+    // A log or a shard file that is a directory is said the same way, not in
+    // the system's words ("Is a directory (os error 21)").
+    let shown = sub.display().to_string();
+    for (args, said) in [
+        (
+            vec!["replay", &shown],
+            format!("{shown}: cannot read: is a directory"),
+        ),
+        (
+            vec!["merge", &shown],
+            format!("asksim merge: {shown}: cannot read it: is a directory"),
+        ),
+    ] {
+        let out = asksim_args(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end(), said, "{args:?}");
+    }
 }
 
 #[test]

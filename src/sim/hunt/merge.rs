@@ -90,7 +90,9 @@ fn read_lines(
     file: &str,
     mut each: impl FnMut(usize, SeedRecord) -> Result<(), MergeError>,
 ) -> Result<(ShardEnd, String), MergeError> {
-    let opened = File::open(path).map_err(|e| file_error(file, format!("cannot read it: {e}")))?;
+    let cannot = |e: std::io::Error| file_error(file, format!("cannot read it: {e}"));
+    let opened = File::open(path).map_err(cannot)?;
+    crate::log::not_a_directory(&opened.metadata().map_err(cannot)?).map_err(cannot)?;
     let mut reader = BufReader::new(opened);
     let (mut end, mut hasher) = (None, Sha256::new());
     let mut line = Vec::new();
