@@ -231,6 +231,18 @@ fn a_new_run_refuses_to_write_over_an_unfinished_runs_log() {
             stderr(&out)
         );
         assert_eq!(file_hash(&path), before, "the log is left as it was");
+        // Under another seed `--resume` would be refused too (the log is not
+        // this run's): it says whose the log is and offers another --log.
+        let other = asksim(&["run", &file, "--seed", "5", "--log", &log]);
+        assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+        assert!(
+            stderr(&other).trim_end().ends_with(
+                r#"under seed 20, not "durable-crash-timed"'s under seed 5: give this run another --log, or remove the file"#
+            ),
+            "{}",
+            stderr(&other)
+        );
+        assert_eq!(file_hash(&path), before, "the log is left as it was");
         let resumed = asksim(&["run", &file, "--log", &log, "--resume"]);
         assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     }

@@ -132,9 +132,18 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
         // A run that did not end left its open questions in that log alone:
         // a new run writing over it would lose them (the library refuses any
         // log; here a finished run's may be written over, run after run).
-        if crate::durable::holds_unfinished_run(path).unwrap_or(false) {
+        if let Ok(Some(header)) = crate::durable::unfinished_run(path) {
+            let (file, seed) = (&scenario.name, options.seed);
+            // `--resume` continues only this scenario's run under this seed.
+            let what_then = match header.scenario == *file && header.seed == seed {
+                true => "continue it with --resume, or remove the file for a new run".to_owned(),
+                false => format!(
+                    "it is scenario {:?}'s under seed {}, not {file:?}'s under seed {seed}: give this run another --log, or remove the file",
+                    header.scenario, header.seed
+                ),
+            };
             eprintln!(
-                "asksim run: --log {}: it holds the log of a run that did not end (a crash, or a run still going): continue it with --resume, or remove the file for a new run",
+                "asksim run: --log {}: it holds the log of a run that did not end (a crash, or a run still going); {what_then}",
                 path.display()
             );
             return Err(ExitCode::from(EXIT_BAD_INPUT));

@@ -29,6 +29,6 @@ pub use config::LogConfig;
 pub use file::LogFile;
 pub use gate::Gate;
 pub use policy::SyncPolicy;
-pub use read::{Expected, Torn, holds_unfinished_run, read_back};
+pub use read::{Expected, Torn, holds_unfinished_run, read_back, unfinished_run};
 pub use recovery::{RecoverError, RecoverOptions, Recovery, recover};
 pub use snapshot::Snapshot;

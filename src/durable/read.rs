@@ -75,10 +75,17 @@ const TAIL_BYTES: u64 = 1 << 16;
 /// file that is no log, and a finished run's log hold none. Reads the first
 /// line and the last [`TAIL_BYTES`], whatever the file's length.
 pub fn holds_unfinished_run(path: &Path) -> std::io::Result<bool> {
+    unfinished_run(path).map(|header| header.is_some())
+}
+
+/// The header of the run that did not end whose log is the file at `path`, if
+/// it is one ([`holds_unfinished_run`]): which scenario and seed `--resume`
+/// would have to continue.
+pub fn unfinished_run(path: &Path) -> std::io::Result<Option<LogHeader>> {
     use std::io::{BufRead, Read, Seek, SeekFrom};
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
     let len = file.metadata()?.len();
@@ -86,19 +93,19 @@ pub fn holds_unfinished_run(path: &Path) -> std::io::Result<bool> {
     std::io::BufReader::new(&mut file)
         .take(TAIL_BYTES)
         .read_until(b'\n', &mut first)?;
-    if serde_json::from_slice::<LogHeader>(first.trim_ascii_end()).is_err() {
-        return Ok(false);
-    }
+    let Ok(header) = serde_json::from_slice::<LogHeader>(first.trim_ascii_end()) else {
+        return Ok(None);
+    };
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))?;
     let mut tail = Vec::new();
     file.read_to_end(&mut tail)?;
     let Some(whole) = tail.strip_suffix(b"\n") else {
-        return Ok(true); // a torn last line: the run was cut
+        return Ok(Some(header)); // a torn last line: the run was cut
     };
     let last = whole.rsplit(|b| *b == b'\n').next().unwrap_or_default();
     let ended = serde_json::from_slice::<Event>(last)
         .is_ok_and(|event| matches!(event.kind, crate::event::EventKind::End { .. }));
-    Ok(!ended)
+    Ok((!ended).then_some(header))
 }
 
 /// Reads the log at `path`, written for `expected` when given.
