@@ -574,3 +574,34 @@ fn virtual_clock_flags_on_the_real_clock_are_refused_before_anything_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `asksim actor answerer --policy` checks its row as a scenario's answerer row
+/// is checked, and names the row's own keys: never `answerers[0]`, a place in
+/// a file the user never wrote.
+#[test]
+fn a_bad_answerer_policy_names_the_rows_own_keys() {
+    for (policy, said) in [
+        ("[1]", "expected an object (an answerer row without its name)"),
+        (
+            r#"{"accepts":"all","answer":"skip"}"#,
+            "the row: missing field `latency`",
+        ),
+        (
+            r#"{"accepts":"all","latency":-1,"answer":"skip"}"#,
+            "latency: expected a non-negative number of seconds, got -1",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
+            .args(["actor", "answerer", "--policy", policy])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("asksim runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{policy}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("asksim actor answerer: --policy: {said}")),
+            "{policy}: {stderr}"
+        );
+        assert!(!stderr.contains("answerers[0]"), "{policy}: {stderr}");
+    }
+}

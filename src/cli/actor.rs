@@ -100,14 +100,9 @@ fn starts(command: &[String]) -> Result<(), String> {
 /// A policy from an answerer row without its name, checked as the scenario
 /// format checks an answerer row (the same rules, the same messages).
 fn policy_of(text: &str) -> Result<crate::policy::Policy, String> {
-    let mut row: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let Some(map) = row.as_object_mut() else {
+    let row: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if !row.is_object() {
         return Err("expected an object (an answerer row without its name)".into());
-    };
-    map.entry("name").or_insert_with(|| "policy".into());
-    let scenario = serde_json::json!({ "name": "policy", "answerers": [row], "agents": [] });
-    match crate::scenario::parse("--policy", &scenario.to_string()) {
-        Ok(mut scenario) => Ok(scenario.answerers.remove(0).policy),
-        Err(error) => Err(error.message.replacen("answerers[0].", "", 1)),
     }
+    crate::scenario::policy(&row)
 }
