@@ -173,19 +173,7 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
     if let Some(message) = control_character(&raw.name) {
         return issue("name", message);
     }
-    let tool = ToolConfig::from_json(raw.tool.as_ref()).map_err(|err| Issue {
-        // `config` is the row itself (not an object); any other key is in it.
-        path: match err.key.as_str() {
-            "config" => "tool".to_owned(),
-            key => format!("tool.{key}"),
-        },
-        message: match closest(&err.key, ["mode", "timeout"]) {
-            Some(name) if err.reason.starts_with("unknown key") => {
-                format!("{}; did you mean `{name}`?", err.reason)
-            }
-            _ => err.reason,
-        },
-    })?;
+    let tool = tool_row(raw.tool.as_ref())?;
     // First: `limits.virtual_s_max` bounds every other time of the file.
     let limits = limits(raw.limits.map(|l| l.0))?;
     let times = Times {
@@ -236,6 +224,23 @@ pub(super) fn build(raw: RawScenario) -> Checked<Scenario> {
         limits,
         explore,
         expect,
+    })
+}
+
+/// The plugin row (`tool`), checked by the tool's own config code.
+fn tool_row(row: Option<&Value>) -> Checked<ToolConfig> {
+    ToolConfig::from_json(row).map_err(|err| Issue {
+        // `config` is the row itself (not an object); any other key is in it.
+        path: match err.key.as_str() {
+            "config" => "tool".to_owned(),
+            key => format!("tool.{key}"),
+        },
+        message: match closest(&err.key, ["mode", "timeout"]) {
+            Some(name) if err.reason.starts_with("unknown key") => {
+                format!("{}; did you mean `{name}`?", err.reason)
+            }
+            _ => err.reason,
+        },
     })
 }
 

@@ -41,20 +41,9 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
             format!("{path}: {}", super::plain::not_a_form(&path))
         }
         serde_json::error::Category::Syntax if bare == "expected value" && is_json(text) => {
-            // Valid JSON that serde_json calls a syntax error: an externally tagged
-            // shape (a step, an answer, …) given no key, or a second key after its
-            // first. With no key, serde stops on the `}` of the shape itself; with
-            // two, inside the first key's value, whose parent is the shape.
-            let index = PathIndex::build(text);
-            let (path, at) = match index.innermost_span(offset) {
-                Some((path, start)) if is_empty_form(text, path, start) => (path, start),
-                found => (
-                    found.map_or("", |(path, _)| parent_path(path)),
-                    next_token(text, offset),
-                ),
-            };
+            let (message, at) = not_one_key(text, offset);
             offset = at;
-            format!("{path}: expected an object with exactly one key")
+            message
         }
         serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
         serde_json::error::Category::Eof => format!("truncated JSON: {bare}"),
@@ -97,6 +86,23 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
         column: Some(column),
         message,
     }
+}
+
+/// Valid JSON that serde_json calls a syntax error at `offset`: an externally
+/// tagged shape (a step, an answer, …) given no key, or a second key after its
+/// first. With no key, serde stops on the `}` of the shape itself; with two,
+/// inside the first key's value, whose parent is the shape. The message, and
+/// the offset it is reported at.
+fn not_one_key(text: &str, offset: usize) -> (String, usize) {
+    let index = PathIndex::build(text);
+    let (path, at) = match index.innermost_span(offset) {
+        Some((path, start)) if is_empty_form(text, path, start) => (path, start),
+        found => (
+            found.map_or("", |(path, _)| parent_path(path)),
+            next_token(text, offset),
+        ),
+    };
+    (format!("{path}: expected an object with exactly one key"), at)
 }
 
 /// A check that failed after parsing, located at its path (or the nearest
