@@ -69,17 +69,19 @@ impl fmt::Display for Strategy {
 /// The JSON Schema of `explore`: every accepted string, listed from the constant
 /// (an editor offers them, and the schema cannot disagree with [`FromStr`]).
 pub(super) fn schema(_: &mut SchemaGenerator) -> Schema {
-    let forms: Vec<String> = [Strategy::Random, Strategy::Fifo]
+    // `null` is the key left out, as for every optional key of the file.
+    let forms: Vec<serde_json::Value> = [Strategy::Random, Strategy::Fifo]
         .into_iter()
         .chain((1..=PCT_DEPTH_MAX).map(|depth| Strategy::Pct { depth }))
-        .map(|strategy| strategy.to_string())
+        .map(|strategy| strategy.to_string().into())
+        .chain([serde_json::Value::Null])
         .collect();
     let description = format!(
         "The scheduling strategy: \"random\" (default), \"fifo\" or \"pct:D\" (D from 1 to {PCT_DEPTH_MAX})."
     );
     json_schema!({
         "description": description,
-        "type": "string",
+        "type": ["string", "null"],
         "enum": forms,
     })
 }

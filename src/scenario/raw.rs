@@ -136,8 +136,8 @@ pub(super) struct RawScenario {
 /// (`ToolConfig::from_json`), which reads a JSON value; this states its shape.
 fn tool_schema(_: &mut SchemaGenerator) -> Schema {
     schemars::json_schema!({
-        "description": "The plugin row (SPEC §2.1); absent: the legacy tool.",
-        "type": "object",
+        "description": "The plugin row (SPEC §2.1); absent (or null): the legacy tool.",
+        "type": ["object", "null"],
         "properties": {
             "mode": { "enum": ["legacy", "timed"] },
             "timeout": { "type": "number" }
