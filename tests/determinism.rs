@@ -413,6 +413,9 @@ fn a_real_clock_run_names_no_strategy() {
         stdout.starts_with("asksim run: real (seed 0, real clock)\n"),
         "{stdout}"
     );
+    // Nor a virtual time: the run's own.
+    assert!(stdout.contains("\n  run time        "), "{stdout}");
+    assert!(!stdout.contains("virtual time"), "{stdout}");
     assert!(
         stdout.ends_with("\n  reproduce with: asksim run real.json --seed 0 --clock real\n"),
         "{stdout}"

@@ -73,7 +73,12 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
             format!("{} passed, {} failed", exp.passed, exp.failed),
         ),
         (
-            "virtual time",
+            // The last event's time on the run's clock: virtual, or on the real
+            // clock the time since the run started, which no virtual time is.
+            match summary.clock == Clock::Real.as_str() {
+                true => "run time",
+                false => "virtual time",
+            },
             format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s),
         ),
         (
