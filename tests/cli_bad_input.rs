@@ -261,7 +261,7 @@ fn messages_say_what_a_field_takes_not_rust_type_names() {
         ),
         (
             answerer(r#""accepts": "all", "latency": 1, "answer": "skip", "count": 1.5"#),
-            vec!["count: invalid type: floating point `1.5`, expected a whole number, 0 or more"],
+            vec!["count: invalid type: floating point `1.5`, expected a whole number, 1 or more"],
         ),
         (
             answerer(r#""accepts": {"agents": "r*"}, "latency": 1, "answer": "skip""#),

@@ -26,6 +26,15 @@ const WORDS: [(&str, &str); 9] = [
     ("invalid type: map", "invalid type: an object"),
 ];
 
+/// The whole-number fields whose least value is 1.
+const FROM_ONE: [&str; 5] = [
+    "count",
+    "crash_after_accepts",
+    "open_calls_max",
+    "agents_per_tree_max",
+    "events_max",
+];
+
 /// A script's steps, each an object with one key.
 const STEPS: &str = r#"{"ask": {…}}, {"ask_raw": …}, {"ask_unresolved": {"timeout": t}}, {"work": s}, {"spawn": {…}}, {"join": "child"}, {"await_answer": "agent/n"} or {"repeat": {"times": n, "script": […]}}"#;
 
@@ -96,11 +105,22 @@ pub(super) fn plain(path: &str, message: &str) -> String {
         let head = message.trim_end_matches("expected u64");
         return format!("{head}expected a whole number from 0 to {}", u64::MAX);
     }
+    // Whole numbers that start at 1: "0 or more" would send the writer to a 0
+    // refused next.
+    if message.ends_with("expected u64")
+        && field_at(segments.len() - 1).is_some_and(|field| FROM_ONE.contains(&field))
+    {
+        let head = message.trim_end_matches("expected u64");
+        return format!("{head}expected a whole number, 1 or more");
+    }
     let mut text = message.to_owned();
     for (rust, format) in WORDS {
         text = text.replace(rust, format);
     }
-    if let Some((name, forms)) = forms_of(path)
+    // The field's forms when the value is the field's or one of its forms'
+    // (`answer`, `answer.option`), not a key deeper in (`script[0].repeat.times`).
+    let near: Vec<&str> = segments.iter().rev().take(2).rev().copied().collect();
+    if let Some((name, forms)) = forms_of(&near.join("."))
         && (text.starts_with("invalid type") || text.starts_with("invalid value"))
     {
         text.push_str(&format!("; \"{name}\" is {forms}"));
@@ -135,7 +155,15 @@ mod tests {
         );
         assert_eq!(
             plain("count", "invalid type: floating point `1.5`, expected u64"),
-            "invalid type: floating point `1.5`, expected a whole number, 0 or more"
+            "invalid type: floating point `1.5`, expected a whole number, 1 or more"
+        );
+        assert_eq!(
+            plain(
+                "agents[0].script[0].repeat.times",
+                "invalid value: integer `-1`, expected u64"
+            ),
+            "invalid value: integer `-1`, expected a whole number, 0 or more",
+            "a key inside a step is not the step: no list of the step's forms"
         );
         // 2^64, one past the largest seed, reads as a float.
         assert_eq!(
