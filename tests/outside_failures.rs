@@ -106,6 +106,18 @@ fn a_reply_to_an_accept_without_a_verdict_is_a_protocol_error() {
     assert!(stdout.contains("\"msg\":\"accept\""), "{stdout}");
 }
 
+/// Exactly one `registered`, in the reply to that agent's register: a second
+/// one recorded the agent's spawn twice and the run passed.
+#[test]
+fn a_second_registered_is_a_protocol_error() {
+    let (code, stdout, _) = run_with_broker("python3 tests/fixtures/external/registers_twice.py", &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("`registered` for agent 1 outside the reply to its register, or a second one"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_broker_of_another_protocol_version_is_refused_at_hello() {
     let script = "import sys\nsys.stdin.readline()\nprint('{\"protocol\":2,\"do\":[]}', flush=True)\nsys.stdin.readline()";

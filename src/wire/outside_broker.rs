@@ -298,6 +298,14 @@ impl OutsideBroker {
     }
 
     fn registered(&mut self, agent: AgentId, error: Option<&str>, out: &mut Out) -> Result<(), String> {
+        // PROTOCOL.md 3.3: exactly one, in the reply to that agent's register. A
+        // second recorded the agent's spawn twice; one elsewhere, a spawn that
+        // was never asked for.
+        if self.owed != Owed::Registered(agent) {
+            return Err(format!(
+                "`registered` for agent {agent} outside the reply to its register, or a second one"
+            ));
+        }
         let (name, owner, lineage) = match self.view.agents.get(&agent) {
             Some(view) => (view.name.clone(), view.owner, view.lineage.clone()),
             None => return Err(format!("no agent {agent} was registered")),
