@@ -83,7 +83,12 @@ fn a_bad_row_says_what_is_wrong_with_it() {
         ),
         (
             json!({"accepts": "all", "latency": 1, "answer": "skip", "count": 2}),
-            "count",
+            "count: `count` copies a row of a scenario; a policy is one answerer",
+        ),
+        // Not a declining answerer, as it silently became.
+        (
+            json!({"process": ["python3", "bot.py"]}),
+            "process: a process answerer is a program, not a policy",
         ),
     ] {
         let error = scenario::policy(&row).expect_err("a bad row");

@@ -546,6 +546,19 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
 /// assert!(asksim::scenario::policy(&asksim::serde_json::json!({"accepts": "all"})).is_err());
 /// ```
 pub fn policy(row: &Value) -> Result<crate::policy::Policy, String> {
+    // Keys an answerer row may have in a file but a policy cannot: a policy is
+    // one answerer of asksim's own, named by its caller.
+    for (key, why) in [
+        ("process", "a process answerer is a program, not a policy"),
+        (
+            "count",
+            "`count` copies a row of a scenario; a policy is one answerer",
+        ),
+    ] {
+        if row.get(key).is_some() {
+            return Err(format!("{key}: {why}"));
+        }
+    }
     let mut row = row.clone();
     if let Some(fields) = row.as_object_mut() {
         fields.insert("name".into(), Value::from("policy"));
