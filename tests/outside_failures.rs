@@ -118,6 +118,20 @@ fn a_second_registered_is_a_protocol_error() {
     );
 }
 
+/// A process whose timer due at once starts the next, forever, never lets the
+/// clock move and records nothing, so no limit stops the run: it fails as a
+/// loop (PROTOCOL.md 6: asksim never hangs on what a process writes), where
+/// asksim hung for good.
+#[test]
+fn a_loop_of_timers_due_at_once_fails_the_run_instead_of_hanging() {
+    let (code, stdout, _) = run_with_broker("python3 tests/fixtures/external/timer_loop.py", &[]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("a loop of timers: 100000 timers due at once, each started when the last one fired"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_broker_of_another_protocol_version_is_refused_at_hello() {
     let script = "import sys\nsys.stdin.readline()\nprint('{\"protocol\":2,\"do\":[]}', flush=True)\nsys.stdin.readline()";

@@ -59,6 +59,7 @@ impl OutsideAnswerer {
     /// as an [`crate::answerer::Answerer`]'s (the broker's message or a timer
     /// in, replies and timers out), over a pipe, where the process can fail.
     pub fn handle(&mut self, input: Input, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
+        let fired = matches!(input, Input::Timer(_));
         let input = match input {
             Input::Broker(AnswererMsg::Offer(offer)) => AnswererInput::Offer(Box::new(WireOffer {
                 ticket: offer.ticket,
@@ -79,6 +80,12 @@ impl OutsideAnswerer {
             }
         };
         let answered = self.peer.exchange::<_, AnswererEffect>(out.now(), input)?;
+        let at_once = (answered.reply.effects.iter())
+            .filter(|e| matches!(e, AnswererEffect::StartTimer { after_ns: 0, .. }))
+            .count();
+        if let Err(reason) = self.peer.chain_zero_timers(fired, at_once) {
+            return Err(self.peer.failure(reason, Some(answered.line)));
+        }
         self.apply_all(answered.reply.effects, answered.line, out)
     }
 

@@ -127,16 +127,20 @@ impl OutsideBroker {
     pub fn handle(&mut self, msg: BrokerMsg, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
         self.view.input(&msg, out);
         self.owed = self.owed_for(&msg);
+        let fired = matches!(msg, BrokerMsg::OutsideTimer { .. });
         let Some(input) = self.wire_input(msg) else {
             return Ok(());
         };
         let answered = self.peer.exchange::<_, BrokerEffect>(out.now(), input)?;
-        let mut applied = Ok(());
+        let at_once = (answered.reply.effects.iter())
+            .filter(|e| matches!(e, BrokerEffect::StartTimer { after_ns: 0, .. }))
+            .count();
+        let mut applied = self.peer.chain_zero_timers(fired, at_once);
         for effect in answered.reply.effects {
-            applied = self.apply(effect, out);
             if applied.is_err() {
                 break;
             }
+            applied = self.apply(effect, out);
         }
         let owed = std::mem::replace(&mut self.owed, Owed::Nothing);
         let applied = applied.and_then(|()| match owed {

@@ -18,7 +18,14 @@ pub struct Peer {
     who: String,
     command: String,
     sent: String,
+    /// Timers due at once started in a row ([`Peer::chain_zero_timers`]).
+    zero_chain: usize,
 }
+
+/// How many timers due at once may follow each other, each started by the
+/// last one's firing, before the process is judged to loop: far more than any
+/// protocol step needs, few enough to fail in seconds.
+pub const ZERO_TIMER_CHAIN_MAX: usize = 100_000;
 
 impl std::fmt::Debug for Peer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -44,6 +51,26 @@ impl Peer {
             who,
             command,
             sent: String::new(),
+            zero_chain: 0,
+        }
+    }
+
+    /// Counts the timers due at once (`after_ns` 0) that a reply started, after
+    /// an input that was (`fired`) or was not the firing of one, and fails once
+    /// [`ZERO_TIMER_CHAIN_MAX`] follow each other, each started by the last
+    /// one's firing with nothing else in between: the clock never moves again
+    /// and no event is recorded, so no limit of the run would ever stop it.
+    pub fn chain_zero_timers(&mut self, fired: bool, started: usize) -> Result<(), String> {
+        self.zero_chain = match fired && started > 0 {
+            true => self.zero_chain + started,
+            false => started,
+        };
+        match self.zero_chain > ZERO_TIMER_CHAIN_MAX {
+            true => Err(format!(
+                "a loop of timers: {ZERO_TIMER_CHAIN_MAX} timers due at once, each started when the last one fired, \
+                 with nothing else in between (the clock cannot move on)"
+            )),
+            false => Ok(()),
         }
     }
 
