@@ -73,12 +73,7 @@ fn rows(summary: &Summary) -> Vec<(&'static str, String)> {
             format!("{} passed, {} failed", exp.passed, exp.failed),
         ),
         (
-            // The last event's time on the run's clock: virtual, or on the real
-            // clock the time since the run started, which no virtual time is.
-            match summary.clock == Clock::Real.as_str() {
-                true => "run time",
-                false => "virtual time",
-            },
+            time_label(summary),
             format!("{:.3} s (wall {:.3} s)", summary.virtual_s, summary.wall_s),
         ),
         (
@@ -190,6 +185,15 @@ pub fn render_run(summary: &Summary, events: &[crate::event::Event], determinism
         let _ = writeln!(out, "  reproduce with: {command}");
     }
     out
+}
+
+/// The row of the last event's time on the run's clock: virtual, or on the
+/// real clock the time since the run started, which no virtual time is.
+fn time_label(summary: &Summary) -> &'static str {
+    match summary.clock == Clock::Real.as_str() {
+        true => "run time",
+        false => "virtual time",
+    }
 }
 
 /// A rate per second: whole from 10 up, one decimal from 1, two below (a
