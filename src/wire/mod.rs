@@ -15,14 +15,13 @@
 //!   broker's interface, with the event log derived from what crosses the
 //!   boundary (the outside broker writes no events).
 //! - `outside_answerer`: an outside answerer in the waterfall.
-//! - `actor_broker`, `actor_answerer`, `serve`: asksim's own state machines
-//!   behind the protocol (`asksim actor broker|answerer`).
+//! - `actor`: asksim's own state machines behind the protocol (`asksim actor
+//!   broker|answerer`).
 //!
 //! This module never touches the simulator's queue: the simulator's world
 //! holds these adapters where it holds its own broker and answerers.
 
-mod actor_answerer;
-mod actor_broker;
+mod actor;
 mod answerer_msg;
 mod broker_msg;
 mod broker_view;
@@ -32,12 +31,10 @@ mod outside_answerer;
 mod outside_broker;
 mod peer;
 mod process;
-mod serve;
 #[cfg(test)]
 mod tests;
 
-pub use actor_answerer::ActorAnswerer;
-pub use actor_broker::ActorBroker;
+pub use actor::{ActorAnswerer, ActorBroker, serve};
 pub use answerer_msg::{AnswererEffect, AnswererInput, AnswererSetup, WireOffer};
 pub use broker_msg::{
     BrokerEffect, BrokerInput, BrokerSetup, FromAnswerer, WireLimits, WireRequest, WireRestore,
@@ -51,7 +48,6 @@ pub use process::{
     Broken, COULD_NOT_START, LINE_BYTES_MAX, Loopback, Process, REPLY_WALL_S_DEFAULT, REPLY_WALL_S_ENV,
     Transport,
 };
-pub use serve::serve;
 
 /// How to reach an outside implementation.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,8 +15,6 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::broker_msg::{BrokerEffect, BrokerInput, FromAnswerer, WireRequest, WireRestore};
-use super::common::{Line, PROTOCOL_VERSION, Reply, parse_turn};
 use crate::broker::{BrokerConfig, BrokerLimits, BrokerState};
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
@@ -25,6 +23,8 @@ use crate::protocol::{
     Request, Restored, Ticket, seconds,
 };
 use crate::tool::{Ask, Schema, ToolResult, Wait};
+use crate::wire::broker_msg::{BrokerEffect, BrokerInput, FromAnswerer, WireRequest, WireRestore};
+use crate::wire::common::{Line, PROTOCOL_VERSION, Reply, parse_turn};
 
 /// The broker and what the wire needs beside it.
 #[derive(Debug)]
@@ -296,7 +296,7 @@ impl ActorBroker {
             },
             Envelope::Agent(agent, AgentMsg::TurnFired(turn)) => BrokerEffect::TurnFired {
                 agent,
-                turn: super::common::turn_id_text(turn),
+                turn: crate::wire::common::turn_id_text(turn),
             },
             Envelope::Agent(agent, AgentMsg::Settled { call_id, result }) => BrokerEffect::Settled {
                 agent,

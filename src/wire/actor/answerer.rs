@@ -6,12 +6,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::answerer_msg::{AnswererEffect, AnswererInput};
-use super::common::{Line, PROTOCOL_VERSION, Reply};
 use crate::answerer::{Answerer, PolicyAnswerer, Replies};
 use crate::effect::{Effect, Out};
 use crate::policy::Policy;
 use crate::protocol::{AnswererInput as Input, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Offer, Sent};
+use crate::wire::answerer_msg::{AnswererEffect, AnswererInput};
+use crate::wire::common::{Line, PROTOCOL_VERSION, Reply};
 
 /// The answerer and its running timers.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ impl ActorAnswerer {
                     "accept" => Sent::Accept,
                     _ => Sent::Submit,
                 },
-                reason: super::outside_broker::refusal(reason),
+                reason: crate::wire::outside_broker::refusal(reason),
             })),
             AnswererInput::Timer { id } => match self.timers.remove(&id) {
                 true => Some(Input::Timer(id)),
