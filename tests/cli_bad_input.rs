@@ -591,11 +591,8 @@ fn a_bad_answerer_policy_names_the_rows_own_keys() {
             "latency: expected a non-negative number of seconds, got -1",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_asksim"))
-            .args(["actor", "answerer", "--policy", policy])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("asksim runs");
+        // `output()` gives the process no stdin: a policy it took would end at once.
+        let out = asksim_args(&["actor", "answerer", "--policy", policy]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{policy}: {stderr}");
         assert!(
