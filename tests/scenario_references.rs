@@ -134,6 +134,38 @@ fn every_agent_and_callid_expect_names_must_be_of_this_run() {
     );
 }
 
+/// Regression: a place of `expect` that belongs to one agent could name
+/// another agent, or another agent's call, and the file passed `validate` to
+/// fail every run: an agent's final result names that agent and holds its own
+/// calls, and a late answer reaches the agent that made the call (SPEC §3, §5).
+#[test]
+fn a_place_of_one_agent_may_not_name_another_agent_or_its_calls() {
+    assert_eq!(
+        refused(json!({ "final_results": { "r0": { "agent": "r1" } } })),
+        "expect.final_results.r0.agent: r0's final result names its own agent, \"r0\", never \"r1\": \
+         this can never match"
+    );
+    let elsewhere = "is a call of r1, and only r0's own calls can be here: this can never match";
+    assert_eq!(
+        refused(json!({ "final_results": { "r0": { "results": { "r1/1": {} } } } })),
+        format!("expect.final_results.r0.results.r1/1: \"r1/1\" {elsewhere}")
+    );
+    assert_eq!(
+        refused(json!({ "final_results": { "r0": { "unresolved": [{ "callId": "r1/1" }] } } })),
+        format!("expect.final_results.r0.unresolved[0].callId: \"r1/1\" {elsewhere}")
+    );
+    assert_eq!(
+        refused(json!({ "user_messages": { "r0": [{ "callId": "r1/1" }] } })),
+        format!("expect.user_messages.r0[0].callId: \"r1/1\" {elsewhere}")
+    );
+    // Each agent's own, and `expect.results` of anyone's call: accepted.
+    let own = json!({ "results": { "r1/1": {} },
+        "user_messages": { "r0": [{ "callId": "r0/1" }] },
+        "final_results": { "r0": { "agent": "r0", "results": { "r0/1": {} },
+            "unresolved": [{ "callId": "r0/2" }] } } });
+    parse(&run_with(own)).expect("every place names its own agent's calls");
+}
+
 /// A call one seed makes and another does not (here the answer and the cancel
 /// race at 3 s, and the second call is made only when the answer wins) is
 /// accepted: whether a call that can exist does is the run's to say.

@@ -1070,12 +1070,31 @@ fn expect_block(raw: RawExpect, names: &Names) -> Checked<Expect> {
         counts: raw.counts,
         final_results: raw.final_results,
     };
-    for Reference { path, name, kind } in calls::expect_references(&expect) {
+    for Reference { path, name, kind, of } in calls::expect_references(&expect) {
         let checked = match kind {
             Named::Call => known_call(&name, names),
             Named::Agent => known_agent(&name, names),
         };
-        checked.or_else(|message| issue(path, message))?;
+        (checked.and_then(|()| belongs(&name, kind, of.as_deref())))
+            .or_else(|message| issue(path, message))?;
     }
     Ok(expect)
+}
+
+/// Whether `name` (a known call or agent) is what a place of agent `of` can
+/// hold: `of` itself, or one of `of`'s calls (see [`Reference::of`]).
+fn belongs(name: &str, kind: Named, of: Option<&str>) -> Result<(), String> {
+    let Some(of) = of else { return Ok(()) };
+    match kind {
+        Named::Agent if name != of => Err(format!(
+            "{of}'s final result names its own agent, {of:?}, never {name:?}: this can never match"
+        )),
+        Named::Call => match call_agent(name) {
+            Some(agent) if agent != of => Err(format!(
+                "{name:?} is a call of {agent}, and only {of}'s own calls can be here: this can never match"
+            )),
+            _ => Ok(()),
+        },
+        Named::Agent => Ok(()),
+    }
 }

@@ -24,12 +24,17 @@ use serde_json::Value;
 use super::raw::{Obj, RawEvent};
 use super::{Action, AgentSpec, Expect, Scenario, Step};
 
-/// A place in the file that names a call or an agent: its JSON path, and the
-/// name it holds.
+/// A place in the file that names a call or an agent: its JSON path, the name
+/// it holds, and the agent the place belongs to, if it belongs to one.
 pub(super) struct Reference {
     pub path: String,
     pub name: String,
     pub kind: Named,
+    /// The agent whose call (a [`Named::Call`]) or which agent (a
+    /// [`Named::Agent`]) this place can only hold: an agent's final result
+    /// names that agent and holds its calls, and a late answer reaches the
+    /// agent that made the call (SPEC §3, §5). Anything else can never match.
+    pub of: Option<String>,
 }
 
 /// What a [`Reference`] names.
@@ -50,6 +55,7 @@ pub(super) fn cancel_calls(raw: &[Obj<RawEvent>]) -> Vec<Reference> {
                 path: format!("events[{k}].cancel_call"),
                 name: call,
                 kind: Named::Call,
+                of: None,
             })
         })
         .collect()
@@ -63,37 +69,38 @@ pub(super) fn cancel_calls(raw: &[Obj<RawEvent>]) -> Vec<Reference> {
 /// another shape names nothing here: the run compares it as it is.
 pub(super) fn expect_references(expect: &Expect) -> Vec<Reference> {
     let mut out = Vec::new();
-    let mut add = |path: String, name: &str, kind: Named| {
+    let mut add = |path: String, name: &str, kind: Named, of: Option<&str>| {
         out.push(Reference {
             path,
             name: name.to_owned(),
             kind,
+            of: of.map(str::to_owned),
         })
     };
     for call in expect.results.keys() {
-        add(format!("expect.results.{call}"), call, Named::Call);
+        add(format!("expect.results.{call}"), call, Named::Call, None);
     }
     for (agent, messages) in &expect.user_messages {
         let path = format!("expect.user_messages.{agent}");
-        add(path.clone(), agent, Named::Agent);
+        add(path.clone(), agent, Named::Agent, None);
         for (k, message) in messages.iter().enumerate() {
             if let Some(call) = message.get("callId").and_then(Value::as_str) {
-                add(format!("{path}[{k}].callId"), call, Named::Call);
+                add(format!("{path}[{k}].callId"), call, Named::Call, Some(agent));
             }
         }
     }
     for (agent, result) in &expect.final_results {
         let path = format!("expect.final_results.{agent}");
-        add(path.clone(), agent, Named::Agent);
+        add(path.clone(), agent, Named::Agent, None);
         if let Some(name) = result.get("agent").and_then(Value::as_str) {
-            add(format!("{path}.agent"), name, Named::Agent);
+            add(format!("{path}.agent"), name, Named::Agent, Some(agent));
         }
         for call in (result.get("results").and_then(Value::as_object))
             .into_iter()
             .flatten()
             .map(|(call, _)| call)
         {
-            add(format!("{path}.results.{call}"), call, Named::Call);
+            add(format!("{path}.results.{call}"), call, Named::Call, Some(agent));
         }
         let entries = |key: &str| {
             result
@@ -105,12 +112,17 @@ pub(super) fn expect_references(expect: &Expect) -> Vec<Reference> {
         };
         for (k, entry) in entries("unresolved") {
             if let Some(call) = entry.get("callId").and_then(Value::as_str) {
-                add(format!("{path}.unresolved[{k}].callId"), call, Named::Call);
+                add(
+                    format!("{path}.unresolved[{k}].callId"),
+                    call,
+                    Named::Call,
+                    Some(agent),
+                );
             }
         }
         for (k, entry) in entries("errors") {
             if let Some(child) = entry.get("spawn").and_then(Value::as_str) {
-                add(format!("{path}.errors[{k}].spawn"), child, Named::Agent);
+                add(format!("{path}.errors[{k}].spawn"), child, Named::Agent, None);
             }
         }
     }
