@@ -8,7 +8,7 @@
 //! `options`. A call keeps at least one question and two options: fewer is an
 //! invalid call, a different failure (SPEC §2.3).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -180,7 +180,7 @@ pub(super) fn repair(scenario: &mut Value) {
     }
     for key in ["user_messages", "final_results"] {
         if let Some(map) = expect.get_mut(key).and_then(Value::as_object_mut) {
-            map.retain(|agent, _| names.agents.contains(agent));
+            map.retain(|agent, entry| names.agents.contains_key(agent) && names.entry_ok(entry));
         }
     }
     expect.retain(|_, map| !map.as_object().is_some_and(Map::is_empty));
@@ -210,17 +210,25 @@ fn repair_agent(agent: &mut Value) {
     }
 }
 
-/// The names of a scenario's agents (spawned children included) and answerers.
+/// The names of a scenario's agents (spawned children included), with the most
+/// tool calls each can make in a run, and its answerers.
 struct Names {
-    agents: BTreeSet<String>,
+    agents: BTreeMap<String, u64>,
     answerers: BTreeSet<String>,
+    /// The file's `process_loss` events: each reruns every `on_resume`.
+    restarts: u64,
 }
 
 impl Names {
     fn of(scenario: &Value) -> Names {
+        let events = scenario.get("events").and_then(Value::as_array);
+        let restarts = (events.into_iter().flatten())
+            .filter(|event| event.get("process_loss").is_some())
+            .count() as u64;
         let mut names = Names {
-            agents: BTreeSet::new(),
+            agents: BTreeMap::new(),
             answerers: BTreeSet::new(),
+            restarts,
         };
         let agents = scenario.get("agents").and_then(Value::as_array);
         for agent in agents.into_iter().flatten() {
@@ -236,28 +244,63 @@ impl Names {
     }
 
     fn add_agent(&mut self, agent: &Value) {
+        let steps = |key: &str| {
+            agent
+                .get(key)
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+        };
         if let Some(name) = agent.get("name").and_then(Value::as_str) {
-            self.agents.insert(name.to_owned());
+            let most = calls(steps("script")) + self.restarts * calls(steps("on_resume"));
+            self.agents.insert(name.to_owned(), most);
         }
         for key in ["script", "on_resume"] {
-            let steps = agent.get(key).and_then(Value::as_array);
-            for child in steps.into_iter().flatten().filter_map(|step| step.get("spawn")) {
+            for child in steps(key).iter().filter_map(|step| step.get("spawn")) {
                 self.add_agent(child);
             }
         }
     }
 
-    /// Whether `call` (`"<agent>/<n>"`) is a call of an agent that is there.
+    /// Whether `call` (`"<agent>/<n>"`) can still exist: its agent is there and
+    /// makes at least `n` tool calls (as `scenario::parse` checks a reference;
+    /// a removed `ask` step takes the last call of its agent with it).
     fn has_call(&self, call: &str) -> bool {
-        call.rsplit_once('/')
-            .is_some_and(|(agent, _)| self.agents.contains(agent))
+        let Some((agent, n)) = call.rsplit_once('/') else {
+            return false;
+        };
+        match (self.agents.get(agent), n.parse::<u64>()) {
+            (Some(most), Ok(n)) => n <= *most,
+            (Some(_), Err(_)) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// Whether every call and child an `expect` entry of an agent names (its
+    /// user messages' `callId`s; its final result's `results`, `unresolved`
+    /// and `errors`) can still exist.
+    fn entry_ok(&self, entry: &Value) -> bool {
+        let listed = |key: &str| entry.get(key).and_then(Value::as_array).into_iter().flatten();
+        let field = |item: &Value, key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
+        let messages = entry.as_array().into_iter().flatten();
+        let mut calls: Vec<String> = messages.filter_map(|m| field(m, "callId")).collect();
+        calls.extend(
+            entry
+                .get("results")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(c, _)| c.clone()),
+        );
+        calls.extend(listed("unresolved").filter_map(|u| field(u, "callId")));
+        let mut children = listed("errors").filter_map(|e| field(e, "spawn"));
+        calls.iter().all(|call| self.has_call(call)) && children.all(|child| self.agents.contains_key(&child))
     }
 
     /// Whether everything the event names is there.
     fn event_ok(&self, event: &Value) -> bool {
         let named = |key: &str| event.get(key).and_then(Value::as_str);
         if let Some(agent) = named("cancel_turn").or(named("stop_agent")) {
-            return self.agents.contains(agent);
+            return self.agents.contains_key(agent);
         }
         if let Some(call) = named("cancel_call") {
             return self.has_call(call);
@@ -267,6 +310,30 @@ impl Names {
         }
         true
     }
+}
+
+/// Tool calls `steps` make at most: each `ask`, `ask_raw` and `ask_unresolved`,
+/// and a `repeat`'s body as many times as it runs (a spawned child's calls are
+/// its own).
+fn calls(steps: &[Value]) -> u64 {
+    let step_calls = |step: &Value| {
+        if ["ask", "ask_raw", "ask_unresolved"]
+            .iter()
+            .any(|key| step.get(key).is_some())
+        {
+            return 1;
+        }
+        let Some(repeat) = step.get("repeat") else {
+            return 0;
+        };
+        let times = repeat.get("times").and_then(Value::as_u64).unwrap_or(0);
+        let body = repeat
+            .get("script")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        times.saturating_mul(calls(body))
+    };
+    steps.iter().map(step_calls).fold(0, u64::saturating_add)
 }
 
 /// How many elements of each kind a scenario holds.
@@ -327,5 +394,84 @@ impl Tally {
             ("options", self.options),
             ("expect entries", self.expect),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const ASK: &str = r#"{"ask":{"questions":[{"id":"q","question":"Go?","header":"Go","options":[{"label":"Yes"},{"label":"No"}]}]}}"#;
+
+    /// A root that asks twice, then once more in its `on_resume` after each of
+    /// two losses, and a child that asks in a `repeat` of 2: calls `root/1` to
+    /// `root/4` and `kid/1`, `kid/2`, each named somewhere in `expect`.
+    fn scenario() -> Value {
+        let ask: Value = serde_json::from_str(ASK).unwrap();
+        json!({ "name": "repair", "tool": { "mode": "timed", "timeout": 5 },
+            "answerers": [{ "name": "web", "accepts": "all", "latency": 1.0, "answer": "recommended" }],
+            "agents": [{ "name": "root", "script": [ask, ask,
+                    { "spawn": { "name": "kid", "script": [{ "repeat": { "times": 2, "script": [ask] } }] } }],
+                "on_resume": [ask] }],
+            "events": [{ "at": 0.5, "process_loss": { "restart_after": 1.0 } },
+                       { "at": 3.0, "process_loss": { "restart_after": 1.0 } },
+                       { "at": 4.0, "cancel_call": "root/2" }],
+            "expect": { "results": { "root/4": {}, "kid/2": {} },
+                "user_messages": { "root": [{ "callId": "root/2" }], "kid": [{ "callId": "kid/2" }] },
+                "final_results": { "root": { "agent": "root", "results": { "root/1": {}, "root/2": {} } } } } })
+    }
+
+    #[test]
+    fn a_scenario_that_names_only_what_can_exist_is_left_as_it_is() {
+        let mut repaired = scenario();
+        crate::scenario::parse("repair.json", &repaired.to_string()).expect("a valid scenario");
+        repair(&mut repaired);
+        assert_eq!(repaired, scenario());
+    }
+
+    /// Regression: the repair dropped what named a removed agent, but not what
+    /// named a call its agent no longer makes, so every candidate that removed
+    /// an `ask` named in `expect` was invalid and the shrink stopped short.
+    #[test]
+    fn a_removed_ask_takes_what_names_its_agents_last_calls_with_it() {
+        let script = [Seg::Key("agents"), Seg::Index(0), Seg::Key("script")];
+        let one_ask = keep(&scenario(), &script, |i| i != 1).unwrap();
+        crate::scenario::parse("repair.json", &one_ask.to_string()).expect("the candidate is valid");
+        assert_eq!(
+            one_ask["events"],
+            scenario()["events"],
+            "root/2 is still made, by an on_resume"
+        );
+        let mut expect = scenario()["expect"].clone();
+        expect["results"].as_object_mut().unwrap().remove("root/4");
+        assert_eq!(
+            one_ask["expect"], expect,
+            "root makes 3 calls at most now: root/4 went"
+        );
+        let on_resume = [Seg::Key("agents"), Seg::Index(0), Seg::Key("on_resume")];
+        let one_call = keep(&one_ask, &on_resume, |_| false).unwrap();
+        crate::scenario::parse("repair.json", &one_call.to_string()).expect("the candidate is valid");
+        assert_eq!(
+            one_call["events"].as_array().unwrap().len(),
+            2,
+            "the cancel_call of root/2 went"
+        );
+        assert_eq!(
+            one_call["expect"],
+            json!({ "results": { "kid/2": {} }, "user_messages": { "kid": [{ "callId": "kid/2" }] } }),
+            "root makes 1 call at most now: what named root/2 went, root's final result with it"
+        );
+        let repeat = [
+            Seg::Key("agents"),
+            Seg::Index(0),
+            Seg::Key("script"),
+            Seg::Index(2),
+        ];
+        let repeat = [&repeat[..], &[Seg::Key("spawn"), Seg::Key("script")]].concat();
+        let no_repeat = keep(&scenario(), &repeat, |_| false).unwrap();
+        crate::scenario::parse("repair.json", &no_repeat.to_string()).expect("the candidate is valid");
+        assert!(no_repeat["expect"]["results"].get("kid/2").is_none());
+        assert!(no_repeat["expect"]["user_messages"].get("kid").is_none());
     }
 }
