@@ -552,6 +552,82 @@ fn no_answer_lost_a_batch_still_unaccounted_for_at_the_end() {
     );
 }
 
+/// The batch reached the model as other answers: a tool result with another
+/// label, in the right shape. What was submitted was not delivered.
+#[test]
+fn no_answer_lost_a_tool_result_with_other_answers_than_the_batch() {
+    let submitted = with(owned(-1.0), [batch(3.0, "root/1", "web", sqlite())]);
+    let postgres = json!([{"id": "db", "selected": ["Postgres (Recommended)"]}]);
+    bites(
+        "no_answer_lost",
+        ("root/1", 6),
+        r#"the tool result does not carry the batch web submitted (seq 5): received [{"id":"db","selected":["Postgres (Recommended)"]}], submitted [{"id":"db","selected":["SQLite"]}]"#,
+        &with(submitted.clone(), [answers(3.0, "root/1", postgres)]),
+        &with(submitted, [answers(3.0, "root/1", sqlite())]),
+    );
+}
+
+/// A legacy result's answer texts (SPEC §2.2) are the batch's labels.
+#[test]
+fn no_answer_lost_a_legacy_result_with_another_answer_text() {
+    let text = json!({"answers": {"Deploy now?": "Yes (Recommended)"}}).to_string();
+    bites(
+        "no_answer_lost",
+        ("root/1", 6),
+        r#"received {"Deploy now?":"Yes (Recommended)"}, submitted {"Deploy now?":"No"}"#,
+        &legacy(false, result_text(2.0, "root/1", &text, "answers")),
+        &legacy(false, legacy_answers(2.0, &["Deploy now?"])),
+    );
+}
+
+/// The late answer's items are the batch's, but the user message the agent
+/// reads carries another label; or no answers at all (a withdrawal's text).
+#[test]
+fn no_answer_lost_a_late_answer_whose_message_carries_other_answers() {
+    let postgres = json!([{"id": "db", "selected": ["Postgres (Recommended)"]}]);
+    let good = late_message("root/1", &sqlite());
+    for (message, what) in [
+        (late_message("root/1", &postgres), "in its user message, received"),
+        (
+            withdrawn_message("root/1"),
+            "a user message of kind \"pending_question_withdrawn\" carries no answers",
+        ),
+    ] {
+        bites(
+            "no_answer_lost",
+            ("root/1", 7),
+            what,
+            &late_answered(&message),
+            &late_answered(&good),
+        );
+    }
+}
+
+#[test]
+fn no_answer_lost_a_late_answer_whose_items_are_not_the_batch() {
+    let postgres = json!([{"id": "db", "selected": ["Postgres (Recommended)"]}]);
+    let message = late_message("root/1", &sqlite());
+    let answered = |items: Value| {
+        let late = json!({"t": 2.0, "event": "late_answer", "callId": "root/1", "agent": "root",
+                          "answers": items, "message": message});
+        with(
+            pending_owned(),
+            [
+                batch(2.0, "root/1", "web", sqlite()),
+                late,
+                user_message(2.0, "root/1", &message),
+            ],
+        )
+    };
+    bites(
+        "no_answer_lost",
+        ("root/1", 7),
+        "in its answers, received",
+        &answered(postgres),
+        &answered(sqlite()),
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // delegated_never_offered
 
@@ -731,6 +807,28 @@ fn answers_well_formed_a_legacy_result_for_other_question_texts() {
         "Deploy later?",
         &legacy(false, legacy_answers(2.0, &["Deploy later?"])),
         &legacy(false, legacy_answers(2.0, &["Deploy now?"])),
+    );
+}
+
+/// A batch SPEC §3.6 refuses (an unknown field) settled the call, delivered
+/// in a well-formed shape: it had to be refused back, the call left open.
+#[test]
+fn answers_well_formed_a_batch_the_rules_refuse_delivered_anyway() {
+    let delivered = |items: Value| {
+        with(
+            owned(-1.0),
+            [
+                batch(2.0, "root/1", "web", items),
+                answers(2.0, "root/1", sqlite()),
+            ],
+        )
+    };
+    bites(
+        "answers_well_formed",
+        ("root/1", 6),
+        "a batch from web that SPEC §3.6 refuses settled the call: batch[0].why: unknown field",
+        &delivered(json!([{"id": "db", "selected": ["SQLite"], "why": "typo"}])),
+        &delivered(sqlite()),
     );
 }
 
@@ -1266,6 +1364,26 @@ fn no_orphaned_wait_an_offer_out_when_the_run_ended() {
 
 // ---------------------------------------------------------------------------------
 // protocol_conformance: the branches its fixtures do not hold
+
+/// Settlement only by the owner's batch: answers that follow no batch came
+/// from no answerer (the broker settled the call with the recommended option
+/// itself).
+#[test]
+fn protocol_conformance_answers_no_answerer_submitted() {
+    bites(
+        "protocol_conformance",
+        ("root/1", 5),
+        "the tool result carries answers no answerer submitted",
+        &with(owned(-1.0), [answers(3.0, "root/1", sqlite())]),
+        &with(
+            owned(-1.0),
+            [
+                batch(3.0, "root/1", "web", sqlite()),
+                answers(3.0, "root/1", sqlite()),
+            ],
+        ),
+    );
+}
 
 #[test]
 fn protocol_conformance_a_hold_from_a_dead_answerer() {

@@ -417,6 +417,34 @@ fn blind_spot_a_window_that_never_closes() {
     assert_blind_spot_bites("window_never_closes", "window_respected", "root/1");
 }
 
+/// The tool result carries another label than the owner's batch chose: every
+/// shape is right, only the content is not what the user answered.
+#[test]
+fn blind_spot_a_tool_result_with_answers_other_than_the_batch() {
+    assert_blind_spot_bites("answer_replaced", "no_answer_lost", "root/1");
+    let path = violations_dir().join("blind_spots/answer_replaced.jsonl");
+    let mut log = Log::read(&path);
+    let delivered = log.event(6)["result"]
+        .as_str()
+        .unwrap()
+        .replace("Postgres (Recommended)", "SQLite");
+    log.event(6)["result"] = json!(delivered);
+    assert_healthy("answer_replaced", &log);
+}
+
+/// The broker settles a call with answers when its window ends, and no
+/// answerer submitted any.
+#[test]
+fn blind_spot_answers_no_answerer_submitted() {
+    assert_blind_spot_bites("answers_without_batch", "protocol_conformance", "root/1");
+    let path = violations_dir().join("blind_spots/answers_without_batch.jsonl");
+    let mut log = Log::read(&path);
+    let pending = asksim::tool::ToolResult::pending("root/1").text;
+    log.event(5)["result"] = json!(pending);
+    log.event(5)["outcome"] = json!("pending");
+    assert_healthy("answers_without_batch", &log);
+}
+
 #[test]
 fn protocol_conformance_bites_on_a_late_accept_taken() {
     let mut log = assert_bites("protocol_conformance", &[("root/1", 6)]);

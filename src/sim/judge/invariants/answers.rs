@@ -15,21 +15,21 @@ use serde_json::Value;
 /// went there). A text this does not fit is read as a `Value` instead, with the
 /// same result.
 #[derive(Deserialize)]
-struct Asked<'a> {
+pub(super) struct Asked<'a> {
     #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
+    pub(super) id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    question: Option<Cow<'a, str>>,
+    pub(super) question: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    options: Vec<AskedOption<'a>>,
+    pub(super) options: Vec<AskedOption<'a>>,
     #[serde(rename = "multiSelect", default)]
-    multi_select: Option<bool>,
+    pub(super) multi_select: Option<bool>,
 }
 
 #[derive(Deserialize)]
-struct AskedOption<'a> {
+pub(super) struct AskedOption<'a> {
     #[serde(borrow)]
-    label: Cow<'a, str>,
+    pub(super) label: Cow<'a, str>,
 }
 
 /// What is wrong with `items` (timed) or `answers` (legacy) for the questions

@@ -4,7 +4,8 @@
 //! `seq` of the event at fault.
 //!
 //! Its parts: `calls` (what it knows of each call, with indexes over the open
-//! ones), `answers` (well-formed batches), `delivery` (user messages decided and
+//! ones), `answers` (well-formed batches), `content` (the answers delivered are
+//! the batch submitted), `delivery` (user messages decided and
 //! received), `liveness` (what must close or move on at an instant, and what must
 //! have happened by the end), `terminal` (the projection against the broker's
 //! final state). Protocol conformance
@@ -21,6 +22,7 @@
 
 mod answers;
 mod calls;
+mod content;
 mod delivery;
 mod liveness;
 mod terminal;
@@ -42,6 +44,7 @@ use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
 use calls::{CallInfo, Calls, MustClose};
+use content::Submitted;
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
 use liveness::{CANCEL_CALL_SETTLES, Closure, Liveness, NO_ORPHANED_WAIT, STOP_AGENT_SETTLES};
 
@@ -102,6 +105,26 @@ fn is_pending_text(text: &str, call_id: &str) -> bool {
 #[derive(Default)]
 struct Violations(Vec<Violation>);
 
+/// Answers that reached the model: a tool result's `answers`, or a late
+/// answer (its answer items and the user message the agent reads).
+#[derive(Clone, Copy)]
+enum Delivered<'a> {
+    Result(&'a Value),
+    Late {
+        answers: &'a [AnswerItem],
+        message: &'a str,
+    },
+}
+
+impl Delivered<'_> {
+    fn what(self) -> &'static str {
+        match self {
+            Delivered::Result(_) => "the tool result",
+            Delivered::Late { .. } => "the late answer",
+        }
+    }
+}
+
 impl Violations {
     fn push(&mut self, invariant: &'static str, call_id: &str, seq: u64, detail: String) {
         let call_id = (!call_id.is_empty()).then(|| call_id.to_owned());
@@ -124,9 +147,16 @@ pub struct Checker {
     /// roots, and an entry of a name and no owner was ~40 bytes an agent.
     owners: FxHashMap<Name, Name>,
     stopped: FxHashSet<Name>,
-    /// The last batch submitted, owed its settlement or its refusal as the very
-    /// next event about its call: (callId, answerer, seq).
-    answer: Option<(CallId, Name, u64)>,
+    /// The batches submitted and not yet judged, by call (one each at most):
+    /// each is owed its settlement or its refusal as the very next event about
+    /// its call. A batch of one call does not wait on another's verdict.
+    answers: FxHashMap<CallId, Submitted>,
+    /// The batch the event being visited delivers (its settlement or late
+    /// answer), whose answers it must carry.
+    delivering: Option<Submitted>,
+    /// Calls whose batch a second tool result delivered (`exactly_once`): a
+    /// late answer after it carries that batch again, not answers of nobody's.
+    answered_twice: FxHashSet<CallId>,
     /// When each timed window ends: (end in ns, request `seq`, callId), earliest
     /// first. Among windows that end together the request's `seq` (unique per
     /// call) orders them, so the callId is compared only between two entries of
@@ -262,9 +292,18 @@ impl Checker {
             }
             EventKind::Result { call_id, .. } => self.result(call_id, event),
             EventKind::Answer {
-                call_id, answerer, ..
+                call_id,
+                answerer,
+                batch,
+                ..
             } => {
-                self.answer = Some((call_id.clone(), answerer.clone(), seq));
+                let submitted = Submitted {
+                    call_id: call_id.clone(),
+                    answerer: answerer.clone(),
+                    seq,
+                    batch: batch.clone(),
+                };
+                self.answers.insert(call_id.clone(), submitted);
             }
             EventKind::LateAnswer {
                 call_id,
@@ -446,26 +485,31 @@ impl Checker {
     }
 
     /// The event right after a batch about its call must account for it: its
-    /// settlement (answers, or the late answer) or its refusal to the sender.
+    /// settlement (answers, or the late answer), which must carry its answers,
+    /// or its refusal to the sender.
     fn account_answer(&mut self, event: &Event) {
-        let Some((call_id, answerer, seq)) = self.answer.take() else {
-            return;
-        };
-        if event.kind.call_id() != Some(&*call_id) {
-            self.answer = Some((call_id, answerer, seq));
+        self.delivering = None;
+        if self.answers.is_empty() {
             return;
         }
-        let accounted = match &event.kind {
+        let Some(submitted) = event.kind.call_id().and_then(|c| self.answers.remove(c)) else {
+            return;
+        };
+        let delivers = match &event.kind {
             EventKind::Result { .. } => event.kind.result_kind() == Some(ResultKind::Answers),
             EventKind::LateAnswer { .. } => true,
-            EventKind::Refused {
-                answerer: a, what, ..
-            } => *a == answerer && what == "submit",
             _ => false,
         };
-        if !accounted {
-            let detail = format!("a batch from {answerer} was neither delivered nor refused");
-            self.violate("no_answer_lost", &call_id, seq, detail);
+        let refused = matches!(&event.kind, EventKind::Refused { answerer, what, .. }
+            if *answerer == submitted.answerer && what == "submit");
+        if delivers {
+            self.delivering = Some(submitted);
+        } else if !refused {
+            let detail = format!(
+                "a batch from {} was neither delivered nor refused",
+                submitted.answerer
+            );
+            self.violate("no_answer_lost", &submitted.call_id, submitted.seq, detail);
         }
     }
 
@@ -538,6 +582,9 @@ impl Checker {
         if info.result.is_some() {
             let detail = "a second result for the call".into();
             self.violate("exactly_once", call_id, seq, detail);
+            if self.delivering.is_some() {
+                self.answered_twice.insert(call_id.clone());
+            }
             return;
         }
         if info.waiting() {
@@ -593,8 +640,10 @@ impl Checker {
         self.calls.detach(call_id);
         if let (ResultKind::Answers, EventKind::Result { result, .. }) = (kind, event) {
             let value: Value = serde_json::from_str(result).unwrap_or(Value::Null);
-            if let Some(items) = value.get("answers") {
-                self.well_formed(call_id, seq, items);
+            if let Some(items) = value.get("answers")
+                && self.well_formed(call_id, seq, items)
+            {
+                self.as_submitted(call_id, seq, Delivered::Result(items));
             }
         }
     }
@@ -640,10 +689,12 @@ impl Checker {
         }
     }
 
-    fn closure(&mut self, call_id: &str, seq: u64) {
+    /// A pending call closes, once: whether it may (it went pending and had not
+    /// closed).
+    fn closure(&mut self, call_id: &str, seq: u64) -> bool {
         let Some(info) = self.calls.get_mut(call_id) else {
             self.violate("exactly_once", call_id, seq, "a closure without a request".into());
-            return;
+            return false;
         };
         if !info.pending || info.closed {
             let why = if info.closed {
@@ -654,15 +705,18 @@ impl Checker {
             // Closed all the same: nothing waits on it any more.
             info.closed = true;
             self.violate("exactly_once", call_id, seq, format!("a pending call {why}"));
-            return;
+            return false;
         }
         info.closed = true;
+        true
     }
 
     fn late_answer(&mut self, call_id: &CallId, seq: u64, answers: &[AnswerItem], message: &Arc<str>) {
-        self.closure(call_id, seq);
+        let once = self.closure(call_id, seq);
         let items = serde_json::to_value(answers).unwrap_or(Value::Null);
-        self.well_formed(call_id, seq, &items);
+        if self.well_formed(call_id, seq, &items) && once {
+            self.as_submitted(call_id, seq, Delivered::Late { answers, message });
+        }
         if let Some(info) = self.calls.get_mut(call_id) {
             Liveness::closed((call_id, info), seq, Closure::LateAnswer, &mut self.out);
         }
@@ -687,14 +741,72 @@ impl Checker {
         self.calls.detach(call_id);
     }
 
-    fn well_formed(&mut self, call_id: &str, seq: u64, items: &Value) {
+    /// Whether `items` answer the call's questions in the shape of SPEC §2.4
+    /// (no violation, or no request to judge them by); a violation if not.
+    fn well_formed(&mut self, call_id: &str, seq: u64, items: &Value) -> bool {
         let Some(info) = self.calls.get(call_id) else {
-            return;
+            return true;
         };
         let text = info.questions.as_ref().map_or("[]", RawQuestions::text);
         let problem = answers::problem(info.schema == Schema::Timed, text, items);
+        let formed = problem.is_none();
         if let Some(problem) = problem {
             self.violate("answers_well_formed", call_id, seq, problem);
+        }
+        formed
+    }
+
+    /// The answers a tool result or a late answer delivered must be those of
+    /// the batch it delivers, the one submitted right before it about its call
+    /// (SPEC §3.6 "one batch settles a call", §3.7): other answers lose that
+    /// batch (`no_answer_lost`); a batch that breaks §3.6 settles nothing
+    /// (`answers_well_formed`); answers with no batch came from no answerer
+    /// (`protocol_conformance`: settlement only by the owner's batch).
+    fn as_submitted(&mut self, call_id: &CallId, seq: u64, delivered: Delivered<'_>) {
+        let Some(submitted) = self.delivering.take() else {
+            if !self.answered_twice.contains(call_id) {
+                let detail = format!("{} carries answers no answerer submitted", delivered.what());
+                self.violate(PROTOCOL_CONFORMANCE, call_id, seq, detail);
+            }
+            return;
+        };
+        let Some(info) = self.calls.get(call_id) else {
+            return;
+        };
+        let Some(text) = info.questions.as_ref().map(RawQuestions::text) else {
+            return;
+        };
+        let timed = info.schema == Schema::Timed;
+        let expected = match content::expected(timed, text, &submitted.batch) {
+            Ok(Some(expected)) => expected,
+            Ok(None) => return,
+            Err(defect) => {
+                let detail = format!(
+                    "a batch from {} that SPEC §3.6 refuses settled the call: {defect}",
+                    submitted.answerer
+                );
+                self.violate("answers_well_formed", call_id, seq, detail);
+                return;
+            }
+        };
+        let problem = match delivered {
+            Delivered::Result(items) if timed => expected.items_differ(items),
+            Delivered::Result(answers) => expected.legacy_differs(answers),
+            Delivered::Late { answers, message } => (expected.message_differs(message))
+                .map(|p| format!("in its user message, {p}"))
+                .or_else(|| {
+                    expected
+                        .items_read_differ(answers)
+                        .map(|p| format!("in its answers, {p}"))
+                }),
+        };
+        if let Some(problem) = problem {
+            let (answerer, at) = (&submitted.answerer, submitted.seq);
+            let detail = format!(
+                "{} does not carry the batch {answerer} submitted (seq {at}): {problem}",
+                delivered.what()
+            );
+            self.violate("no_answer_lost", call_id, seq, detail);
         }
     }
 
@@ -731,9 +843,16 @@ impl Checker {
 
     /// What the end of the run settles: nothing can arrive after it.
     fn owed_at_the_end(&mut self) {
-        if let Some((call_id, answerer, seq)) = self.answer.take() {
-            let detail = format!("a batch from {answerer} was neither delivered nor refused");
-            self.violate("no_answer_lost", &call_id, seq, detail);
+        // In the order they were submitted: the report's order is the log's.
+        let mut owed: Vec<Submitted> = std::mem::take(&mut self.answers).into_values().collect();
+        owed.sort_by_key(|submitted| submitted.seq);
+        for submitted in owed {
+            let call_id = submitted.call_id.clone();
+            let detail = format!(
+                "a batch from {} was neither delivered nor refused",
+                submitted.answerer
+            );
+            self.violate("no_answer_lost", &call_id, submitted.seq, detail);
         }
         self.not_taken_up();
         let liveness = std::mem::take(&mut self.liveness);

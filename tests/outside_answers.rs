@@ -1,0 +1,144 @@
+//! SPEC §10 "judged by what it does", for the answers themselves: what the model
+//! receives from an outside broker, as a tool result or as a late answer's user
+//! message, must carry exactly the batch its answerer submitted (SPEC §3.6 "one
+//! batch settles a call", §3.7 "the loser is never silently dropped", §6 "no
+//! answer lost"). A broker that settles every call in the right shape with other
+//! answers than the user chose passed every invariant, and `sweep
+//! --invariants-only` with it. Each fixture broker below is
+//! `examples/external/broker.py` with one method replaced; the run fails (exit 1)
+//! naming `no_answer_lost`, the call and both contents, and the unmodified broker
+//! passes the same scenario.
+
+use std::process::{Command, Output};
+
+fn asksim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the asksim binary runs")
+}
+
+/// `asksim run scenarios/FILE --broker-cmd BROKER`: its exit code and stdout.
+fn run(file: &str, broker: &str) -> (i32, String) {
+    let scenario = format!("scenarios/{file}");
+    let out = asksim(&["run", &scenario, "--broker-cmd", broker]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (out.status.code().expect("asksim exits, it is not killed"), stdout)
+}
+
+const PYTHON_BROKER: &str = "python3 examples/external/broker.py";
+const SWAPS_ANSWERS: &str = "python3 tests/fixtures/external/swaps_answers.py";
+const SWAPS_LATE_ANSWER: &str = "python3 tests/fixtures/external/swaps_late_answer.py";
+
+/// The violations a run printed, a line each.
+fn violations(stdout: &str) -> Vec<&str> {
+    stdout.lines().filter(|l| l.contains("VIOLATION")).collect()
+}
+
+#[test]
+fn a_tool_result_with_other_answers_than_the_batch_fails_the_run() {
+    let (code, stdout) = run("quickstart.json", SWAPS_ANSWERS);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        violations(&stdout),
+        [
+            r#"  VIOLATION no_answer_lost (callId root/1, seq 6): the tool result does not carry the batch web submitted (seq 5): received [{"id":"cleanup","selected":["No, keep them"]}], submitted [{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]"#
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("result          FAIL"), "{stdout}");
+}
+
+/// The legacy result maps answers to texts (SPEC §2.2): the texts are compared.
+#[test]
+fn a_legacy_result_with_other_answer_texts_fails_the_run() {
+    let (code, stdout) = run("legacy-blocking.json", SWAPS_ANSWERS);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        violations(&stdout),
+        [
+            r#"  VIOLATION no_answer_lost (callId root/1, seq 8): the tool result does not carry the batch terminal submitted (seq 7): received {"Which checks should run?":"Tests, Bench"}, submitted {"Which checks should run?":"Lint, Tests"}"#
+        ],
+        "{stdout}"
+    );
+}
+
+/// Custom text (replacing a single-select's labels, supplementing a
+/// multi-select's) is content too.
+#[test]
+fn edited_custom_text_and_other_labels_are_each_named_per_call() {
+    let (code, stdout) = run("multi-select-custom.json", SWAPS_ANSWERS);
+    assert_eq!(code, 1, "{stdout}");
+    let found = violations(&stdout);
+    assert!(
+        found.iter().any(|v| v.contains(
+            r#"(callId custom/1, seq 30): the tool result does not carry the batch custom-bot submitted (seq 29): received [{"id":"db","selected":[],"custom":"MySQL, actually (edited)"}]"#
+        )),
+        "{stdout}"
+    );
+    assert!(
+        found.iter().all(|v| v.contains("VIOLATION no_answer_lost")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_late_answer_with_other_answers_than_the_batch_fails_the_run() {
+    let (code, stdout) = run("pending-late-answer.json", SWAPS_LATE_ANSWER);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        violations(&stdout),
+        [
+            r#"  VIOLATION no_answer_lost (callId root/1, seq 7): the late answer does not carry the batch terminal submitted (seq 6): in its user message, received [{"id":"db","selected":["SQLite"]}], submitted [{"id":"db","selected":["Postgres (Recommended)"]}]"#
+        ],
+        "{stdout}"
+    );
+}
+
+/// Expectations left out, as a sweep of a planted bug runs: the invariant alone
+/// fails every seed.
+#[test]
+fn a_sweep_of_invariants_only_fails_every_seed() {
+    let out = asksim(&[
+        "sweep",
+        "scenarios/quickstart.json",
+        "--seeds",
+        "0..3",
+        "--invariants-only",
+        "--broker-cmd",
+        SWAPS_ANSWERS,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("0 passed, 3 failed"), "{stdout}");
+    assert_eq!(
+        stdout
+            .matches("VIOLATION no_answer_lost (callId root/1, seq 6)")
+            .count(),
+        3,
+        "{stdout}"
+    );
+}
+
+/// Without the swap the same scenarios pass: the catch is the swap's. Each
+/// fixture leaves the other path alone, so it passes where only that one runs.
+#[test]
+fn the_unmodified_broker_passes_the_same_scenarios() {
+    for file in [
+        "quickstart.json",
+        "legacy-blocking.json",
+        "multi-select-custom.json",
+        "pending-late-answer.json",
+    ] {
+        let (code, stdout) = run(file, PYTHON_BROKER);
+        assert_eq!(code, 0, "{file}: {stdout}");
+        assert!(violations(&stdout).is_empty(), "{file}: {stdout}");
+    }
+    let (code, stdout) = run("pending-late-answer.json", SWAPS_ANSWERS);
+    assert_eq!(code, 0, "the late answer is not a tool result: {stdout}");
+    let (code, stdout) = run("quickstart.json", SWAPS_LATE_ANSWER);
+    assert_eq!(code, 0, "nothing goes pending: {stdout}");
+}
