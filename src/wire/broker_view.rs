@@ -10,12 +10,15 @@
 //! asksim's own broker writes them (first, before anything it decides): a
 //! `request`, an `answer`, `stop`, `cancel`, `new_turn`, `cancel_call`, `crash`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
+
 use crate::effect::Out;
 use crate::event::EventKind;
-use crate::protocol::{AgentId, AnswererIx, BrokerMsg, CallId, Name, Ticket, TurnId};
+use crate::protocol::{AgentId, AnswererIx, BrokerMsg, CallId, Name, Ticket, Turn, TurnId};
 use crate::tool::{Question, Schema};
 
 /// An agent asksim registered with the broker.
@@ -31,17 +34,23 @@ pub struct AgentView {
     pub in_tree: bool,
     /// In the tree and not stopped.
     pub live: bool,
+    /// Its current turn (its registration's, then its last `new_turn`'s).
+    pub turn: Turn,
 }
 
 /// A call asked or restored.
 #[derive(Debug)]
 pub struct CallView {
+    /// The agent that asked it (0: a restored call with no live agent).
+    pub agent: AgentId,
     /// Its agent's name, as the broker's tree knew it when it asked.
     pub agent_name: Name,
     /// The definition it came through.
     pub schema: Schema,
     /// Its questions.
     pub questions: Arc<[Question]>,
+    /// Its questions as the model sent them (none: restored without them).
+    pub questions_text: Option<Arc<RawValue>>,
     /// Not yet closed for good (a final tool result, a late answer, a withdrawal).
     pub open: bool,
 }
@@ -63,6 +72,8 @@ pub struct View {
     /// Timers started and neither fired nor cancelled.
     pub timers: HashSet<u64>,
     fired: BTreeSet<TurnId>,
+    /// How many live agents' current turns hold each turn id.
+    reach: HashMap<TurnId, u32>,
 }
 
 impl View {
@@ -133,6 +144,11 @@ impl View {
         }
     }
 
+    /// Whether asksim fired `turn` (a `cancel_turn` of this life fired it).
+    pub fn fired(&self, turn: TurnId) -> bool {
+        self.fired.contains(&turn)
+    }
+
     /// Whether any call is open.
     pub fn has_open_calls(&self) -> bool {
         self.open > 0
@@ -157,17 +173,11 @@ impl View {
                     lineage: reg.lineage.clone(),
                     in_tree: false,
                     live: false,
+                    turn: reg.turn.clone(),
                 };
                 self.agents.entry(reg.agent).or_insert(view);
             }
-            BrokerMsg::Stop(agent) => {
-                if let Some(view) = self.agents.get_mut(agent).filter(|v| v.live) {
-                    view.live = false;
-                    out.record(EventKind::Stop {
-                        agent: view.name.clone(),
-                    });
-                }
-            }
+            BrokerMsg::Stop(agent) => self.stop(*agent, out),
             BrokerMsg::Request(request) => self.request(request, out),
             BrokerMsg::Submit {
                 ticket,
@@ -188,32 +198,95 @@ impl View {
                 });
                 self.fired.insert(turn.id());
             }
-            BrokerMsg::NewTurn { agent, .. } => {
-                if let Some(view) = self.agents.get(agent).filter(|v| v.live) {
-                    out.record(EventKind::NewTurn {
-                        agent: view.name.clone(),
-                    });
-                }
-            }
+            BrokerMsg::NewTurn { agent, turn } => self.new_turn(*agent, turn, out),
             BrokerMsg::CancelCall { call_id } => out.record(EventKind::CancelCall {
                 call_id: call_id.clone(),
             }),
-            BrokerMsg::Restore(restored) => {
-                let questions = restored.ask.as_ref().map(|a| a.questions.clone());
-                let call = CallView {
-                    agent_name: restored.agent_name.clone(),
-                    schema: Schema::Timed,
-                    questions: questions.unwrap_or_else(|| Arc::from([])),
-                    open: true,
-                };
-                self.open_call(restored.call_id.clone(), call);
-            }
+            BrokerMsg::Restore(restored) => self.restore(restored),
             BrokerMsg::AnswererDied { answerer } => self.died(*answerer, out),
             BrokerMsg::OutsideTimer { id } => {
                 self.timers.remove(id);
             }
             _ => {}
         }
+    }
+
+    /// A live agent stops: it is reached by no turn any more.
+    fn stop(&mut self, agent: AgentId, out: &mut Out) {
+        if let Some(view) = self.agents.get_mut(&agent).filter(|v| v.live) {
+            view.live = false;
+            out.record(EventKind::Stop {
+                agent: view.name.clone(),
+            });
+            let turn = view.turn.clone();
+            self.reach(&turn, false);
+        }
+    }
+
+    /// A live agent begins a new turn: what fires it is that turn's chain now.
+    fn new_turn(&mut self, agent: AgentId, turn: &Turn, out: &mut Out) {
+        if let Some(view) = self.agents.get_mut(&agent).filter(|v| v.live) {
+            let old = std::mem::replace(&mut view.turn, turn.clone());
+            out.record(EventKind::NewTurn {
+                agent: view.name.clone(),
+            });
+            self.reach(&old, false);
+            self.reach(turn, true);
+        }
+    }
+
+    /// The broker's verdict on an agent's registration: in its tree (and
+    /// live) or not.
+    pub fn registered(&mut self, agent: AgentId, in_tree: bool) {
+        let Some(view) = self.agents.get_mut(&agent) else {
+            return;
+        };
+        let was_live = std::mem::replace(&mut view.live, in_tree);
+        view.in_tree = in_tree;
+        let turn = view.turn.clone();
+        if was_live != in_tree {
+            self.reach(&turn, in_tree);
+        }
+    }
+
+    /// Counts a live agent's current turn in (`add`) or out: every id of its
+    /// chain reaches it.
+    fn reach(&mut self, turn: &Turn, add: bool) {
+        for id in turn.chain() {
+            match self.reach.entry(*id) {
+                Entry::Occupied(mut n) if !add => {
+                    *n.get_mut() -= 1;
+                    if *n.get() == 0 {
+                        n.remove();
+                    }
+                }
+                Entry::Occupied(mut n) => *n.get_mut() += 1,
+                Entry::Vacant(n) if add => {
+                    n.insert(1);
+                }
+                Entry::Vacant(_) => {}
+            }
+        }
+    }
+
+    /// How many live agents firing `turn` reaches (their current turn holds it).
+    pub fn reaches(&self, turn: TurnId) -> usize {
+        self.reach.get(&turn).map_or(0, |n| *n as usize)
+    }
+
+    /// A restored call opens in the view (with no questions if the log had
+    /// none: the broker withdraws it).
+    fn restore(&mut self, restored: &crate::protocol::Restored) {
+        let ask = restored.ask.as_ref();
+        let call = CallView {
+            agent: restored.agent,
+            agent_name: restored.agent_name.clone(),
+            schema: Schema::Timed,
+            questions: ask.map_or_else(|| Arc::from([]), |a| a.questions.clone()),
+            questions_text: ask.map(|a| a.questions_raw.clone()),
+            open: true,
+        };
+        self.open_call(restored.call_id.clone(), call);
     }
 
     /// An answerer's death: recorded the first time only.
@@ -234,9 +307,11 @@ impl View {
         let agent_name = self.tree_name(request.agent);
         out.record(EventKind::request(&request.call_id, &agent_name, ask, out.mbox()));
         let call = CallView {
+            agent: request.agent,
             agent_name,
             schema: ask.schema,
             questions: ask.questions.clone(),
+            questions_text: Some(ask.questions_raw.clone()),
             open: true,
         };
         self.open_call(request.call_id.clone(), call);

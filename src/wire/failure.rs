@@ -49,7 +49,9 @@ impl std::fmt::Display for ProcessFailure {
             writeln!(f, "    asksim wrote: {}", shown(sent))?;
         }
         if let Some(line) = &self.line {
-            writeln!(f, "    it replied:   {}", shown(line))?;
+            // A second line behind the reply shows under it.
+            let shown = shown(line).replace('\n', "\n                  ");
+            writeln!(f, "    it replied:   {shown}")?;
         }
         let stderr = self.stderr.trim_end();
         if stderr.is_empty() {

@@ -27,6 +27,7 @@ mod broker_msg;
 mod broker_view;
 mod common;
 mod failure;
+mod outside;
 mod outside_answerer;
 mod outside_broker;
 mod peer;

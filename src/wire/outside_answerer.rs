@@ -96,8 +96,20 @@ impl OutsideAnswerer {
         out: &mut Out,
     ) -> Result<(), Box<ProcessFailure>> {
         let mut replies = Replies::new(out, self.index);
+        let mut died = false;
         for effect in effects {
-            if let Err(reason) = self.apply(effect, &mut replies) {
+            // PROTOCOL.md 5: `die` ends the reply; a dead answerer sends nothing.
+            let applied = match died {
+                true => Err(format!(
+                    "an effect after `die` ({}): `die` is the last thing an answerer does",
+                    serde_json::to_string(&effect).unwrap_or_default()
+                )),
+                false => {
+                    died = matches!(effect, AnswererEffect::Die {});
+                    self.apply(effect, &mut replies)
+                }
+            };
+            if let Err(reason) = applied {
                 let reason = format!("a line that is not the protocol: {reason}");
                 return Err(self.peer.failure(reason, Some(line)));
             }

@@ -12,8 +12,10 @@
 //! its verdicts (`accepted`, `declined`, `held`), which deliver nothing.
 //!
 //! It never decides anything itself and never panics on what the process
-//! writes: a line that is not the protocol, or names a call, an agent, an
-//! answerer or a ticket that does not exist, fails the run.
+//! writes: a line that is not the protocol, names a call, an agent, an
+//! answerer or a ticket that does not exist, or breaks a rule of PROTOCOL.md
+//! 3.3 (an effect nobody asked for, or one the line owed left out:
+//! [`super::outside`]), fails the run.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,9 +25,11 @@ use serde_json::Value;
 use super::broker_msg::{
     BrokerEffect, BrokerInput, BrokerSetup, FromAnswerer, WireLimits, WireRequest, WireRestore,
 };
-use super::broker_view::View;
+use super::broker_view::{CallView, View};
 use super::common::{Life, PROTOCOL_VERSION, Questions, Role, parse_turn_id, turn_chain};
 use super::failure::ProcessFailure;
+use super::outside::answering::{Answering, Verdict};
+use super::outside::messages;
 use super::peer::Peer;
 use crate::broker::BrokerConfig;
 use crate::effect::Out;
@@ -36,25 +40,14 @@ use crate::protocol::{
 };
 use crate::tool::{ErrorCode, ResultKind, ToolResult, Wait};
 
-/// What the broker owes in its reply to the input at hand: a verdict on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owed {
-    Nothing,
-    /// `registered` for this agent.
-    Registered(AgentId),
-    /// `accepted` or a refused accept, for this ticket and answerer.
-    Accept(Ticket, AnswererIx),
-    /// `held` or a refused hold.
-    Hold(Ticket, AnswererIx),
-}
-
 /// The outside broker of one life of a run.
 #[derive(Debug)]
 pub struct OutsideBroker {
     peer: Peer,
     view: View,
     agents_per_tree_max: usize,
-    owed: Owed,
+    /// The line the reply at hand answers: what it allows and owes.
+    answering: Answering,
 }
 
 impl OutsideBroker {
@@ -90,7 +83,7 @@ impl OutsideBroker {
             peer,
             view: View::new(config.answerers.clone()),
             agents_per_tree_max: config.limits.agents_per_tree_max,
-            owed: Owed::Nothing,
+            answering: Answering::none(),
         })
     }
 
@@ -125,8 +118,8 @@ impl OutsideBroker {
 
     /// Handles one message: its own events, the exchange, and the reply's effects.
     pub fn handle(&mut self, msg: BrokerMsg, out: &mut Out) -> Result<(), Box<ProcessFailure>> {
+        self.answering = Answering::to(&msg, &self.view);
         self.view.input(&msg, out);
-        self.owed = self.owed_for(&msg);
         let fired = matches!(msg, BrokerMsg::OutsideTimer { .. });
         let Some(input) = self.wire_input(msg) else {
             return Ok(());
@@ -142,32 +135,12 @@ impl OutsideBroker {
             }
             applied = self.apply(effect, out);
         }
-        let owed = std::mem::replace(&mut self.owed, Owed::Nothing);
-        let applied = applied.and_then(|()| match owed {
-            Owed::Nothing => Ok(()),
-            Owed::Registered(agent) => Err(format!(
-                "the reply to register gives agent {agent} no `registered`"
-            )),
-            Owed::Accept(ticket, _) => Err(format!(
-                "the reply to an accept of ticket {ticket} is neither `accepted` nor a refused accept"
-            )),
-            Owed::Hold(ticket, _) => Err(format!(
-                "the reply to a hold of ticket {ticket} is neither `held` nor a refused hold"
-            )),
-        });
+        let answering = std::mem::replace(&mut self.answering, Answering::none());
+        let applied = applied.and_then(|()| answering.owed(&self.view));
         applied.map_err(|reason| {
             let reason = format!("a line that is not the protocol: {reason}");
             self.peer.failure(reason, Some(answered.line))
         })
-    }
-
-    fn owed_for(&self, msg: &BrokerMsg) -> Owed {
-        match msg {
-            BrokerMsg::Register(reg) => Owed::Registered(reg.agent),
-            BrokerMsg::Accept { ticket, answerer } => Owed::Accept(*ticket, *answerer),
-            BrokerMsg::Hold { ticket, answerer } => Owed::Hold(*ticket, *answerer),
-            _ => Owed::Nothing,
-        }
     }
 
     /// The message as the wire writes it; `None` for what an outside broker
@@ -247,12 +220,14 @@ impl OutsideBroker {
             BrokerEffect::Spawned { owner, child, error } => {
                 self.known_agent(owner)?;
                 let result = spawn_result(error.as_deref(), &child, self.agents_per_tree_max)?;
+                self.answering.spawned(owner, &child, error.as_deref())?;
                 out.tell_agent(owner, AgentMsg::Spawned { child, result });
                 Ok(())
             }
             BrokerEffect::TurnFired { agent, turn } => {
                 self.known_agent(agent)?;
                 let id = parse_turn_id(&turn).ok_or_else(|| format!("{turn:?} is not a turn id"))?;
+                self.answering.turn_fired(agent, id, &self.view)?;
                 out.tell_agent(agent, AgentMsg::TurnFired(id));
                 Ok(())
             }
@@ -266,24 +241,7 @@ impl OutsideBroker {
                 call_id,
                 answers,
                 message,
-            } => {
-                self.known_agent(agent)?;
-                self.view.call(&call_id)?;
-                self.view.close(&call_id);
-                let message: Arc<str> = message.into();
-                out.record(EventKind::LateAnswer {
-                    call_id: call_id.clone(),
-                    agent: self.view.tree_name(agent),
-                    answers,
-                    message: message.clone(),
-                });
-                let closed = AgentMsg::Closed {
-                    call_id,
-                    message: Some(message),
-                };
-                out.tell_agent(agent, closed);
-                Ok(())
-            }
+            } => self.late_answer(agent, call_id, answers, message, out),
             BrokerEffect::Withdrawn {
                 agent,
                 call_id,
@@ -301,15 +259,22 @@ impl OutsideBroker {
         }
     }
 
-    fn registered(&mut self, agent: AgentId, error: Option<&str>, out: &mut Out) -> Result<(), String> {
-        // PROTOCOL.md 3.3: exactly one, in the reply to that agent's register. A
-        // second recorded the agent's spawn twice; one elsewhere, a spawn that
-        // was never asked for.
-        if self.owed != Owed::Registered(agent) {
-            return Err(format!(
-                "`registered` for agent {agent} outside the reply to its register, or a second one"
-            ));
+    /// The call `call_id`, whose message `what` goes to `agent`: it must be
+    /// the agent that asked it.
+    fn caller_told(&self, what: &str, agent: AgentId, call_id: &str) -> Result<&CallView, String> {
+        let call = self.view.call(call_id)?;
+        match call.agent == agent {
+            true => Ok(call),
+            false => Err(format!(
+                "`{what}` of {call_id} to agent {agent}; agent {} asked it",
+                call.agent
+            )),
         }
+    }
+
+    fn registered(&mut self, agent: AgentId, error: Option<&str>, out: &mut Out) -> Result<(), String> {
+        // PROTOCOL.md 3.3: exactly one, in the reply to that agent's register.
+        self.answering.registered(agent, error)?;
         let (name, owner, lineage) = match self.view.agents.get(&agent) {
             Some(view) => (view.name.clone(), view.owner, view.lineage.clone()),
             None => return Err(format!("no agent {agent} was registered")),
@@ -328,12 +293,7 @@ impl OutsideBroker {
                 reason: e.as_str().to_owned(),
             },
         });
-        let view = self.view.agents.get_mut(&agent).expect("looked up above");
-        view.in_tree = result.is_ok();
-        view.live = result.is_ok();
-        if self.owed == Owed::Registered(agent) {
-            self.owed = Owed::Nothing;
-        }
+        self.view.registered(agent, result.is_ok());
         out.tell_agent(agent, AgentMsg::Registered(result));
         Ok(())
     }
@@ -346,13 +306,40 @@ impl OutsideBroker {
         out: &mut Out,
     ) -> Result<(), String> {
         self.known_agent(agent)?;
-        self.view.call(&call_id)?;
+        self.caller_told("settled", agent, &call_id)?;
         let result = tool_result(&result)?;
         if result.kind != ResultKind::Pending {
             self.view.close(&call_id);
         }
         out.record(EventKind::result(&call_id, &self.view.tree_name(agent), &result));
         out.tell_agent(agent, AgentMsg::Settled { call_id, result });
+        Ok(())
+    }
+
+    fn late_answer(
+        &mut self,
+        agent: AgentId,
+        call_id: crate::protocol::CallId,
+        answers: Vec<crate::tool::AnswerItem>,
+        message: String,
+        out: &mut Out,
+    ) -> Result<(), String> {
+        self.known_agent(agent)?;
+        let call = self.caller_told("late_answer", agent, &call_id)?;
+        messages::late_answer(&call_id, call.questions_text.as_deref(), &answers, &message)?;
+        self.view.close(&call_id);
+        let message: Arc<str> = message.into();
+        out.record(EventKind::LateAnswer {
+            call_id: call_id.clone(),
+            agent: self.view.tree_name(agent),
+            answers,
+            message: message.clone(),
+        });
+        let closed = AgentMsg::Closed {
+            call_id,
+            message: Some(message),
+        };
+        out.tell_agent(agent, closed);
         Ok(())
     }
 
@@ -365,14 +352,31 @@ impl OutsideBroker {
         out: &mut Out,
     ) -> Result<(), String> {
         let reason = withdraw_reason(reason)?;
-        let call_agent = self.view.call(&call_id)?.agent_name.clone();
-        let agent_name = match agent {
-            Some(agent) => {
+        let call = self.view.call(&call_id)?;
+        self.answering.withdrawn(reason, &call_id, call.agent)?;
+        let call_agent = call.agent_name.clone();
+        let agent_name = match (agent, reason) {
+            (Some(_), WithdrawReason::NotRestorable) => {
+                return Err(format!(
+                    "{call_id} withdrawn as `not_restorable` names an agent (nobody is told)"
+                ));
+            }
+            (Some(agent), _) => {
                 self.known_agent(agent)?;
+                self.caller_told("withdrawn", agent, &call_id)?;
                 self.view.tree_name(agent)
             }
-            None => call_agent,
+            (None, WithdrawReason::NotRestorable) => call_agent,
+            (None, _) => {
+                return Err(format!(
+                    "{call_id} withdrawn for `{}` tells nobody (`agent` null is for `not_restorable` only)",
+                    reason.as_str()
+                ));
+            }
         };
+        if let (WithdrawReason::NoAnswerer, Some(message)) = (reason, &message) {
+            messages::withdrawal(&call_id, message)?;
+        }
         self.view.close(&call_id);
         let message: Option<Arc<str>> = message.map(Arc::from);
         out.record(EventKind::withdraw(
@@ -432,7 +436,8 @@ impl OutsideBroker {
         match effect {
             BrokerEffect::Accepted { answerer, ticket } => {
                 let (index, call_id) = self.verdict(&answerer, ticket)?;
-                self.discharge(Owed::Accept(ticket, index));
+                self.answering
+                    .verdict(Verdict::Accepted, ticket, index, &answerer)?;
                 let answerer = self.view.answerer_name(index);
                 let mbox = out.mbox();
                 out.record(EventKind::Accept {
@@ -454,13 +459,15 @@ impl OutsideBroker {
                     "dead" => (DeclineReason::Dead, None),
                     other => return Err(format!("{other:?} is not a reason to decline")),
                 };
+                self.answering
+                    .verdict(Verdict::Declined(reason), ticket, index, &answerer)?;
                 let name = self.view.answerer_name(index);
                 out.record(EventKind::decline(&call_id, &name, reason, mbox));
                 Ok(())
             }
             BrokerEffect::Held { answerer, ticket } => {
                 let (index, call_id) = self.verdict(&answerer, ticket)?;
-                self.discharge(Owed::Hold(ticket, index));
+                self.answering.verdict(Verdict::Held, ticket, index, &answerer)?;
                 let answerer = self.view.answerer_name(index);
                 let mbox = out.mbox();
                 out.record(EventKind::Hold {
@@ -471,12 +478,6 @@ impl OutsideBroker {
                 Ok(())
             }
             _ => unreachable!("verdict_effect takes verdicts only"),
-        }
-    }
-
-    fn discharge(&mut self, verdict: Owed) {
-        if self.owed == verdict {
-            self.owed = Owed::Nothing;
         }
     }
 
@@ -545,11 +546,8 @@ impl OutsideBroker {
                 ));
             }
         };
-        match what {
-            Sent::Accept => self.discharge(Owed::Accept(ticket, index)),
-            Sent::Hold => self.discharge(Owed::Hold(ticket, index)),
-            Sent::Submit => {}
-        }
+        self.answering
+            .verdict(Verdict::Refused(what), ticket, index, answerer)?;
         let reason = refusal(reason);
         let call_id = self.view.call_of(ticket);
         out.record(EventKind::refused(

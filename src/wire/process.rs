@@ -30,6 +30,9 @@ pub const LINE_BYTES_MAX: usize = 16 << 20;
 const STDERR_TAIL_BYTES: usize = 4 << 10;
 /// How long a report waits for a dead process's last stderr bytes.
 const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
+/// How long a process that closed a pipe has to exit before asksim kills it
+/// (a process's exit closes its pipes a moment before its status is known).
+const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// The exchange broke: why, and the line at fault if there is one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,17 +135,29 @@ impl Process {
         })
     }
 
-    /// Why the process stopped answering: the watchdog's kill, or its own exit.
-    fn gone(&mut self, line: Option<String>) -> Broken {
-        let reason = if self.watch.killed.load(Ordering::SeqCst) {
-            format!("no reply within {} s (wall clock)", self.limit.as_secs_f64())
-        } else {
+    /// Why the process stopped answering: the watchdog's kill, its own exit,
+    /// or the pipe `closed` (`stdin`, `stdout`) while it still ran (then asksim
+    /// kills it, and says so rather than report its own SIGKILL as the exit).
+    fn gone(&mut self, closed: &str, line: Option<String>) -> Broken {
+        if self.watch.killed.load(Ordering::SeqCst) {
+            let reason = format!("no reply within {} s (wall clock)", self.limit.as_secs_f64());
+            return Broken { reason, line };
+        }
+        let deadline = Instant::now() + EXIT_WAIT;
+        let reason = loop {
             let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = child.kill();
-            match child.wait() {
-                Ok(status) => format!("exited ({status})"),
-                Err(error) => format!("exited (its status is unknown: {error})"),
+            match child.try_wait() {
+                Ok(Some(status)) => break format!("exited ({status})"),
+                Ok(None) if Instant::now() < deadline => {}
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break format!("closed its {closed} and did not exit (asksim killed it)");
+                }
+                Err(error) => break format!("exited (its status is unknown: {error})"),
             }
+            drop(child);
+            std::thread::sleep(Duration::from_millis(5));
         };
         Broken { reason, line }
     }
@@ -159,16 +174,27 @@ impl Transport for Process {
             None => Err(std::io::ErrorKind::BrokenPipe.into()),
         };
         if written.is_err() {
-            return Err(self.gone(None));
+            return Err(self.gone("stdin", None));
         }
         let read = read_line(&mut self.stdout);
         self.watch.generation.fetch_add(1, Ordering::SeqCst);
         match read {
-            Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|e| Broken {
-                reason: "a line that is not UTF-8".into(),
-                line: Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-            }),
-            Ok(None) => Err(self.gone(None)),
+            Ok(Some(bytes)) => {
+                let reply = String::from_utf8(bytes).map_err(|e| Broken {
+                    reason: "a line that is not UTF-8".into(),
+                    line: Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                })?;
+                match second_line(self.stdout.buffer()) {
+                    None => Ok(reply),
+                    Some(next) => Err(Broken {
+                        reason: "two lines in reply to one: another line came right behind the reply \
+                                 (exactly one line answers each line asksim writes)"
+                            .into(),
+                        line: Some(format!("{reply}\n{next}")),
+                    }),
+                }
+            }
+            Ok(None) => Err(self.gone("stdout", None)),
             Err(TooLong(start)) => Err(Broken {
                 reason: format!("a line longer than {LINE_BYTES_MAX} bytes"),
                 line: Some(String::from_utf8_lossy(&start).into_owned()),
@@ -199,6 +225,24 @@ impl Drop for Process {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// What a process wrote behind its reply, as far as it was read with it: a
+/// second line (or the start of one), which lockstep would take as the reply
+/// to the next line asksim writes, and so blame every later exchange for the
+/// one before. Only what came in one read with the reply is seen here (a
+/// reply written in one go, as one write, brings its extra line with it); a
+/// line written later is read as the next reply.
+fn second_line(behind: &[u8]) -> Option<String> {
+    if behind.is_empty() {
+        return None;
+    }
+    let end = behind
+        .iter()
+        .position(|b| *b == b'\n')
+        .unwrap_or(behind.len())
+        .min(1024);
+    Some(String::from_utf8_lossy(&behind[..end]).into_owned())
 }
 
 /// A line longer than [`LINE_BYTES_MAX`]; what was read of it.

@@ -2,7 +2,10 @@
 //! the log, that allows only the transitions of SPEC §3. Outcome invariants see
 //! what a call ended as; this sees how it got there:
 //!
-//! - an accept only from the current offeree, and not after its offer timed out;
+//! - an offer only of an open call that nobody owns or is offered (the last
+//!   offer ended: declined, timed out, or its answerer died);
+//! - an accept only from the current offeree, and not after its offer timed out
+//!   or the call settled;
 //! - a hold only by the owner, while the call waits (not once it went pending);
 //! - a settling batch only from the owner;
 //! - no offer for a request whose turn had fired before the broker received it;
@@ -180,12 +183,24 @@ impl ProtocolChecker {
         let Some(call) = self.calls.get_mut(ix) else {
             return;
         };
+        let (doomed, settled, owner, offered) = (call.doomed, call.settled, call.owner, call.offered);
+        call.doomed = false;
         call.offered = who;
-        if call.doomed {
-            call.doomed = false;
-            let detail = "an offer for a request whose turn had fired before the broker received it".into();
-            self.violate(call_id, seq, detail);
-        }
+        let problem = if doomed {
+            "an offer for a request whose turn had fired before the broker received it".to_owned()
+        } else if settled {
+            format!("an offer to {answerer} after the call settled")
+        } else if owner != NOBODY {
+            format!("an offer to {answerer} while {} owns the call", self.name(owner))
+        } else if offered != NOBODY {
+            format!(
+                "an offer to {answerer} while the offer to {} is still current (no decline, offer timeout or death ended it)",
+                self.name(offered)
+            )
+        } else {
+            return;
+        };
+        self.violate(call_id, seq, problem);
     }
 
     fn accept(&mut self, (ix, call_id): (CallIx, &str), answerer: &Name, seq: u64) {
@@ -196,6 +211,10 @@ impl ProtocolChecker {
         };
         let problem = if dead {
             Some(format!("an accept from {answerer}, which had died"))
+        } else if call.settled {
+            Some(format!(
+                "an accept from {answerer} was taken after the call settled"
+            ))
         } else if call.timed_out(who) && call.offered != who {
             Some(format!("an accept from {answerer} after its offer timed out"))
         } else if call.offered != who {
@@ -563,6 +582,77 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].0, 9);
         assert!(found[0].1.contains("after the call went pending"), "{found:?}");
+    }
+
+    /// One offer at a time, of an open call nobody owns: an offer after the
+    /// call settled, while another answerer owns it, or while another offer
+    /// is current, breaks the waterfall; so does an accept after settlement.
+    #[test]
+    fn offers_follow_the_waterfall_and_nothing_is_accepted_after_settlement() {
+        let on = |seq, what: &str, answerer: &str| {
+            event(
+                seq,
+                0.0,
+                json!({"event": what, "callId": "root/1", "answerer": answerer}),
+            )
+        };
+        let declined = |seq, answerer: &str| {
+            event(
+                seq,
+                0.0,
+                json!({"event": "decline", "callId": "root/1", "answerer": answerer, "reason": "declined"}),
+            )
+        };
+        let answered = event(
+            9,
+            1.0,
+            json!({"event": "result", "callId": "root/1", "agent": "root", "result": "{\"answers\":[]}",
+                   "is_error": false, "outcome": "answers"}),
+        );
+        let spawn = event(
+            1,
+            0.0,
+            json!({"event": "spawn", "agent": "root", "owner": null, "lineage": null}),
+        );
+        let start = || vec![spawn.clone(), request(2, "root/1", 1)];
+        let mut fine = start();
+        fine.extend([
+            on(3, "offer", "a"),
+            declined(4, "a"),
+            on(5, "offer", "b"),
+            on(6, "accept", "b"),
+        ]);
+        assert_eq!(run(&fine), []);
+        for (events, seq, detail) in [
+            (
+                vec![on(3, "offer", "a"), on(4, "offer", "b")],
+                4,
+                "an offer to b while the offer to a is still current",
+            ),
+            (
+                vec![on(3, "offer", "a"), on(4, "accept", "a"), on(5, "offer", "b")],
+                5,
+                "an offer to b while a owns the call",
+            ),
+            (
+                vec![on(3, "offer", "a"), answered.clone(), on(10, "offer", "a")],
+                10,
+                "an offer to a after the call settled",
+            ),
+            (
+                vec![on(3, "offer", "a"), answered.clone(), on(10, "accept", "a")],
+                10,
+                "an accept from a was taken after the call settled",
+            ),
+        ] {
+            let mut log = start();
+            log.extend(events);
+            let got = run(&log);
+            assert!(
+                got.len() == 1 && got[0].0 == seq && got[0].1.starts_with(detail),
+                "{detail}: {got:?}"
+            );
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub struct ActorAnswerer {
     state: Option<(AnswererIx, PolicyAnswerer)>,
     timers: HashSet<u64>,
     out: Out,
+    order: super::lines::LineOrder,
 }
 
 impl ActorAnswerer {
@@ -30,6 +31,7 @@ impl ActorAnswerer {
             state: None,
             timers: HashSet::new(),
             out: Out::new(0),
+            order: super::lines::LineOrder::default(),
         }
     }
 
@@ -38,6 +40,11 @@ impl ActorAnswerer {
     pub fn handle_line(&mut self, line: &str) -> Result<String, String> {
         let Line { stamp, msg } = serde_json::from_str::<Line<AnswererInput>>(line)
             .map_err(|e| format!("not an answerer message: {e}"))?;
+        let hello = match &msg {
+            AnswererInput::Hello(hello) => Some(hello.protocol),
+            _ => None,
+        };
+        self.order.take(stamp.t_ns, hello)?;
         self.out.reset(stamp.t_ns, None);
         let mut reply = Reply::effects(Vec::new());
         let msg = match msg {

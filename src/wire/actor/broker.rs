@@ -36,6 +36,7 @@ pub struct ActorBroker {
     /// The ticket of each call offered, for verdicts (events name calls).
     tickets: HashMap<CallId, Ticket>,
     out: Out,
+    order: super::lines::LineOrder,
 }
 
 impl Default for ActorBroker {
@@ -53,6 +54,7 @@ impl ActorBroker {
             timers: HashMap::new(),
             tickets: HashMap::new(),
             out: Out::new(0),
+            order: super::lines::LineOrder::default(),
         }
     }
 
@@ -61,6 +63,11 @@ impl ActorBroker {
     pub fn handle_line(&mut self, line: &str) -> Result<String, String> {
         let Line { stamp, msg } = serde_json::from_str::<Line<BrokerInput>>(line)
             .map_err(|e| format!("not a broker message: {e}"))?;
+        let hello = match &msg {
+            BrokerInput::Hello(hello) => Some(hello.protocol),
+            _ => None,
+        };
+        self.order.take(stamp.t_ns, hello)?;
         let reply = match msg {
             BrokerInput::Hello(hello) => {
                 let config = BrokerConfig {

@@ -4,6 +4,7 @@
 
 mod answerer;
 mod broker;
+mod lines;
 mod serve;
 
 pub use answerer::ActorAnswerer;
