@@ -71,6 +71,14 @@ fn a_broker_that_does_not_answer_is_killed_at_the_wall_clock_limit() {
         stdout.contains("\"msg\":\"hello\""),
         "what asksim wrote last: {stdout}"
     );
+    // Regression: the reproduce command left the limit out, so it waited the
+    // default 10 s and failed another way.
+    assert!(
+        stdout.contains(
+            "reproduce with: ASKSIM_REPLY_WALL_S=0.3 asksim run scenarios/quickstart.json --seed 1"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -14,12 +14,25 @@ pub fn reproduce_command<V>(file: &str, output: &Output<V>) -> String {
         crate::scenario::Clock::Real => String::new(),
     };
     format!(
-        "asksim run {} --seed {} --clock {}{explore}{}",
+        "{}asksim run {} --seed {} --clock {}{explore}{}",
+        env_prefix(),
         shell_word(file),
         output.seed,
         output.clock.as_str(),
         broker_flag(output.broker.as_ref())
     )
+}
+
+/// `ASKSIM_REPLY_WALL_S=S ` when this process runs with the per-reply limit
+/// of outside processes set (PROTOCOL.md "Failures"), else nothing: a failure
+/// of a process that did not reply in time reproduces only under the same
+/// limit. Set without an outside process, it changes nothing and is harmless.
+pub fn env_prefix() -> String {
+    let name = crate::wire::REPLY_WALL_S_ENV;
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => format!("{name}={} ", shell_word(&value)),
+        _ => String::new(),
+    }
 }
 
 /// ` --broker-cmd CMD` for a run whose broker was an outside process, else

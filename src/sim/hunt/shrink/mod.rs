@@ -385,7 +385,8 @@ pub fn reproduce_command(
     broker: Option<&crate::wire::Endpoint>,
 ) -> String {
     format!(
-        "asksim run {} --seed {seed} --clock virtual --explore {strategy}{}",
+        "{}asksim run {} --seed {seed} --clock virtual --explore {strategy}{}",
+        crate::sim::engine::reproduce::env_prefix(),
         crate::sim::engine::reproduce::shell_word(out),
         crate::sim::engine::reproduce::broker_flag(broker)
     )
