@@ -105,8 +105,7 @@ mod build;
 mod calls;
 pub(crate) use calls::Reach;
 mod explore;
-mod plain;
-mod position;
+mod located;
 mod raw;
 mod suggest;
 
@@ -520,14 +519,16 @@ pub fn parse(file_label: &str, text: &str) -> Result<Scenario, ScenarioError> {
                            `asksim replay FILE` reads a log; `asksim run` takes a scenario";
             return ScenarioError::new(file_label, message);
         }
-        position::serde_error(file_label, text, &err)
+        located::position::serde_error(file_label, text, &err)
     })?;
     // Events, then `expect`: the order the build checks them in.
     let mut named = calls::cancel_calls(&raw.events);
-    let scenario = build::build(raw).map_err(|issue| position::issue_error(file_label, text, issue))?;
+    let scenario =
+        build::build(raw).map_err(|issue| located::position::issue_error(file_label, text, issue))?;
     named.extend(scenario.expect.iter().flat_map(calls::expect_references));
-    calls::check(&scenario, &named)
-        .map_err(|(path, message)| position::issue_error(file_label, text, build::Issue { path, message }))?;
+    calls::check(&scenario, &named).map_err(|(path, message)| {
+        located::position::issue_error(file_label, text, build::Issue { path, message })
+    })?;
     Ok(scenario)
 }
 
@@ -620,5 +621,5 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
             format!("file is larger than {FILE_BYTES_MAX} bytes"),
         ));
     }
-    String::from_utf8(bytes).map_err(|err| position::utf8_error(file, &err))
+    String::from_utf8(bytes).map_err(|err| located::position::utf8_error(file, &err))
 }

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use super::ScenarioError;
-use super::build::Issue;
+use super::super::ScenarioError;
+use super::super::build::Issue;
 
 /// Deepest nesting the index follows; serde_json itself stops at 128.
 const INDEX_DEPTH_MAX: usize = 256;
@@ -21,7 +21,7 @@ const UNIT_FOR_NEWTYPE: &str = "invalid type: unit variant, expected newtype var
 /// A serde_json error as a ScenarioError: its position converted to characters,
 /// its message prefixed with the JSON path that holds the position when the text is
 /// valid enough to index.
-pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> ScenarioError {
+pub(in crate::scenario) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> ScenarioError {
     let full = err.to_string();
     let suffix = format!(" at line {} column {}", err.line(), err.column());
     let bare = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
@@ -48,7 +48,7 @@ pub(super) fn serde_error(file: &str, text: &str, err: &serde_json::Error) -> Sc
         serde_json::error::Category::Syntax => format!("invalid JSON: {bare}"),
         serde_json::error::Category::Eof => format!("truncated JSON: {bare}"),
         _ => {
-            let bare = super::suggest::with_suggestion(&bare);
+            let bare = super::super::suggest::with_suggestion(&bare);
             // serde_json's column is the last byte it consumed; a type error found
             // by peeking at a value is reported on the separator before it.
             if err.column() > 0
@@ -107,7 +107,7 @@ fn not_one_key(text: &str, offset: usize) -> (String, usize) {
 
 /// A check that failed after parsing, located at its path (or the nearest
 /// enclosing value the file has).
-pub(super) fn issue_error(file: &str, text: &str, issue: Issue) -> ScenarioError {
+pub(in crate::scenario) fn issue_error(file: &str, text: &str, issue: Issue) -> ScenarioError {
     let position = PathIndex::build(text)
         .locate(&issue.path)
         .map(|offset| line_column(text, offset));
@@ -125,7 +125,7 @@ pub(super) fn issue_error(file: &str, text: &str, issue: Issue) -> ScenarioError
 }
 
 /// Bytes that are not UTF-8, located at the first bad byte.
-pub(super) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> ScenarioError {
+pub(in crate::scenario) fn utf8_error(file: &str, err: &std::string::FromUtf8Error) -> ScenarioError {
     let bytes = err.as_bytes();
     let valid = &bytes[..err.utf8_error().valid_up_to()];
     // The prefix is valid UTF-8 by definition of `valid_up_to`.
