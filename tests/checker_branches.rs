@@ -581,26 +581,18 @@ fn no_answer_lost_a_legacy_result_with_another_answer_text() {
 }
 
 /// The late answer's items are the batch's, but the user message the agent
-/// reads carries another label; or no answers at all (a withdrawal's text).
+/// reads carries another label. (A message with no answers at all is not the
+/// text SPEC §2.4 gives: `late_answer_reaches_caller` names it.)
 #[test]
 fn no_answer_lost_a_late_answer_whose_message_carries_other_answers() {
     let postgres = json!([{"id": "db", "selected": ["Postgres (Recommended)"]}]);
-    let good = late_message("root/1", &sqlite());
-    for (message, what) in [
-        (late_message("root/1", &postgres), "in its user message, received"),
-        (
-            withdrawn_message("root/1"),
-            "a user message of kind \"pending_question_withdrawn\" carries no answers",
-        ),
-    ] {
-        bites(
-            "no_answer_lost",
-            ("root/1", 7),
-            what,
-            &late_answered(&message),
-            &late_answered(&good),
-        );
-    }
+    bites(
+        "no_answer_lost",
+        ("root/1", 7),
+        "in its user message, received",
+        &late_answered(&late_message("root/1", &postgres)),
+        &late_answered(&late_message("root/1", &sqlite())),
+    );
 }
 
 #[test]
@@ -876,7 +868,7 @@ fn late_answer_reaches_caller_a_message_naming_another_call() {
     bites(
         "late_answer_reaches_caller",
         ("root/1", 7),
-        "callId or questions",
+        "(its callId is \"root/2\"): expected {\"kind\":\"answer_to_pending_question\",\"tool\":\"ask_user_question\",\"callId\":\"root/1\"",
         &late_answered(&other),
         &late_answered(&good),
     );
@@ -888,34 +880,120 @@ fn late_answer_reaches_caller_a_message_that_is_not_json() {
     bites(
         "late_answer_reaches_caller",
         ("root/1", 7),
-        "callId or questions",
+        "(it does not read as a JSON object with each key once): expected {",
         &late_answered("SQLite"),
         &late_answered(&good),
     );
 }
 
+/// `root/1` pending, its owner dead, withdrawn for `NO_ANSWERER` with
+/// `message`, which reaches the agent.
+fn withdrawn_with(message: &str) -> Vec<Value> {
+    with(
+        pending_owned(),
+        [
+            crash(2.0, "web"),
+            decline(2.0, "root/1", "web", "dead"),
+            withdraw(2.0, "root/1", "NO_ANSWERER", Some(message)),
+            user_message(2.0, "root/1", message),
+        ],
+    )
+}
+
 #[test]
 fn late_answer_reaches_caller_a_withdrawal_naming_another_call() {
-    let withdrawn = |message: &str| {
-        with(
-            pending_owned(),
-            [
-                crash(2.0, "web"),
-                decline(2.0, "root/1", "web", "dead"),
-                withdraw(2.0, "root/1", "NO_ANSWERER", Some(message)),
-                user_message(2.0, "root/1", message),
-            ],
-        )
-    };
     let good = withdrawn_message("root/1");
     let bad = good.replace("root/1", "root/2");
     bites(
         "late_answer_reaches_caller",
         ("root/1", 8),
-        "callId or questions",
-        &withdrawn(&bad),
-        &withdrawn(&good),
+        "the withdrawal's user message is not the exact text SPEC §2.4 gives (its callId is \"root/2\")",
+        &withdrawn_with(&bad),
+        &withdrawn_with(&good),
     );
+}
+
+/// SPEC §2.4 gives the withdrawal its message: a `NO_ANSWERER` withdrawal that
+/// tells the agent a late answer's text (answers nobody gave) instead, or
+/// another reason than its own, is named, with the text it had to be.
+#[test]
+fn late_answer_reaches_caller_a_withdrawal_whose_message_is_not_the_withdrawals() {
+    let good = withdrawn_message("root/1");
+    let expected = format!("expected {good}, got ");
+    for (bad, why) in [
+        (
+            late_message("root/1", &sqlite()),
+            "(its kind is \"answer_to_pending_question\"; it has no reason; it carries answers)",
+        ),
+        (
+            good.replace("NO_ANSWERER", "ABORTED"),
+            "(its reason is \"ABORTED\")",
+        ),
+    ] {
+        let what = format!(
+            "the withdrawal's user message is not the exact text SPEC §2.4 gives {why}: {expected}{bad}"
+        );
+        bites(
+            "late_answer_reaches_caller",
+            ("root/1", 8),
+            &what,
+            &withdrawn_with(&bad),
+            &withdrawn_with(&good),
+        );
+    }
+}
+
+/// A late answer whose message is a withdrawal's carries no answers: it is not
+/// the late answer's text (and `no_answer_lost` has no answers to compare).
+#[test]
+fn late_answer_reaches_caller_a_late_answer_whose_message_is_a_withdrawals() {
+    bites(
+        "late_answer_reaches_caller",
+        ("root/1", 7),
+        "(its kind is \"pending_question_withdrawn\"; it carries no questions; it carries no answers)",
+        &late_answered(&withdrawn_message("root/1")),
+        &late_answered(&late_message("root/1", &sqlite())),
+    );
+}
+
+/// The late answer's message is the right JSON, not the exact text: written
+/// with spaces, its keys in another order, its answer items written otherwise
+/// (an unused custom text, a field of its own). Each is named by what differs.
+#[test]
+fn late_answer_reaches_caller_a_late_answer_message_written_otherwise() {
+    let good = late_message("root/1", &sqlite());
+    let value: Value = serde_json::from_str(&good).unwrap();
+    let reordered = format!(
+        r#"{{"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/1","answers":{},"questions":{QUESTIONS}}}"#,
+        value["answers"]
+    );
+    let item = r#"{"id":"db","selected":["SQLite"]}"#;
+    for (bad, why) in [
+        (
+            serde_json::to_string_pretty(&value).unwrap(),
+            "(it is that JSON, not written compactly as serde_json::to_string writes it)",
+        ),
+        (
+            reordered,
+            "(its keys are [\"kind\", \"tool\", \"callId\", \"answers\", \"questions\"], SPEC gives [\"kind\", \"tool\", \"callId\", \"questions\", \"answers\"])",
+        ),
+        (
+            good.replace(item, r#"{"id":"db","selected":["SQLite"],"custom":""}"#),
+            "(its answer items are not written as SPEC writes them: id, selected, then custom only when used)",
+        ),
+        (
+            good.replace(item, r#"{"id":"db","selected":["SQLite"],"note":"x"}"#),
+            "(its answer items are not written as SPEC writes them: id, selected, then custom only when used)",
+        ),
+    ] {
+        bites(
+            "late_answer_reaches_caller",
+            ("root/1", 7),
+            &format!("{why}: expected {good}, got {bad}"),
+            &late_answered(&bad),
+            &late_answered(&good),
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------

@@ -8,6 +8,12 @@
 //! `examples/external/broker.py` with one method replaced; the run fails (exit 1)
 //! naming `no_answer_lost`, the call and both contents, and the unmodified broker
 //! passes the same scenario.
+//!
+//! The user messages themselves (SPEC §2.4): a late answer's and a withdrawal's
+//! are each one exact text, compact JSON with the keys in SPEC's order. A broker
+//! that tells the agent a late answer's text (a guess) where the waterfall ran
+//! out, or writes the right late answer with spaces, fails the run naming
+//! `late_answer_reaches_caller`, the text SPEC gives and the text it sent.
 
 use std::process::{Command, Output};
 
@@ -32,6 +38,8 @@ fn run(file: &str, broker: &str) -> (i32, String) {
 const PYTHON_BROKER: &str = "python3 examples/external/broker.py";
 const SWAPS_ANSWERS: &str = "python3 tests/fixtures/external/swaps_answers.py";
 const SWAPS_LATE_ANSWER: &str = "python3 tests/fixtures/external/swaps_late_answer.py";
+const WITHDRAWS_WITH_ANSWERS: &str = "python3 tests/fixtures/external/withdraws_with_answers.py";
+const SPACED_LATE_ANSWER: &str = "python3 tests/fixtures/external/spaced_late_answer.py";
 
 /// The violations a run printed, a line each.
 fn violations(stdout: &str) -> Vec<&str> {
@@ -98,6 +106,54 @@ fn a_late_answer_with_other_answers_than_the_batch_fails_the_run() {
     );
 }
 
+/// Both pending calls of the scenario run out of answerers: each withdrawal's
+/// user message is a late answer's text choosing the first option, where SPEC
+/// §2.4 gives the withdrawal. The scenario's expectation of the messages fails
+/// too; a sweep without expectations fails by the invariant alone.
+#[test]
+fn a_withdrawal_whose_message_carries_answers_fails_the_run() {
+    let (code, stdout) = run("withdrawn-no-answerer.json", WITHDRAWS_WITH_ANSWERS);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        violations(&stdout),
+        [
+            r#"  VIOLATION late_answer_reaches_caller (callId root/1, seq 10): the withdrawal's user message is not the exact text SPEC §2.4 gives (its kind is "answer_to_pending_question"; it has no reason; it carries answers): expected {"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"root/1","reason":"NO_ANSWERER"}, got {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/1","questions":[{"id":"db","question":"Which database should the service use?","header":"Database","options":[{"label":"Postgres (Recommended)"},{"label":"SQLite"}]}],"answers":[{"id":"db","selected":["Postgres (Recommended)"]}]}"#,
+            r#"  VIOLATION late_answer_reaches_caller (callId root/2, seq 16): the withdrawal's user message is not the exact text SPEC §2.4 gives (its kind is "answer_to_pending_question"; it has no reason; it carries answers): expected {"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"root/2","reason":"NO_ANSWERER"}, got {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/2","questions":[{"id":"go","question":"Proceed with the migration?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"answers":[{"id":"go","selected":["Yes (Recommended)"]}]}"#,
+        ],
+        "{stdout}"
+    );
+    let out = asksim(&[
+        "sweep",
+        "scenarios/withdrawn-no-answerer.json",
+        "--seeds",
+        "0..2",
+        "--invariants-only",
+        "--broker-cmd",
+        WITHDRAWS_WITH_ANSWERS,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("0 passed, 2 failed"), "{stdout}");
+}
+
+/// The late answer's message with a space after every `,` and `:` (Python's
+/// default `json.dumps`): the right JSON, not the text SPEC §2.4 gives, and
+/// named so (an earlier checker called it "callId or questions differ"). The
+/// scenario's expectation compares the messages as JSON and passes.
+#[test]
+fn a_late_answer_message_not_written_compactly_fails_the_run() {
+    let (code, stdout) = run("pending-late-answer.json", SPACED_LATE_ANSWER);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        violations(&stdout),
+        [
+            r#"  VIOLATION late_answer_reaches_caller (callId root/1, seq 7): the late answer's user message is not the exact text SPEC §2.4 gives (it is that JSON, not written compactly as serde_json::to_string writes it): expected {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/1","questions":[{"id":"db","question":"Which database should the service use?","header":"Database","options":[{"label":"Postgres (Recommended)"},{"label":"SQLite"}]}],"answers":[{"id":"db","selected":["Postgres (Recommended)"]}]}, got {"kind": "answer_to_pending_question", "tool": "ask_user_question", "callId": "root/1", "questions": [{"id": "db", "question": "Which database should the service use?", "header": "Database", "options": [{"label": "Postgres (Recommended)"}, {"label": "SQLite"}]}], "answers": [{"id": "db", "selected": ["Postgres (Recommended)"]}]}"#
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("expectations    4 passed, 0 failed"), "{stdout}");
+}
+
 /// Expectations left out, as a sweep of a planted bug runs: the invariant alone
 /// fails every seed.
 #[test]
@@ -132,6 +188,7 @@ fn the_unmodified_broker_passes_the_same_scenarios() {
         "legacy-blocking.json",
         "multi-select-custom.json",
         "pending-late-answer.json",
+        "withdrawn-no-answerer.json",
     ] {
         let (code, stdout) = run(file, PYTHON_BROKER);
         assert_eq!(code, 0, "{file}: {stdout}");
@@ -141,4 +198,8 @@ fn the_unmodified_broker_passes_the_same_scenarios() {
     assert_eq!(code, 0, "the late answer is not a tool result: {stdout}");
     let (code, stdout) = run("quickstart.json", SWAPS_LATE_ANSWER);
     assert_eq!(code, 0, "nothing goes pending: {stdout}");
+    let (code, stdout) = run("pending-late-answer.json", WITHDRAWS_WITH_ANSWERS);
+    assert_eq!(code, 0, "nothing is withdrawn: {stdout}");
+    let (code, stdout) = run("withdrawn-no-answerer.json", SPACED_LATE_ANSWER);
+    assert_eq!(code, 0, "no late answer: {stdout}");
 }

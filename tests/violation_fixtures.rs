@@ -445,6 +445,46 @@ fn blind_spot_answers_no_answerer_submitted() {
     assert_healthy("answers_without_batch", &log);
 }
 
+/// A blind spot's violations, as (invariant, callId, seq).
+fn blind_spot(name: &str) -> (Vec<Named>, Log) {
+    let path = violations_dir().join("blind_spots").join(format!("{name}.jsonl"));
+    (replayed(&path).1, Log::read(&path))
+}
+
+/// The pending call's waterfall runs out and the broker withdraws it
+/// (`NO_ANSWERER`), but the user message it decides for the agent is a late
+/// answer's text with a guessed answer, not the withdrawal SPEC §2.4 gives.
+#[test]
+fn blind_spot_a_withdrawal_whose_message_carries_answers() {
+    let invariant = "late_answer_reaches_caller";
+    assert_blind_spot_bites("withdrawal_message_carries_answers", invariant, "root/1");
+    let (violations, mut log) = blind_spot("withdrawal_message_carries_answers");
+    assert_eq!(violations, [(invariant.to_owned(), Some("root/1".to_owned()), 8)]);
+    let spec = r#"{"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"root/1","reason":"NO_ANSWERER"}"#;
+    for seq in [8, 9] {
+        log.event(seq)["message"] = json!(spec);
+    }
+    assert_healthy("withdrawal_message_carries_answers", &log);
+}
+
+/// The late answer's user message has the right fields, the questions spliced
+/// as the model sent them, and a space after every other `,` and `:`: not the
+/// compact text SPEC §2.4 gives.
+#[test]
+fn blind_spot_a_late_answer_message_not_written_compactly() {
+    let invariant = "late_answer_reaches_caller";
+    assert_blind_spot_bites("late_answer_message_not_compact", invariant, "root/1");
+    let (violations, mut log) = blind_spot("late_answer_message_not_compact");
+    assert_eq!(violations, [(invariant.to_owned(), Some("root/1".to_owned()), 7)]);
+    let spaced = log.event(7)["message"].as_str().unwrap().to_owned();
+    let compact = serde_json::from_str::<Value>(&spaced).unwrap().to_string();
+    assert_ne!(compact, spaced);
+    for seq in [7, 8] {
+        log.event(seq)["message"] = json!(compact);
+    }
+    assert_healthy("late_answer_message_not_compact", &log);
+}
+
 #[test]
 fn protocol_conformance_bites_on_a_late_accept_taken() {
     let mut log = assert_bites("protocol_conformance", &[("root/1", 6)]);

@@ -1,8 +1,10 @@
 //! User messages about pending calls (SPEC §2.4, §3.9): what a late answer or a
 //! withdrawal decided for the calling agent, and whether it reached it.
 //!
-//! - `late_answer_reaches_caller`: a decided message names its call's callId, and
-//!   a late answer carries the call's questions exactly as the model sent them.
+//! - `late_answer_reaches_caller`: a decided message is exactly the text SPEC §2.4
+//!   gives (compact JSON, its keys in SPEC's order): the late answer's, with its
+//!   call's callId and questions exactly as the model sent them, or the
+//!   withdrawal's, with its call's callId and its reason (see `message`).
 //! - `pending_end_reaches_caller`: every late answer, and every withdrawal the
 //!   agent must be told of (`NO_ANSWERER`), reaches the agent as a user message
 //!   exactly once; a withdrawal by `cancel_call` or a stopped agent decides none;
@@ -14,10 +16,10 @@
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde_json::value::RawValue;
 
 use super::Violations;
 use super::calls::CallInfo;
+use super::message::{self, Decided};
 use crate::event::RawQuestions;
 use crate::protocol::{CallId, Name};
 
@@ -41,6 +43,7 @@ pub struct Delivery {
 
 impl Delivery {
     /// A withdrawal for `reason`, with the message decided for its agent if any.
+    /// A message where none may be decided is named once, for being there.
     pub fn withdrawn(
         &mut self,
         (call_id, info): (&CallId, &CallInfo),
@@ -54,46 +57,38 @@ impl Delivery {
                 let detail = "withdrawn for NO_ANSWERER without telling its agent".to_owned();
                 out.push(PENDING_END_REACHES_CALLER, call_id, seq, detail);
             }
-            ("cancel_call" | "agent_stopped", Some(_)) => {
+            ("cancel_call" | "agent_stopped", Some(message)) => {
                 let detail = format!("withdrawn by {reason}, yet a user message was decided for it");
                 out.push(PENDING_END_REACHES_CALLER, call_id, seq, detail);
+                self.owe((call_id, info), seq, message);
             }
-            _ => {}
-        }
-        if let Some(message) = message {
-            self.decided((call_id, info), seq, message, out);
+            (_, Some(message)) => {
+                let decided = Decided::Withdrawal(reason);
+                self.decided((call_id, info), seq, message, decided, out);
+            }
+            (_, None) => {}
         }
     }
 
-    /// A user message was decided: it is owed to the call's agent, and a late
-    /// answer must carry the call's callId and its questions exactly as asked.
+    /// A user message was decided: it must be exactly the text SPEC §2.4 gives
+    /// for its call (its callId, a late answer's questions as the model sent
+    /// them, a withdrawal's reason), and it is owed to the call's agent.
     pub fn decided(
         &mut self,
         (call_id, info): (&CallId, &CallInfo),
         seq: u64,
         message: &Arc<str>,
+        decided: Decided<'_>,
         out: &mut Violations,
     ) {
-        #[derive(serde::Deserialize)]
-        struct Sent<'a> {
-            kind: &'a str,
-            #[serde(rename = "callId")]
-            call_id: &'a str,
-            #[serde(borrow)]
-            questions: Option<&'a RawValue>,
-        }
-        let mismatch = match serde_json::from_str::<Sent>(message) {
-            Ok(sent) if sent.kind == "answer_to_pending_question" => {
-                sent.call_id != &**call_id
-                    || sent.questions.map(RawValue::get) != info.questions.as_ref().map(RawQuestions::text)
-            }
-            Ok(sent) => sent.call_id != &**call_id,
-            Err(_) => true,
-        };
-        if mismatch {
-            let detail = "the message's callId or questions differ from the call's".into();
+        let questions = info.questions.as_ref().map(RawQuestions::text);
+        if let Some(detail) = message::problem(call_id, questions, decided, message) {
             out.push(LATE_ANSWER_REACHES_CALLER, call_id, seq, detail);
         }
+        self.owe((call_id, info), seq, message);
+    }
+
+    fn owe(&mut self, (call_id, info): (&CallId, &CallInfo), seq: u64, message: &Arc<str>) {
         self.owed.entry(call_id.clone()).or_default().push(Owed {
             seq,
             agent: info.agent.clone(),
@@ -191,7 +186,13 @@ mod tests {
         let (mut delivery, mut out) = (Delivery::default(), Violations::default());
         let id: CallId = "root/1".into();
         let mut info = call();
-        delivery.decided((&id, &info), 5, &message("root/1"), &mut out);
+        delivery.decided(
+            (&id, &info),
+            5,
+            &message("root/1"),
+            Decided::Withdrawal("NO_ANSWERER"),
+            &mut out,
+        );
         delivery.received((&id, Some(&mut info)), 6, "other", &message("root/1"), &mut out);
         assert_eq!(out.0.len(), 1, "{:?}", out.0);
         assert!(
@@ -210,7 +211,8 @@ mod tests {
         for (call_id, agent) in [("root/1", "root"), ("kid/1", "kid")] {
             let mut info = call();
             info.agent = agent.into();
-            delivery.decided((&call_id.into(), &info), 5, &message(call_id), &mut out);
+            let decided = Decided::Withdrawal("NO_ANSWERER");
+            delivery.decided((&call_id.into(), &info), 5, &message(call_id), decided, &mut out);
         }
         let stopped: FxHashSet<Name> = ["kid".into()].into_iter().collect();
         delivery.process_loss(&stopped);

@@ -5,12 +5,12 @@
 //!
 //! Its parts: `calls` (what it knows of each call, with indexes over the open
 //! ones), `answers` (well-formed batches), `content` (the answers delivered are
-//! the batch submitted), `delivery` (user messages decided and
-//! received), `liveness` (what must close or move on at an instant, and what must
-//! have happened by the end), `terminal` (the projection against the broker's
-//! final state). Protocol conformance
-//! ([`crate::sim::judge::protocol_check`]) runs inside it, on the same turn tree
-//! ([`crate::sim::judge::turns`]).
+//! the batch submitted), `delivery` (user messages decided and received),
+//! `message` (the exact text SPEC §2.4 gives a user message), `liveness` (what
+//! must close or move on at an instant, and what must have happened by the end),
+//! `terminal` (the projection against the broker's final state). Protocol
+//! conformance ([`crate::sim::judge::protocol_check`]) runs inside it, on the
+//! same turn tree ([`crate::sim::judge::turns`]).
 //!
 //! Cost: each event costs O(1) amortised, whatever the number of calls, agents
 //! and answerers: hash lookups, a window deadline in an ordered set, a walk up one
@@ -25,6 +25,7 @@ mod calls;
 mod content;
 mod delivery;
 mod liveness;
+mod message;
 mod terminal;
 
 use std::cmp::Reverse;
@@ -721,8 +722,9 @@ impl Checker {
             Liveness::closed((call_id, info), seq, Closure::LateAnswer, &mut self.out);
         }
         if let Some(info) = self.calls.get(call_id) {
+            let decided = message::Decided::Late(answers);
             self.delivery
-                .decided((call_id, info), seq, message, &mut self.out);
+                .decided((call_id, info), seq, message, decided, &mut self.out);
         }
         self.calls.detach(call_id);
     }
