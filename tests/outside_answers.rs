@@ -108,18 +108,21 @@ fn a_late_answer_with_other_answers_than_the_batch_fails_the_run() {
 
 /// Both pending calls of the scenario run out of answerers: each withdrawal's
 /// user message is a late answer's text choosing the first option, where SPEC
-/// §2.4 gives the withdrawal. The scenario's expectation of the messages fails
-/// too; a sweep without expectations fails by the invariant alone.
+/// §2.4 gives the withdrawal. The outside broker's adapter names it at the line
+/// (PROTOCOL.md 4.7: user messages are built exactly so); the judge's own check
+/// of the text, for logs from anywhere, is `late_answer_reaches_caller`
+/// (`tests/violation_fixtures.rs`, `tests/checker_branches.rs`). A sweep without
+/// expectations fails every seed.
 #[test]
 fn a_withdrawal_whose_message_carries_answers_fails_the_run() {
     let (code, stdout) = run("withdrawn-no-answerer.json", WITHDRAWS_WITH_ANSWERS);
     assert_eq!(code, 1, "{stdout}");
-    assert_eq!(
-        violations(&stdout),
-        [
-            r#"  VIOLATION late_answer_reaches_caller (callId root/1, seq 10): the withdrawal's user message is not the exact text SPEC §2.4 gives (its kind is "answer_to_pending_question"; it has no reason; it carries answers): expected {"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"root/1","reason":"NO_ANSWERER"}, got {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/1","questions":[{"id":"db","question":"Which database should the service use?","header":"Database","options":[{"label":"Postgres (Recommended)"},{"label":"SQLite"}]}],"answers":[{"id":"db","selected":["Postgres (Recommended)"]}]}"#,
-            r#"  VIOLATION late_answer_reaches_caller (callId root/2, seq 16): the withdrawal's user message is not the exact text SPEC §2.4 gives (its kind is "answer_to_pending_question"; it has no reason; it carries answers): expected {"kind":"pending_question_withdrawn","tool":"ask_user_question","callId":"root/2","reason":"NO_ANSWERER"}, got {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/2","questions":[{"id":"go","question":"Proceed with the migration?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"answers":[{"id":"go","selected":["Yes (Recommended)"]}]}"#,
-        ],
+    assert!(
+        stdout.contains(
+            "PROCESS FAILED the outside broker failed: a line that is not the protocol: the withdrawal \
+             message for root/1 is not the compact text PROTOCOL.md 4.7 builds: from byte 9 it reads \
+             \"answer_to_pending_question"
+        ),
         "{stdout}"
     );
     let out = asksim(&[
@@ -138,20 +141,21 @@ fn a_withdrawal_whose_message_carries_answers_fails_the_run() {
 
 /// The late answer's message with a space after every `,` and `:` (Python's
 /// default `json.dumps`): the right JSON, not the text SPEC §2.4 gives, and
-/// named so (an earlier checker called it "callId or questions differ"). The
-/// scenario's expectation compares the messages as JSON and passes.
+/// named so at the line (an earlier check called it "callId or questions
+/// differ"), though a scenario's expectation, which compares the messages as
+/// JSON, would pass.
 #[test]
 fn a_late_answer_message_not_written_compactly_fails_the_run() {
     let (code, stdout) = run("pending-late-answer.json", SPACED_LATE_ANSWER);
     assert_eq!(code, 1, "{stdout}");
-    assert_eq!(
-        violations(&stdout),
-        [
-            r#"  VIOLATION late_answer_reaches_caller (callId root/1, seq 7): the late answer's user message is not the exact text SPEC §2.4 gives (it is that JSON, not written compactly as serde_json::to_string writes it): expected {"kind":"answer_to_pending_question","tool":"ask_user_question","callId":"root/1","questions":[{"id":"db","question":"Which database should the service use?","header":"Database","options":[{"label":"Postgres (Recommended)"},{"label":"SQLite"}]}],"answers":[{"id":"db","selected":["Postgres (Recommended)"]}]}, got {"kind": "answer_to_pending_question", "tool": "ask_user_question", "callId": "root/1", "questions": [{"id": "db", "question": "Which database should the service use?", "header": "Database", "options": [{"label": "Postgres (Recommended)"}, {"label": "SQLite"}]}], "answers": [{"id": "db", "selected": ["Postgres (Recommended)"]}]}"#
-        ],
+    assert!(
+        stdout.contains(
+            "PROCESS FAILED the outside broker failed: a line that is not the protocol: the late \
+             answer's message for root/1 is not the compact text PROTOCOL.md 4.7 builds: from byte 8 \
+             it reads \" \\\"answer_to_pending_question\\\", \\\"tool\\\": "
+        ),
         "{stdout}"
     );
-    assert!(stdout.contains("expectations    4 passed, 0 failed"), "{stdout}");
 }
 
 /// Expectations left out, as a sweep of a planted bug runs: the invariant alone
