@@ -127,7 +127,10 @@ impl Out {
         });
     }
 
-    /// Starts a fault timer: like [`Out::timer`], but it keeps no run going.
+    /// Starts a fault timer: like [`Out::timer`], but it keeps a run going only
+    /// while its owner could still change something (a crash of an answerer
+    /// that owns or is offered a question; an outside broker's timer while it
+    /// holds a call open, SPEC §10, PROTOCOL.md §1).
     pub fn fault_timer(&mut self, id: TimerId, after: Nanos, msg: Envelope) {
         self.effects.push(Effect::Timer {
             id,

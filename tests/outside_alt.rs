@@ -45,8 +45,8 @@ fn repo_scenarios() -> Vec<PathBuf> {
 }
 
 /// `asksim run FILE --json` (with `--broker-cmd` if `broker`): its exit code
-/// and its verdict (the invariants broken, the expectations failed, by key).
-fn run(file: &Path, broker: Option<&str>) -> (Option<i32>, Value) {
+/// and its summary.
+fn summary(file: &Path, broker: Option<&str>) -> (Option<i32>, Value) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_asksim"));
     command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -60,6 +60,13 @@ fn run(file: &Path, broker: Option<&str>) -> (Option<i32>, Value) {
     assert!(!stderr.contains("panicked"), "{}: {stderr}", file.display());
     let summary: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: {e}: {stderr}", file.display()));
+    (out.status.code(), summary)
+}
+
+/// [`summary`]'s exit code and verdict (the invariants broken, the
+/// expectations failed, by key).
+fn run(file: &Path, broker: Option<&str>) -> (Option<i32>, Value) {
+    let (code, summary) = summary(file, broker);
     let invariants: Vec<&Value> = summary["invariants"]["violations"]
         .as_array()
         .unwrap()
@@ -80,7 +87,7 @@ fn run(file: &Path, broker: Option<&str>) -> (Option<i32>, Value) {
         "crashed": summary["crashed"],
         "process_failed": summary["process_failed"],
     });
-    (out.status.code(), verdict)
+    (code, verdict)
 }
 
 #[test]
@@ -149,4 +156,46 @@ fn every_invariant_holds_for_the_alt_broker_under_random_and_pct_sweeps() {
             );
         }
     }
+}
+
+/// The alt broker never cancels its offer timers. One started at 20 s with a
+/// 90 s offer timeout is due at 110 s, past the limit of 100 s, long after the
+/// call was answered at 22 s. A timer left running once the broker holds no
+/// call open can change nothing the run judges (PROTOCOL.md §1): the run ends
+/// at 22 s as with asksim's own broker, not at the limit (exit 1, a false
+/// alarm this test caught before the fix).
+#[test]
+fn a_stale_offer_timer_keeps_no_finished_run_going() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("stale-timer.json");
+    let scenario = json!({
+        "name": "stale-timer",
+        "seed": 1,
+        "tool": {"mode": "timed", "timeout": 30},
+        "broker": {"offer_timeout": 90},
+        "limits": {"virtual_s_max": 100},
+        "answerers": [{"name": "web", "accepts": "all", "latency": {"fixed": 2.0}, "answer": "recommended"}],
+        "agents": [{"name": "root", "script": [
+            {"work": 20.0},
+            {"ask": {"questions": [{"id": "q", "question": "Go?", "header": "Go", "options": [
+                {"label": "Yes (Recommended)", "description": "y"}, {"label": "No", "description": "n"}]}]}}
+        ]}],
+        "expect": {"counts": {"answered": 1}}
+    });
+    std::fs::write(&file, scenario.to_string()).expect("the temporary folder is writable");
+    let (own_code, own) = run(&file, None);
+    let (alt_code, alt) = run(&file, Some(ALT_BROKER));
+    assert_eq!(own_code, Some(0), "{own}");
+    assert_eq!(
+        (alt_code, &alt),
+        (own_code, &own),
+        "the stale timer changed the verdict"
+    );
+    let virtual_s = |broker| summary(&file, broker).1["virtual_s"].as_f64();
+    assert_eq!(
+        virtual_s(Some(ALT_BROKER)),
+        Some(22.0),
+        "the run ends when the answer is in"
+    );
+    assert_eq!(virtual_s(None), Some(22.0));
 }

@@ -419,7 +419,10 @@ impl OutsideBroker {
                     return Err(format!("timer {id} started while it runs"));
                 }
                 let fired = Envelope::Broker(BrokerMsg::OutsideTimer { id });
-                out.timer(id, after_ns, fired);
+                // A timer left running once no call is open (a stale offer
+                // timer) can change nothing a run judges: it keeps no finished
+                // run going (PROTOCOL.md §1), like a fault.
+                out.fault_timer(id, after_ns, fired);
                 Ok(())
             }
             BrokerEffect::CancelTimer { id } => {

@@ -300,7 +300,8 @@ impl<'s> World<'s> {
                 return None;
             }
             // A crash can change something only while its answerer owns or
-            // is offered a question (every fault is an answerer's crash).
+            // is offered a question; an outside broker's timer only while the
+            // broker holds a call open (both are fault timers).
             let broker = self.broker.as_ref();
             let mut fault_matters = |owner: Addr| match (broker, owner) {
                 (Some(broker), Addr::Answerer(index)) => broker.crash_could_change(index),

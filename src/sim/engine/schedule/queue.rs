@@ -8,7 +8,8 @@
 //! channels and the timers due then) and a [`Chooser`] picks one; the next is
 //! picked only after the receiver has handled it. The queue also keeps the
 //! account of what is still due, so the run's end is known (SPEC §5): messages,
-//! timers and scheduled events are work; a fault timer (`crash_at`) is not.
+//! timers and scheduled events are work; a fault timer (`crash_at`, or an
+//! outside broker's timer) is not, unless its owner could still change something.
 //!
 //! Every step costs O(log n) in what is due (SPEC §6 "Cost"): what is deliverable
 //! now is a [`Ready`] set ordered by `seq`, a cancelled timer leaves it at once,
