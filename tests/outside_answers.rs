@@ -207,3 +207,34 @@ fn the_unmodified_broker_passes_the_same_scenarios() {
     let (code, stdout) = run("withdrawn-no-answerer.json", SPACED_LATE_ANSWER);
     assert_eq!(code, 0, "no late answer: {stdout}");
 }
+
+const RESHAPES_RESULTS: &str = "python3 tests/fixtures/external/reshapes_results.py";
+
+/// SPEC §2.4: the model reads a tool result's text, which is one exact text
+/// for what the result carries. A broker that settles with the right answers
+/// (or the right error) written otherwise, with a field more, a `"custom":""`,
+/// keys in another order, passed every invariant; each now fails the run naming
+/// `result_text_exact`, the call, the text sent and the text SPEC gives.
+#[test]
+fn a_result_written_otherwise_than_spec_fails_the_run() {
+    for (how, file, seq) in [
+        ("extra_field", "quickstart.json", 6),
+        ("empty_custom", "quickstart.json", 6),
+        ("reordered_item", "quickstart.json", 6),
+        ("extra_key", "quickstart.json", 6),
+        ("legacy_extra", "legacy-blocking.json", 8),
+        ("error_reordered", "no-answerer.json", 9),
+        ("error_extra", "no-answerer.json", 9),
+    ] {
+        let (code, stdout) = run(file, &format!("{RESHAPES_RESULTS} {how}"));
+        assert_eq!(code, 1, "{how}: {stdout}");
+        let found = violations(&stdout);
+        let prefix = format!("  VIOLATION result_text_exact (callId root/1, seq {seq}): ");
+        assert!(
+            found.len() == 1 && found[0].starts_with(&prefix) && found[0].contains("where SPEC writes {"),
+            "{how}: {stdout}"
+        );
+        let (code, stdout) = run(file, PYTHON_BROKER);
+        assert_eq!(code, 0, "{file} with the unmodified broker: {stdout}");
+    }
+}

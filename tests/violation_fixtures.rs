@@ -507,6 +507,14 @@ fn pending_text_exact_bites_on_a_pending_result_naming_another_call() {
 }
 
 #[test]
+fn result_text_exact_bites_on_an_answer_written_otherwise() {
+    let mut log = assert_bites("result_text_exact", &[("root/1", 6)]);
+    let exact = r#"{"answers":[{"id":"db","selected":["SQLite"]}]}"#;
+    log.event(6)["result"] = json!(exact);
+    assert_healthy("result_text_exact", &log);
+}
+
+#[test]
 fn pending_end_reaches_caller_bites_on_a_late_answer_delivered_twice() {
     // Named at the second delivery.
     let mut log = assert_bites("pending_end_reaches_caller", &[("root/1", 9)]);

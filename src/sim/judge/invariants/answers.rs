@@ -32,25 +32,58 @@ pub(super) struct AskedOption<'a> {
     pub(super) label: Cow<'a, str>,
 }
 
-/// What is wrong with `items` (timed) or `answers` (legacy) for the questions
-/// whose exact text is `questions`, if anything.
-pub fn problem(timed: bool, questions: &str, items: &Value) -> Option<String> {
-    match serde_json::from_str::<Vec<Asked>>(questions) {
-        Ok(asked) if timed => timed_problem(&asked, items),
-        Ok(asked) => {
-            let texts: Vec<&str> = asked.iter().filter_map(|q| q.question.as_deref()).collect();
-            legacy_problem(&texts, items)
+/// A call's questions as the checks read them, parsed once for every check
+/// of a delivery (well formed, and the batch submitted).
+pub enum Asking<'a> {
+    /// Read as questions.
+    Read(Vec<Asked<'a>>),
+    /// A text [`Asked`] does not fit (a hand-made log), read as a `Value`.
+    Other(Value),
+}
+
+impl<'a> Asking<'a> {
+    /// Reads the questions whose exact text is `questions`.
+    pub fn read(questions: &'a str) -> Asking<'a> {
+        match serde_json::from_str::<Vec<Asked>>(questions) {
+            Ok(asked) => Asking::Read(asked),
+            Err(_) => Asking::Other(serde_json::from_str(questions).unwrap_or(Value::Null)),
         }
-        Err(_) => {
-            let value: Value = serde_json::from_str(questions).unwrap_or(Value::Null);
-            let questions = value.as_array().map_or(&[][..], Vec::as_slice);
-            if timed {
-                timed_items_problem(questions, items)
-            } else {
-                legacy_items_problem(questions, items)
+    }
+
+    /// The questions, when they read as questions.
+    pub fn asked(&self) -> Option<&[Asked<'a>]> {
+        match self {
+            Asking::Read(asked) => Some(asked),
+            Asking::Other(_) => None,
+        }
+    }
+
+    /// What is wrong with `items` (timed) or `answers` (legacy) for these
+    /// questions, if anything.
+    pub fn problem(&self, timed: bool, items: &Value) -> Option<String> {
+        match self {
+            Asking::Read(asked) if timed => timed_problem(asked, items),
+            Asking::Read(asked) => {
+                let texts: Vec<&str> = asked.iter().filter_map(|q| q.question.as_deref()).collect();
+                legacy_problem(&texts, items)
+            }
+            Asking::Other(value) => {
+                let questions = value.as_array().map_or(&[][..], Vec::as_slice);
+                if timed {
+                    timed_items_problem(questions, items)
+                } else {
+                    legacy_items_problem(questions, items)
+                }
             }
         }
     }
+}
+
+/// What is wrong with `items` (timed) or `answers` (legacy) for the questions
+/// whose exact text is `questions`, if anything.
+#[cfg(test)]
+pub fn problem(timed: bool, questions: &str, items: &Value) -> Option<String> {
+    Asking::read(questions).problem(timed, items)
 }
 
 fn timed_problem(asked: &[Asked], items: &Value) -> Option<String> {

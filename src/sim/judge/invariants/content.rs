@@ -42,12 +42,18 @@ pub struct Expected {
 /// when the questions text is not one a model could have sent (a hand-made
 /// log), so nothing can be said, and `Err` with the batch's defect when it
 /// breaks SPEC §3.6 and may settle nothing.
+#[cfg(test)]
 pub fn expected(timed: bool, questions: &str, batch: &Value) -> Result<Option<Expected>, String> {
-    let Ok(asked) = serde_json::from_str::<Vec<Asked>>(questions) else {
-        return Ok(None);
-    };
+    match super::answers::Asking::read(questions).asked() {
+        Some(asked) => expected_of(timed, asked, batch),
+        None => Ok(None),
+    }
+}
+
+/// [`expected`] of questions already read.
+pub fn expected_of(timed: bool, asked: &[Asked], batch: &Value) -> Result<Option<Expected>, String> {
     let mut built = Vec::with_capacity(asked.len());
-    for q in &asked {
+    for q in asked {
         let id = if timed {
             q.id.as_deref()
         } else {

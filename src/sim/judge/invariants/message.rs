@@ -119,7 +119,7 @@ fn exact(
 
 /// Answer items as SPEC §2.4 writes them (an empty custom text is none, as in
 /// a batch, SPEC §3.6).
-fn written(items: &[AnswerItem]) -> String {
+pub(super) fn written(items: &[AnswerItem]) -> String {
     let items: Vec<Item<'_>> = items
         .iter()
         .map(|item| Item {

@@ -26,6 +26,7 @@ mod content;
 mod delivery;
 mod liveness;
 mod message;
+mod result_text;
 mod terminal;
 
 use std::cmp::Reverse;
@@ -44,6 +45,7 @@ use crate::sim::judge::call_ix::{CallIds, CallIx};
 use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
+use answers::Asked;
 use calls::{CallInfo, Calls, MustClose};
 use content::Submitted;
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
@@ -63,8 +65,12 @@ pub const REAL_TOLERANCE_S: f64 = 0.1;
 /// its callId (SPEC §2.4), and is not marked as an error.
 pub const PENDING_TEXT_EXACT: &str = "pending_text_exact";
 
+/// `result_text_exact`: a tool result that is not `pending` (answers, an
+/// error) is exactly the text SPEC §2.4 gives for what it carries.
+pub const RESULT_TEXT_EXACT: &str = "result_text_exact";
+
 /// The invariants checked on every run, by name.
-pub const INVARIANTS: [&str; 16] = [
+pub const INVARIANTS: [&str; 17] = [
     "exactly_once",
     "legacy_never_pending_or_keyed",
     "window_respected",
@@ -76,6 +82,7 @@ pub const INVARIANTS: [&str; 16] = [
     "timed_survive_loss_legacy_do_not",
     "projection_matches_broker",
     PENDING_TEXT_EXACT,
+    RESULT_TEXT_EXACT,
     PENDING_END_REACHES_CALLER,
     CANCEL_CALL_SETTLES,
     STOP_AGENT_SETTLES,
@@ -572,6 +579,7 @@ impl Checker {
         let (seq, t) = (event.seq, event.t);
         let kind = event.kind.result_kind().expect("a result has a kind");
         self.pending_text(call_id, &event.kind, kind, seq);
+        self.result_text(call_id, &event.kind, kind, seq);
         self.after_loss(call_id, seq, true);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
@@ -641,10 +649,8 @@ impl Checker {
         self.calls.detach(call_id);
         if let (ResultKind::Answers, EventKind::Result { result, .. }) = (kind, event) {
             let value: Value = serde_json::from_str(result).unwrap_or(Value::Null);
-            if let Some(items) = value.get("answers")
-                && self.well_formed(call_id, seq, items)
-            {
-                self.as_submitted(call_id, seq, Delivered::Result(items));
+            if let Some(items) = value.get("answers") {
+                self.answers_delivered(call_id, seq, items, Delivered::Result(items), true);
             }
         }
     }
@@ -663,6 +669,26 @@ impl Checker {
         } else if !is_pending_text(result, call_id) {
             let detail = format!("the pending text is not the contract's for {call_id}: {result}");
             self.violate(PENDING_TEXT_EXACT, call_id, seq, detail);
+        }
+    }
+
+    /// A result that is not `pending` must be the text SPEC §2.4 gives for what
+    /// it carries (answers of a call the log requested: its schema says which
+    /// shape).
+    fn result_text(&mut self, call_id: &str, event: &EventKind, kind: ResultKind, seq: u64) {
+        let EventKind::Result { result, is_error, .. } = event else {
+            return;
+        };
+        let problem = match kind {
+            ResultKind::Pending => None,
+            ResultKind::Error(code) => result_text::error_problem(code, result, *is_error),
+            ResultKind::Answers => match self.calls.get(call_id) {
+                Some(info) => result_text::answers_problem(info.schema == Schema::Timed, result, *is_error),
+                None => None,
+            },
+        };
+        if let Some(problem) = problem {
+            self.violate(RESULT_TEXT_EXACT, call_id, seq, problem);
         }
     }
 
@@ -715,9 +741,7 @@ impl Checker {
     fn late_answer(&mut self, call_id: &CallId, seq: u64, answers: &[AnswerItem], message: &Arc<str>) {
         let once = self.closure(call_id, seq);
         let items = serde_json::to_value(answers).unwrap_or(Value::Null);
-        if self.well_formed(call_id, seq, &items) && once {
-            self.as_submitted(call_id, seq, Delivered::Late { answers, message });
-        }
+        self.answers_delivered(call_id, seq, &items, Delivered::Late { answers, message }, once);
         if let Some(info) = self.calls.get_mut(call_id) {
             Liveness::closed((call_id, info), seq, Closure::LateAnswer, &mut self.out);
         }
@@ -743,19 +767,33 @@ impl Checker {
         self.calls.detach(call_id);
     }
 
-    /// Whether `items` answer the call's questions in the shape of SPEC §2.4
-    /// (no violation, or no request to judge them by); a violation if not.
-    fn well_formed(&mut self, call_id: &str, seq: u64, items: &Value) -> bool {
-        let Some(info) = self.calls.get(call_id) else {
-            return true;
+    /// Judges the answers a delivery gives the model (`items`: a tool result's
+    /// `answers`, or a late answer's items as a `Value`), the call's questions
+    /// read once for both checks: they must answer the questions in the shape
+    /// of SPEC §2.4 (`answers_well_formed`); if they do and the call closes
+    /// `once`, they must be the batch submitted ([`Self::as_submitted`]).
+    fn answers_delivered(
+        &mut self,
+        call_id: &CallId,
+        seq: u64,
+        items: &Value,
+        delivered: Delivered<'_>,
+        once: bool,
+    ) {
+        // The questions' `Arc`, so that what is read from them borrows no call.
+        let (questions, timed, known) = match self.calls.get(call_id) {
+            Some(info) => (info.questions.clone(), info.schema == Schema::Timed, true),
+            None => (None, false, false),
         };
-        let text = info.questions.as_ref().map_or("[]", RawQuestions::text);
-        let problem = answers::problem(info.schema == Schema::Timed, text, items);
-        let formed = problem.is_none();
-        if let Some(problem) = problem {
+        let asking = answers::Asking::read(questions.as_ref().map_or("[]", RawQuestions::text));
+        if known && let Some(problem) = asking.problem(timed, items) {
             self.violate("answers_well_formed", call_id, seq, problem);
+            return;
         }
-        formed
+        if once {
+            let asked = questions.is_some().then(|| asking.asked()).flatten();
+            self.as_submitted(call_id, seq, delivered, asked.map(|asked| (timed, asked)));
+        }
     }
 
     /// The answers a tool result or a late answer delivered must be those of
@@ -763,8 +801,16 @@ impl Checker {
     /// (SPEC §3.6 "one batch settles a call", §3.7): other answers lose that
     /// batch (`no_answer_lost`); a batch that breaks §3.6 settles nothing
     /// (`answers_well_formed`); answers with no batch came from no answerer
-    /// (`protocol_conformance`: settlement only by the owner's batch).
-    fn as_submitted(&mut self, call_id: &CallId, seq: u64, delivered: Delivered<'_>) {
+    /// (`protocol_conformance`: settlement only by the owner's batch). `asked`:
+    /// the call's questions as read, with whether it is timed (none for a call
+    /// the log did not request, or a questions text no model could have sent).
+    fn as_submitted(
+        &mut self,
+        call_id: &CallId,
+        seq: u64,
+        delivered: Delivered<'_>,
+        asked: Option<(bool, &[Asked])>,
+    ) {
         let Some(submitted) = self.delivering.take() else {
             if !self.answered_twice.contains(call_id) {
                 let detail = format!("{} carries answers no answerer submitted", delivered.what());
@@ -772,14 +818,10 @@ impl Checker {
             }
             return;
         };
-        let Some(info) = self.calls.get(call_id) else {
+        let Some((timed, asked)) = asked else {
             return;
         };
-        let Some(text) = info.questions.as_ref().map(RawQuestions::text) else {
-            return;
-        };
-        let timed = info.schema == Schema::Timed;
-        let expected = match content::expected(timed, text, &submitted.batch) {
+        let expected = match content::expected_of(timed, asked, &submitted.batch) {
             Ok(Some(expected)) => expected,
             Ok(None) => return,
             Err(defect) => {
