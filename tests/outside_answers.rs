@@ -238,3 +238,38 @@ fn a_result_written_otherwise_than_spec_fails_the_run() {
         assert_eq!(code, 0, "{file} with the unmodified broker: {stdout}");
     }
 }
+
+const WITHDRAWS_WITH_MESSAGE: &str = "python3 tests/fixtures/external/withdraws_with_message.py";
+
+/// PROTOCOL.md 3.3: only a `NO_ANSWERER` withdrawal tells its agent, with the
+/// withdrawal message; a `cancel_call` or `agent_stopped` one tells nobody. A
+/// broker that writes a message where none belongs, or leaves out the one the
+/// agent is owed, fails the run naming the line.
+#[test]
+fn a_withdrawal_with_the_wrong_message_fails_the_run() {
+    for (how, file, reason) in [
+        (
+            "cancel_told",
+            "cancel-call.json",
+            "root/1 withdrawn for `cancel_call` with a message",
+        ),
+        (
+            "stopped_told",
+            "stop-agent.json",
+            "root/1 withdrawn for `agent_stopped` with a message",
+        ),
+        (
+            "untold",
+            "withdrawn-no-answerer.json",
+            "root/1 withdrawn for `NO_ANSWERER` without the withdrawal message",
+        ),
+    ] {
+        let (code, stdout) = run(file, &format!("{WITHDRAWS_WITH_MESSAGE} {how}"));
+        assert_eq!(code, 1, "{how}: {stdout}");
+        let failed =
+            format!("PROCESS FAILED the outside broker failed: a line that is not the protocol: {reason}");
+        assert!(stdout.contains(&failed), "{how}: {stdout}");
+        let (code, stdout) = run(file, PYTHON_BROKER);
+        assert_eq!(code, 0, "{file} with the unmodified broker: {stdout}");
+    }
+}

@@ -374,8 +374,22 @@ impl OutsideBroker {
                 ));
             }
         };
-        if let (WithdrawReason::NoAnswerer, Some(message)) = (reason, &message) {
-            messages::withdrawal(&call_id, message)?;
+        // PROTOCOL.md 3.3: a `NO_ANSWERER` withdrawal tells the agent, with
+        // the withdrawal message; no other one tells anybody anything.
+        match (reason, &message) {
+            (WithdrawReason::NoAnswerer, Some(message)) => messages::withdrawal(&call_id, message)?,
+            (WithdrawReason::NoAnswerer, None) => {
+                return Err(format!(
+                    "{call_id} withdrawn for `NO_ANSWERER` without the withdrawal message (its agent must be told)"
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(format!(
+                    "{call_id} withdrawn for `{}` with a message (only a `NO_ANSWERER` withdrawal has one)",
+                    reason.as_str()
+                ));
+            }
+            (_, None) => {}
         }
         self.view.close(&call_id);
         let message: Option<Arc<str>> = message.map(Arc::from);

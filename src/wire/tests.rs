@@ -354,3 +354,35 @@ fn a_command_line_splits_as_a_shell_splits_it_and_quotes_back() {
             .contains("does not split")
     );
 }
+
+/// PROTOCOL.md 3.3: only a `NO_ANSWERER` withdrawal carries a message (the exact
+/// withdrawal message); a `not_restorable` one tells nobody, so a message there
+/// is a line asksim never expects, and a `NO_ANSWERER` one without it leaves its
+/// agent waiting for an answer that cannot come.
+#[test]
+fn only_a_no_answerer_withdrawal_carries_a_message() {
+    let restore = || {
+        BrokerMsg::Restore(Box::new(crate::protocol::Restored {
+            agent: 1,
+            agent_name: "root".into(),
+            call_id: "root/1".into(),
+            ask: None,
+        }))
+    };
+    let told = r#"{"do":[{"withdrawn":{"agent":null,"callId":"root/1","reason":"not_restorable","message":"{\"kind\":\"pending_question_withdrawn\",\"tool\":\"ask_user_question\",\"callId\":\"root/1\",\"reason\":\"NO_ANSWERER\"}"}}]}"#;
+    let mut outside = broker(&[REGISTERED, told]);
+    let why = fails(&mut outside, vec![register(1, "root"), restore()]);
+    assert!(
+        why.contains("root/1 withdrawn for `not_restorable` with a message"),
+        "{why}"
+    );
+    let untold =
+        r#"{"do":[{"withdrawn":{"agent":null,"callId":"root/1","reason":"not_restorable","message":null}}]}"#;
+    let mut outside = broker(&[REGISTERED, untold]);
+    let mut out = Out::new(0);
+    for msg in [register(1, "root"), restore()] {
+        outside
+            .handle(msg, &mut out)
+            .expect("a withdrawal that tells nobody is taken");
+    }
+}
