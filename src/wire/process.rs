@@ -30,8 +30,8 @@ pub const LINE_BYTES_MAX: usize = 16 << 20;
 const STDERR_TAIL_BYTES: usize = 4 << 10;
 /// How long a report waits for a dead process's last stderr bytes.
 const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(200);
-/// How long a process that closed a pipe has to exit before asksim kills it
-/// (a process's exit closes its pipes a moment before its status is known).
+/// How long a process that closed a pipe has to close its stderr (its exit
+/// closes it) before asksim kills it.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// The exchange broke: why, and the line at fault if there is one.
@@ -139,27 +139,39 @@ impl Process {
     /// or the pipe `closed` (`stdin`, `stdout`) while it still ran (then asksim
     /// kills it, and says so rather than report its own SIGKILL as the exit).
     fn gone(&mut self, closed: &str, line: Option<String>) -> Broken {
-        if self.watch.killed.load(Ordering::SeqCst) {
-            let reason = format!("no reply within {} s (wall clock)", self.limit.as_secs_f64());
-            return Broken { reason, line };
-        }
-        let deadline = Instant::now() + EXIT_WAIT;
-        let reason = loop {
-            let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
-            match child.try_wait() {
-                Ok(Some(status)) => break format!("exited ({status})"),
-                Ok(None) if Instant::now() < deadline => {}
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break format!("closed its {closed} and did not exit (asksim killed it)");
-                }
-                Err(error) => break format!("exited (its status is unknown: {error})"),
-            }
-            drop(child);
-            std::thread::sleep(Duration::from_millis(5));
+        let reason = match self.watch.killed.load(Ordering::SeqCst) {
+            true => format!("no reply within {} s (wall clock)", self.limit.as_secs_f64()),
+            false => self.reap(closed),
         };
         Broken { reason, line }
+    }
+
+    /// How the process ended, once its pipe `closed`. Its exit closes its
+    /// stderr: asksim waits for the drain thread's word of that (at most
+    /// [`EXIT_WAIT`], no polling), then takes its status. One that still runs
+    /// then is killed: either it did not exit (its stderr is still open, or it
+    /// closed it and ran on), or the kill found it mid-exit (a process's exit
+    /// closes its pipes a moment before its status is known), and then its own
+    /// status stands (a dying process ignores the SIGKILL; only a SIGKILL from
+    /// elsewhere in that moment would read as asksim's).
+    fn reap(&mut self, closed: &str) -> String {
+        let _ = self.stderr_done.recv_timeout(EXIT_WAIT);
+        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        let status = match child.try_wait() {
+            Ok(Some(status)) => return format!("exited ({status})"),
+            Ok(None) => {
+                let _ = child.kill();
+                child.wait()
+            }
+            Err(error) => Err(error),
+        };
+        match status {
+            Ok(status) if killed(status) => {
+                format!("closed its {closed} and did not exit (asksim killed it)")
+            }
+            Ok(status) => format!("exited ({status})"),
+            Err(error) => format!("exited (its status is unknown: {error})"),
+        }
     }
 }
 
@@ -174,6 +186,9 @@ impl Transport for Process {
             None => Err(std::io::ErrorKind::BrokenPipe.into()),
         };
         if written.is_err() {
+            // No reply is awaited from a process that closed its stdin: the
+            // watchdog must not kill it while asksim waits for its exit.
+            self.watch.generation.fetch_add(1, Ordering::SeqCst);
             return Err(self.gone("stdin", None));
         }
         let read = read_line(&mut self.stdout);
@@ -243,6 +258,19 @@ fn second_line(behind: &[u8]) -> Option<String> {
         .unwrap_or(behind.len())
         .min(1024);
     Some(String::from_utf8_lossy(&behind[..end]).into_owned())
+}
+
+/// Whether a status is a SIGKILL's (asksim's kill of a process that ran on).
+#[cfg(unix)]
+fn killed(status: std::process::ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal() == Some(9)
+}
+
+/// Whether a status is a kill's (elsewhere, no dying process outlives its pipes).
+#[cfg(not(unix))]
+fn killed(_: std::process::ExitStatus) -> bool {
+    true
 }
 
 /// A line longer than [`LINE_BYTES_MAX`]; what was read of it.
@@ -345,5 +373,50 @@ impl Transport for Loopback {
 
     fn stderr_tail(&mut self) -> String {
         String::new()
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::{Process, Transport};
+
+    fn sh(script: &str) -> Process {
+        let command = ["sh", "-c", script].map(String::from);
+        Process::start(&command).expect("sh starts")
+    }
+
+    /// Its stderr closed with its stdout, yet it runs on: no exit to wait for,
+    /// asksim kills it at once and says so.
+    #[test]
+    fn a_process_that_closes_its_stdout_and_stderr_and_runs_on_is_killed_and_said_so() {
+        let mut process = sh("read line; exec >&- 2>&-; read line");
+        let broken = process.exchange("hello").unwrap_err();
+        assert_eq!(
+            broken.reason,
+            "closed its stdout and did not exit (asksim killed it)"
+        );
+    }
+
+    /// Its exit closed its stdout, but a child of its own holds its stderr
+    /// (until asksim closes its stdin): its status is still its own exit's,
+    /// not a kill's.
+    #[test]
+    fn a_process_whose_stderr_outlives_it_is_reported_as_exited() {
+        let mut process = sh("read line; exec 3<&0; (exec >&-; read x <&3) & exit 4");
+        let broken = process.exchange("hello").unwrap_err();
+        assert_eq!(broken.reason, "exited (exit status: 4)");
+    }
+
+    /// A reply in the same write as another line fails that exchange, naming
+    /// both.
+    #[test]
+    fn two_lines_in_one_write_fail_the_exchange_they_came_with() {
+        let mut process = sh("read line; printf 'one\\ntwo\\n'; read line");
+        let broken = process.exchange("hello").unwrap_err();
+        assert!(
+            broken.reason.starts_with("two lines in reply to one"),
+            "{broken:?}"
+        );
+        assert_eq!(broken.line.as_deref(), Some("one\ntwo"));
     }
 }
