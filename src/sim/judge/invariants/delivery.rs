@@ -19,7 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Violations;
 use super::calls::CallInfo;
-use super::message::{self, Decided};
+use super::texts::message::{self, Decided};
 use crate::event::RawQuestions;
 use crate::protocol::{CallId, Name};
 

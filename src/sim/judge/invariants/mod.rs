@@ -25,9 +25,8 @@ mod calls;
 mod content;
 mod delivery;
 mod liveness;
-mod message;
-mod result_text;
 mod terminal;
+mod texts;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -50,6 +49,7 @@ use calls::{CallInfo, Calls, MustClose};
 use content::Submitted;
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
 use liveness::{CANCEL_CALL_SETTLES, Closure, Liveness, NO_ORPHANED_WAIT, STOP_AGENT_SETTLES};
+use texts::{message, result_text};
 
 pub use crate::sim::judge::violation::Violation;
 
