@@ -4,15 +4,9 @@
 //! of its stderr and the command that reproduces the run; never a panic, never a
 //! hang. Each case breaks one rule and shows the report naming it.
 
-use std::process::{Command, Output};
+mod common;
 
-fn asksim(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("the asksim binary runs")
-}
+use common::asksim;
 
 fn run_with_broker(broker: &str, env: &[(&str, &str)]) -> (i32, String, String) {
     let out = asksim(&["run", "scenarios/quickstart.json", "--broker-cmd", broker], env);

@@ -5,16 +5,12 @@
 //! owed. Each now fails the run (exit 1), never a panic or a hang, with a
 //! report that names the agent, call or turn and shows the offending line.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn asksim(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_asksim"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("the asksim binary runs")
-}
+use common::asksim;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
 
 /// `asksim run scenarios/SCENARIO` with the fixture broker `fixture` (and its
 /// arguments): exit 1, and the report.

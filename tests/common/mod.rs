@@ -109,3 +109,12 @@ pub fn is_big_load(path: &std::path::Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     name.starts_with("load-") && name != "load-small.json"
 }
+
+/// `asksim ARGS` with the variables `env` set: its output, whatever its exit.
+pub fn asksim(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_asksim"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("the asksim binary runs")
+}
