@@ -579,7 +579,14 @@ impl Checker {
         let (seq, t) = (event.seq, event.t);
         let kind = event.kind.result_kind().expect("a result has a kind");
         self.pending_text(call_id, &event.kind, kind, seq);
-        self.result_text(call_id, &event.kind, kind, seq);
+        // An answers result is read once, for its text and its answers.
+        let answered = match (kind, &event.kind) {
+            (ResultKind::Answers, EventKind::Result { result, .. }) => {
+                Some(serde_json::from_str::<Value>(result).unwrap_or(Value::Null))
+            }
+            _ => None,
+        };
+        self.result_text(call_id, &event.kind, kind, seq, answered.as_ref());
         self.after_loss(call_id, seq, true);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
@@ -611,7 +618,7 @@ impl Checker {
             let detail = "a legacy call returned pending".into();
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
-        self.settled(call_id, seq, kind, &event.kind);
+        self.settled(call_id, seq, kind, answered.as_ref());
     }
 
     /// An `ABORTED` result has a cause (SPEC §2.5, §3.8): a turn signal of the
@@ -631,7 +638,7 @@ impl Checker {
 
     /// A first result that is not `pending` settles the call: the delegation
     /// rule, the answers' shape and what had to close it are checked.
-    fn settled(&mut self, call_id: &CallId, seq: u64, kind: ResultKind, event: &EventKind) {
+    fn settled(&mut self, call_id: &CallId, seq: u64, kind: ResultKind, answered: Option<&Value>) {
         if kind == ResultKind::Pending {
             return;
         }
@@ -647,11 +654,8 @@ impl Checker {
             }
         }
         self.calls.detach(call_id);
-        if let (ResultKind::Answers, EventKind::Result { result, .. }) = (kind, event) {
-            let value: Value = serde_json::from_str(result).unwrap_or(Value::Null);
-            if let Some(items) = value.get("answers") {
-                self.answers_delivered(call_id, seq, items, Delivered::Result(items), true);
-            }
+        if let Some(items) = answered.and_then(|value| value.get("answers")) {
+            self.answers_delivered(call_id, seq, items, Delivered::Result(items), true);
         }
     }
 
@@ -675,16 +679,26 @@ impl Checker {
     /// A result that is not `pending` must be the text SPEC §2.4 gives for what
     /// it carries (answers of a call the log requested: its schema says which
     /// shape).
-    fn result_text(&mut self, call_id: &str, event: &EventKind, kind: ResultKind, seq: u64) {
+    fn result_text(
+        &mut self,
+        call_id: &str,
+        event: &EventKind,
+        kind: ResultKind,
+        seq: u64,
+        answered: Option<&Value>,
+    ) {
         let EventKind::Result { result, is_error, .. } = event else {
             return;
         };
         let problem = match kind {
             ResultKind::Pending => None,
             ResultKind::Error(code) => result_text::error_problem(code, result, *is_error),
-            ResultKind::Answers => match self.calls.get(call_id) {
-                Some(info) => result_text::answers_problem(info.schema == Schema::Timed, result, *is_error),
-                None => None,
+            ResultKind::Answers => match (self.calls.get(call_id), answered) {
+                (Some(info), Some(value)) => {
+                    let timed = info.schema == Schema::Timed;
+                    result_text::answers_problem(timed, result, value, *is_error)
+                }
+                _ => None,
             },
         };
         if let Some(problem) = problem {

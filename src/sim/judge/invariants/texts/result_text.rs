@@ -36,11 +36,9 @@ struct ErrorBody<'a> {
     message: &'a str,
 }
 
-/// The fields a result may carry, each as written.
+/// An error result's field, as written.
 #[derive(Deserialize)]
 struct Fields<'a> {
-    #[serde(borrow)]
-    answers: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
 }
@@ -51,20 +49,20 @@ struct ErrorFields {
 }
 
 /// What is wrong with a result `text` that settled a call with answers
-/// (`timed`: answer items; legacy: question text → answer text), marked
-/// `is_error`: `None` when it is the text SPEC §2.4 gives for what it carries.
-pub fn answers_problem(timed: bool, text: &str, is_error: bool) -> Option<String> {
+/// (`timed`: answer items; legacy: question text → answer text), read as
+/// `value`, marked `is_error`: `None` when it is the text SPEC §2.4 gives for
+/// what it carries.
+pub fn answers_problem(timed: bool, text: &str, value: &Value, is_error: bool) -> Option<String> {
     if is_error {
         return Some(format!("a result with answers is marked as an error: {text}"));
     }
-    let fields = serde_json::from_str::<Fields>(text).ok()?;
-    let answers = fields.answers?.get();
+    let answers = value.get("answers")?;
     let exact = if timed {
         // Items that are not answer items are `answers_well_formed`'s to name.
-        let items = written(&serde_json::from_str::<Vec<AnswerItem>>(answers).ok()?);
+        let items = written(&Vec::<AnswerItem>::deserialize(answers).ok()?);
         format!(r#"{{"answers":{items}}}"#)
     } else {
-        let texts = serde_json::from_str::<Map<String, Value>>(answers).ok()?;
+        let texts: &Map<String, Value> = answers.as_object()?;
         serde_json::to_string(&Answers { answers: texts }).unwrap_or_default()
     };
     differs("the tool result", text, &exact)
@@ -106,12 +104,18 @@ fn differs(what: &str, text: &str, exact: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// [`answers_problem`] of a result text, read as the checker reads it.
+    fn answers_text_problem(timed: bool, text: &str, is_error: bool) -> Option<String> {
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        answers_problem(timed, text, &value, is_error)
+    }
+
     #[test]
     fn the_contracts_texts_pass() {
         let timed = r#"{"answers":[{"id":"a","selected":["x"]},{"id":"b","selected":[],"custom":"t"}]}"#;
-        assert_eq!(answers_problem(true, timed, false), None);
+        assert_eq!(answers_text_problem(true, timed, false), None);
         let legacy = r#"{"answers":{"A?":"x","B?":""}}"#;
-        assert_eq!(answers_problem(false, legacy, false), None);
+        assert_eq!(answers_text_problem(false, legacy, false), None);
         let error = r#"{"error":{"code":"ABORTED","message":"m"}}"#;
         assert_eq!(error_problem(ErrorCode::Aborted, error, true), None);
     }
@@ -125,17 +129,17 @@ mod tests {
             r#"{"answers":[{"id":"a","selected":["x"]}],"ok":true}"#,
             r#"{"ok":true,"answers":[{"id":"a","selected":["x"]}]}"#,
         ] {
-            let problem = answers_problem(true, text, false).unwrap_or_else(|| panic!("{text} passed"));
+            let problem = answers_text_problem(true, text, false).unwrap_or_else(|| panic!("{text} passed"));
             assert!(
                 problem.contains(r#"SPEC writes {"answers":[{"id":"a","selected":["x"]}]}"#),
                 "{problem}"
             );
         }
         let legacy = r#"{"answers":{"A?":"x"},"error":null}"#;
-        assert!(answers_problem(false, legacy, false).is_some());
+        assert!(answers_text_problem(false, legacy, false).is_some());
         let marked = r#"{"answers":[{"id":"a","selected":["x"]}]}"#;
         assert!(
-            answers_problem(true, marked, true)
+            answers_text_problem(true, marked, true)
                 .unwrap()
                 .contains("marked as an error")
         );
