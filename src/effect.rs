@@ -28,6 +28,9 @@ pub struct Spawn {
     pub owner: AgentId,
     /// The spawning agent's current turn: the child's first turn derives from it.
     pub turn: Turn,
+    /// Its place among the spawning script's spawns, by which it names itself
+    /// to its owner when its script ends.
+    pub place: u32,
 }
 
 /// One thing a handler does.

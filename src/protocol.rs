@@ -401,8 +401,10 @@ pub enum AgentMsg {
     TurnFired(TurnId),
     /// From a child: its script ended with this final result.
     ChildEnded {
-        /// The child.
-        child: Name,
+        /// The child: its place among its owner's spawns (a number, not its
+        /// name: the owner of 10^5 children found each by hashing and
+        /// comparing a name no longer in the cache).
+        place: u32,
         /// What it could not ask (its final result's `unresolved`, SPEC §5):
         /// all its owner reads of the final result.
         unasked: crate::final_result::Unasked,

@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use crate::effect::{Out, TimerId};
+use crate::effect::{Out, Spawn, TimerId};
 use crate::event::EventKind;
 use crate::final_result::Got;
 use crate::protocol::{
     AgentId, AgentMsg, BrokerMsg, CallId, CallReply, Name, Request, SpawnError, Turn, TurnId,
 };
-use crate::scenario::AgentSpec;
 use crate::tool::{ArgumentError, Ask, ResultKind, ToolConfig, ToolResult};
 
 pub use prepared::Prepared;
@@ -132,7 +131,9 @@ pub struct AgentState {
     /// was kept before (its turns derive from the same outer turns as its
     /// current one: [`Turn::renewed`]), so the slot is no larger.
     outermost: TurnId,
-    owner: Option<AgentId>,
+    /// Its owner: an id, which counts from 1, held as a non-zero number so
+    /// that it takes 8 bytes where an `Option<u64>` took 16.
+    owner: Option<std::num::NonZeroU64>,
     calls_made: u64,
     /// Its calls in flight, those that returned `pending` (and may still
     /// close), and the pending calls closed for good: one map for the three
@@ -150,6 +151,9 @@ pub struct AgentState {
     /// Its timers so far (a script's `work` steps: at most
     /// [`STEPS_MAX`](crate::scenario::STEPS_MAX) a script).
     next_timer: u32,
+    /// A child's place among its owner's spawns, which it names itself by
+    /// when its script ends (0 for an agent nobody spawned).
+    place: u32,
 }
 
 /// Who waits for a library agent's registration, and library callers awaiting
@@ -176,7 +180,9 @@ impl AgentState {
             turns: setup.turn.id().n,
             outermost: setup.turn.outermost(),
             turn: setup.turn,
-            owner: setup.owner,
+            owner: setup.owner.map(|owner| {
+                std::num::NonZeroU64::new(owner).expect("agent ids count from 1, so no owner is 0")
+            }),
             calls_made: setup.calls_made,
             calls: calls_pending(setup.pending),
             library: None,
@@ -184,21 +190,16 @@ impl AgentState {
             script: setup.script.map(Box::new),
             prepared: setup.prepared,
             next_timer: 0,
+            place: 0,
         }
     }
 
-    /// The scenario entry of a script-driven agent spawned by `owner`: its first
-    /// turn derives from `turn`.
-    pub fn child(
-        id: AgentId,
-        spec: &AgentSpec,
-        tool: ToolConfig,
-        prepared: Prepared,
-        owner: AgentId,
-        turn: &Turn,
-    ) -> AgentState {
-        let own = turn.derive(TurnId { agent: id, n: 1 });
-        AgentState::new(AgentSetup {
+    /// The scenario entry of a script-driven agent that `spawn` asked for,
+    /// with `id`: its first turn derives from its owner's.
+    pub fn child(id: AgentId, spawn: &Spawn, tool: ToolConfig, prepared: Prepared) -> AgentState {
+        let (spec, owner) = (&spawn.spec, spawn.owner);
+        let own = spawn.turn.derive(TurnId { agent: id, n: 1 });
+        let mut agent = AgentState::new(AgentSetup {
             id,
             name: spec.name.clone(),
             tool,
@@ -208,7 +209,9 @@ impl AgentState {
             pending: BTreeSet::new(),
             script: Some(Script::new(spec, false)),
             prepared,
-        })
+        });
+        agent.place = spawn.place;
+        agent
     }
 
     /// Its id.
@@ -278,7 +281,7 @@ impl AgentState {
                 }
             }
             AgentMsg::ChildEnded {
-                child,
+                place,
                 unasked,
                 fired,
             } => {
@@ -287,7 +290,7 @@ impl AgentState {
                 if let Some(turn) = fired.filter(|t| self.fired_by(*t)) {
                     self.turn_fired(turn, out);
                 }
-                self.child_ended(child, &unasked, out)
+                self.child_ended(place, &unasked, out)
             }
             AgentMsg::WorkDone { step } => self.work_done(step, out),
             AgentMsg::Call { arguments, reply } => {

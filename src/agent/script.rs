@@ -24,8 +24,10 @@ use crate::tool::{ArgumentError, Ask, ErrorCode, Mode, ToolResult};
 enum Wait {
     Call(CallId),
     Work(usize),
-    Spawn(Name),
-    Join(Name),
+    /// The broker's answer to the registration of the child at this place.
+    Spawn(u32),
+    /// The end of the child at this place.
+    Join(u32),
     Closed(CallId),
 }
 
@@ -77,9 +79,17 @@ struct Kin {
     fired: Option<TurnId>,
     unresolved: Vec<Unresolved>,
     errors: Vec<Value>,
-    /// By name, hashed: spawns insert and joins look up, nothing reads it in
-    /// order (a root of 10^5 children compared names at every level of a B-tree).
-    children: FxHashMap<Name, Child>,
+    /// By place: the order of the spawns, which each child carries and names
+    /// itself by when its script ends ([`AgentMsg::ChildEnded`]). A child's
+    /// end was looked up by its name: at a tree of 10^5 that read the name's
+    /// text (hashed, then compared) from an allocation no longer in the cache,
+    /// twice a child.
+    children: Vec<Child>,
+    /// The place of the last child spawned under each name, for the broker's
+    /// answer to a spawn and for `join`, which name it (hashed: nothing reads
+    /// it in order; a root of 10^5 children compared names at every level of a
+    /// B-tree).
+    named: FxHashMap<Name, u32>,
     joined_unresolved: Vec<Unresolved>,
 }
 
@@ -166,29 +176,26 @@ impl AgentState {
                 }
             }
             Step::Spawn(spec) => {
-                let name: Name = spec.name.clone();
+                let script = self.script.as_mut().expect("a step runs in a script");
+                let kin = script.kin_mut();
+                let place =
+                    u32::try_from(kin.children.len()).expect("a script spawns at most STEPS_MAX children");
+                kin.children.push(Child::Starting);
+                kin.named.insert(spec.name.clone(), place);
                 out.spawn(Spawn {
                     spec,
                     owner: self.id,
                     turn: self.turn.clone(),
+                    place,
                 });
-                let script = self.script.as_mut().expect("a step runs in a script");
-                script.kin_mut().children.insert(name.clone(), Child::Starting);
-                self.park(Wait::Spawn(name));
+                self.park(Wait::Spawn(place));
             }
             Step::Join(child) => {
                 let script = self.script.as_mut().expect("a step runs in a script");
-                // The table's key is the child's name, shared: the wait takes
-                // it rather than a new copy of the step's text.
-                match script
-                    .kin
-                    .as_ref()
-                    .and_then(|kin| kin.children.get_key_value(child.as_str()))
-                {
-                    Some((name, Child::Starting | Child::Running)) => {
-                        let name = name.clone();
-                        self.park(Wait::Join(name));
-                    }
+                let kin = script.kin.as_ref();
+                let place = kin.and_then(|kin| kin.named.get(child.as_str()).copied());
+                match place.and_then(|place| Some((place, kin?.children.get(place as usize)?))) {
+                    Some((place, Child::Starting | Child::Running)) => self.park(Wait::Join(place)),
                     Some((_, Child::Ended(Some(unresolved)))) => {
                         let unresolved = unresolved.clone();
                         self.take_unresolved(&unresolved);
@@ -277,7 +284,10 @@ impl AgentState {
         let Some(kin) = script.kin.as_deref_mut() else {
             return;
         };
-        let Some(entry) = kin.children.get_mut(&child) else {
+        let Some(place) = kin.named.get(&child).copied() else {
+            return;
+        };
+        let Some(entry) = kin.children.get_mut(place as usize) else {
             return;
         };
         match result {
@@ -294,10 +304,11 @@ impl AgentState {
                 }));
             }
         }
-        self.resume(&Wait::Spawn(child), out);
+        self.resume(&Wait::Spawn(place), out);
     }
 
-    pub(super) fn child_ended(&mut self, child: Name, unasked: &Unasked, out: &mut Out) {
+    /// The child spawned at `place` ended its script.
+    pub(super) fn child_ended(&mut self, place: u32, unasked: &Unasked, out: &mut Out) {
         // A script that is ending (its turn fired during a call) runs no step
         // again, so nothing will read what its children left: the cancel of a
         // tree of 10^5 looked each child up in its owner's table for nothing.
@@ -308,15 +319,15 @@ impl AgentState {
         if let Some(entry) = script
             .kin
             .as_deref_mut()
-            .and_then(|kin| kin.children.get_mut(&child))
+            .and_then(|kin| kin.children.get_mut(place as usize))
         {
             *entry = Child::Ended(unresolved.clone());
         }
-        if matches!(&script.wait, Some(Wait::Join(joined)) if *joined == child) {
+        if script.wait == Some(Wait::Join(place)) {
             if let Some(unresolved) = &unresolved {
                 self.take_unresolved(unresolved);
             }
-            self.resume(&Wait::Join(child), out);
+            self.resume(&Wait::Join(place), out);
         }
     }
 
@@ -370,7 +381,7 @@ impl AgentState {
         // result, a close, a child's end, its turn's signal) finds no script and
         // changes nothing, as it changed nothing in an ended one.
         self.script = None;
-        let Some(owner) = self.owner.filter(|_| is_child_script) else {
+        let Some(owner) = self.owner.map(|owner| owner.get()).filter(|_| is_child_script) else {
             out.finished(self.name.clone(), final_result);
             return;
         };
@@ -379,7 +390,7 @@ impl AgentState {
         out.tell_agent(
             owner,
             AgentMsg::ChildEnded {
-                child: self.name.clone(),
+                place: self.place,
                 unasked,
                 fired,
             },

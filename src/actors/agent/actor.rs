@@ -65,14 +65,7 @@ impl Host for AgentShell {
             .next_agent
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1;
-        let state = AgentState::child(
-            id,
-            &spawn.spec,
-            shared.tool,
-            shared.prepared.clone(),
-            spawn.owner,
-            &spawn.turn,
-        );
+        let state = AgentState::child(id, &spawn, shared.tool, shared.prepared.clone());
         let registration = Registration {
             agent: id,
             name: state.name().clone(),

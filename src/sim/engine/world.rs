@@ -549,14 +549,7 @@ impl<'s> World<'s> {
     fn spawn(&mut self, from: Addr, spawn: crate::effect::Spawn) {
         self.next_agent += 1;
         let id = self.next_agent;
-        let agent = AgentState::child(
-            id,
-            &spawn.spec,
-            self.scenario.tool,
-            self.prepared.clone(),
-            spawn.owner,
-            &spawn.turn,
-        );
+        let agent = AgentState::child(id, &spawn, self.scenario.tool, self.prepared.clone());
         let registration = Registration {
             agent: id,
             name: agent.name().clone(),
