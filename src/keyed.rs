@@ -34,6 +34,13 @@ impl<V> Keyed<V> {
         Self::default()
     }
 
+    /// An empty map with room for `n` entries: one built from a count it
+    /// knows grows by no rehash (at 10^5 each rehash moved every entry to a
+    /// place in a table no longer in the cache).
+    pub fn with_capacity(n: usize) -> Self {
+        Keyed(FxHashMap::with_capacity_and_hasher(n, Default::default()))
+    }
+
     /// How many entries.
     pub fn len(&self) -> usize {
         self.0.len()

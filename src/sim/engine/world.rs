@@ -128,7 +128,8 @@ impl Finals {
 /// an agent's last replaces any earlier one (an agent of a life before a
 /// process loss ended again after the restart).
 pub fn finals_by_agent(finals: Finals) -> Keyed<FinalResult> {
-    let mut by_agent = Keyed::new();
+    // Room for one each: an agent that ended in two lives takes one slot.
+    let mut by_agent = Keyed::with_capacity(finals.0.iter().map(Vec::len).sum());
     for final_result in finals.0.into_iter().flatten() {
         by_agent.insert(final_result.agent_name().clone(), final_result);
     }
