@@ -425,8 +425,8 @@ pub enum AgentMsg {
     },
     /// Library: replies once the call is closed for good (at once if it is).
     AwaitClosed {
-        /// The call.
-        call_id: String,
+        /// The call (its text made once, as the key it waits under).
+        call_id: CallId,
         /// Replied to when closed.
         reply: oneshot::Sender<()>,
     },

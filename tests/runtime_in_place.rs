@@ -87,6 +87,34 @@ async fn a_close_reaches_waiters_before_and_after_it() {
     runtime.shutdown().await;
 }
 
+/// Several callers awaiting one pending call's close at once: none returns
+/// before the late answer closes it, and every one returns once it has.
+#[tokio::test(start_paused = true)]
+async fn a_close_reaches_every_waiter_of_the_call_and_none_before() {
+    let runtime = Runtime::start(answering_after(Latency::Fixed(2.0)))
+        .await
+        .expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let outcome = root.ask(ARGS_1S).await;
+    assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let (root, call_id) = (root.clone(), outcome.call_id.clone());
+            tokio::spawn(async move { root.closed(&call_id).await })
+        })
+        .collect();
+    // Virtual time: the window passed at 1 s, the answer comes at 2 s.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(root.user_messages().await.is_empty(), "not closed yet");
+    let early = waiters.iter().filter(|w| w.is_finished()).count();
+    assert_eq!(early, 0, "a waiter returned before the call closed");
+    for waiter in waiters {
+        waiter.await.expect("a waiter");
+    }
+    assert_eq!(root.user_messages().await.len(), 1);
+    runtime.shutdown().await;
+}
+
 /// A call still waiting when the runtime shuts down (its answerer accepted
 /// and never answers) settles as `ABORTED` with its callId, as it did when the
 /// agent was an actor whose state was dropped.

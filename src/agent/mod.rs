@@ -161,7 +161,24 @@ pub struct AgentState {
 #[derive(Debug, Default)]
 struct Library {
     registered: Option<oneshot::Sender<Result<(), SpawnError>>>,
-    await_closed: BTreeMap<CallId, Vec<oneshot::Sender<()>>>,
+    await_closed: BTreeMap<CallId, Closers>,
+}
+
+/// Who awaits one call's close, in the order they came: nearly always one
+/// caller, kept with no allocation of a vector (an empty one has none).
+#[derive(Debug)]
+struct Closers {
+    first: oneshot::Sender<()>,
+    rest: Vec<oneshot::Sender<()>>,
+}
+
+impl Closers {
+    /// Tells each, in the order they came, that the call closed.
+    fn send(self) {
+        for reply in std::iter::once(self.first).chain(self.rest) {
+            let _ = reply.send(());
+        }
+    }
 }
 
 impl Library {
@@ -300,10 +317,18 @@ impl AgentState {
                 if self.is_closed(&call_id) {
                     let _ = reply.send(());
                 } else {
-                    (self.library.get_or_insert_default().await_closed)
-                        .entry(call_id.into())
-                        .or_default()
-                        .push(reply);
+                    let waiting = &mut self.library.get_or_insert_default().await_closed;
+                    match waiting.entry(call_id) {
+                        std::collections::btree_map::Entry::Vacant(entry) => {
+                            entry.insert(Closers {
+                                first: reply,
+                                rest: Vec::new(),
+                            });
+                        }
+                        std::collections::btree_map::Entry::Occupied(mut entry) => {
+                            entry.get_mut().rest.push(reply)
+                        }
+                    }
                 }
             }
             AgentMsg::Messages(reply) => {
@@ -391,8 +416,8 @@ impl AgentState {
             push_sized(&mut self.messages, message);
         }
         if let Some(library) = &mut self.library {
-            for waiter in library.await_closed.remove(&call_id).unwrap_or_default() {
-                let _ = waiter.send(());
+            if let Some(closers) = library.await_closed.remove(&call_id) {
+                closers.send();
             }
             // An emptied B-tree keeps its root node: give it back, as a run
             // holds many agents that await nothing any more.

@@ -136,7 +136,7 @@ impl AgentHandle {
     pub async fn closed(&self, call_id: &str) {
         let (reply, rx) = self.oneshot();
         if self.tell(AgentMsg::AwaitClosed {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             reply,
         }) {
             let _ = rx.await;
