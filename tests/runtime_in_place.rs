@@ -64,23 +64,33 @@ async fn concurrent_calls_on_one_library_agent_are_numbered_and_settled_once() {
     runtime.shutdown().await;
 }
 
-/// A pending call's close reaches a waiter that began waiting before the late
-/// answer and one that begins after it, and the late answer is the agent's
-/// user message once.
-#[tokio::test(start_paused = true)]
-async fn a_close_reaches_waiters_before_and_after_it() {
+/// A runtime whose root has one call pending (window 1 s, answered at 2 s),
+/// and that call's id.
+async fn pending_call() -> (Runtime, asksim::AgentHandle, String) {
     let runtime = Runtime::start(answering_after(Latency::Fixed(2.0)))
         .await
         .expect("a runtime");
     let root = runtime.spawn_root("root", None).await.expect("a root");
     let outcome = root.ask(ARGS_1S).await;
     assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
-    let early = {
-        let (root, call_id) = (root.clone(), outcome.call_id.clone());
-        tokio::spawn(async move { root.closed(&call_id).await })
-    };
+    (runtime, root, outcome.call_id)
+}
+
+/// A task awaiting the close of `call_id`.
+fn close_waiter(root: &asksim::AgentHandle, call_id: &str) -> tokio::task::JoinHandle<()> {
+    let (root, call_id) = (root.clone(), call_id.to_owned());
+    tokio::spawn(async move { root.closed(&call_id).await })
+}
+
+/// A pending call's close reaches a waiter that began waiting before the late
+/// answer and one that begins after it, and the late answer is the agent's
+/// user message once.
+#[tokio::test(start_paused = true)]
+async fn a_close_reaches_waiters_before_and_after_it() {
+    let (runtime, root, call_id) = pending_call().await;
+    let early = close_waiter(&root, &call_id);
     early.await.expect("the early waiter");
-    root.closed(&outcome.call_id).await;
+    root.closed(&call_id).await;
     let messages = root.user_messages().await;
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(messages[0].contains("Yes"), "{messages:?}");
@@ -91,18 +101,8 @@ async fn a_close_reaches_waiters_before_and_after_it() {
 /// before the late answer closes it, and every one returns once it has.
 #[tokio::test(start_paused = true)]
 async fn a_close_reaches_every_waiter_of_the_call_and_none_before() {
-    let runtime = Runtime::start(answering_after(Latency::Fixed(2.0)))
-        .await
-        .expect("a runtime");
-    let root = runtime.spawn_root("root", None).await.expect("a root");
-    let outcome = root.ask(ARGS_1S).await;
-    assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
-    let waiters: Vec<_> = (0..3)
-        .map(|_| {
-            let (root, call_id) = (root.clone(), outcome.call_id.clone());
-            tokio::spawn(async move { root.closed(&call_id).await })
-        })
-        .collect();
+    let (runtime, root, call_id) = pending_call().await;
+    let waiters: Vec<_> = (0..3).map(|_| close_waiter(&root, &call_id)).collect();
     // Virtual time: the window passed at 1 s, the answer comes at 2 s.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(root.user_messages().await.is_empty(), "not closed yet");
