@@ -441,6 +441,9 @@ pub enum AgentMsg {
     },
 }
 
+/// Where a [`CallReply`] sends a call's callId and its result, if any.
+type Replier = oneshot::Sender<(CallId, Option<ToolResult>)>;
+
 /// Where a library call's callId and result go, together, when it settles:
 /// one channel and one wake-up of the caller a call (issue #23), where a
 /// channel for the callId at numbering and one for the result took two.
@@ -449,27 +452,39 @@ pub enum AgentMsg {
 /// tells the caller its callId, with no result.
 #[derive(Debug)]
 pub struct CallReply {
-    reply: Option<oneshot::Sender<(CallId, Option<ToolResult>)>>,
-    call_id: Option<CallId>,
+    reply: Option<Replier>,
+    /// Empty until the call is numbered (a callId never is): an `Option` of
+    /// a [`Text`](crate::text::Text) is 8 bytes more than the text, and this
+    /// rides in every call's message to its agent.
+    call_id: CallId,
 }
 
 impl CallReply {
     /// Replies on `reply`.
-    pub fn new(reply: oneshot::Sender<(CallId, Option<ToolResult>)>) -> CallReply {
+    pub fn new(reply: Replier) -> CallReply {
         CallReply {
             reply: Some(reply),
-            call_id: None,
+            call_id: CallId::from(""),
         }
     }
 
     /// The call is numbered `call_id`.
     pub fn numbered(&mut self, call_id: &CallId) {
-        self.call_id = Some(call_id.clone());
+        self.call_id = call_id.clone();
+    }
+
+    /// The reply channel and the callId, once numbered; each only once.
+    fn take(&mut self) -> Option<(Replier, CallId)> {
+        if self.call_id.is_empty() {
+            return None;
+        }
+        let call_id = std::mem::replace(&mut self.call_id, CallId::from(""));
+        self.reply.take().map(|reply| (reply, call_id))
     }
 
     /// The call settled with `result`.
     pub fn settle(mut self, result: ToolResult) {
-        if let (Some(reply), Some(call_id)) = (self.reply.take(), self.call_id.take()) {
+        if let Some((reply, call_id)) = self.take() {
             let _ = reply.send((call_id, Some(result)));
         }
     }
@@ -477,7 +492,7 @@ impl CallReply {
 
 impl Drop for CallReply {
     fn drop(&mut self) {
-        if let (Some(reply), Some(call_id)) = (self.reply.take(), self.call_id.take()) {
+        if let Some((reply, call_id)) = self.take() {
             let _ = reply.send((call_id, None));
         }
     }

@@ -1,12 +1,22 @@
-//! [`Text`]: an immutable string shared rather than copied, the type of every
-//! name and callId the actors, events and records carry.
+//! [`Text`]: an immutable string held in place when short and shared when
+//! long, the type of every name and callId the actors, events and records
+//! carry.
 
-use std::sync::Arc;
+use ecow::EcoString;
 
-/// An immutable string shared rather than copied: names and callIds travel in
-/// every message and event, and cloning one is a reference count.
+/// An immutable string: names and callIds travel in every message and event
+/// and key the tables of every actor and observer. Up to 15 bytes (`root-4711`,
+/// `root-4711/2`, nearly every name and callId) it is held in its own 16 bytes,
+/// so a clone is a copy, a drop does nothing and a hash or a comparison reads
+/// no other memory; a longer one is shared, and a clone is a reference count.
+///
+/// It was an `Arc<str>`: at a tree of 10^5 agents each clone and drop of a
+/// name (the agent's, the broker's, the judge's tables, its final result)
+/// touched its allocation's count long after the cache had let it go, and each
+/// table keyed by names read them again to hash and compare at every growth
+/// (BENCHMARKS.md, issue #19).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Text(Arc<str>);
+pub struct Text(EcoString);
 
 impl Text {
     /// The text.
@@ -48,13 +58,13 @@ impl std::fmt::Display for Text {
 
 impl From<&str> for Text {
     fn from(text: &str) -> Text {
-        Text(Arc::from(text))
+        Text(EcoString::from(text))
     }
 }
 
 impl From<String> for Text {
     fn from(text: String) -> Text {
-        Text(Arc::from(text))
+        Text(EcoString::from(text))
     }
 }
 
