@@ -354,7 +354,7 @@ impl AgentState {
     /// broker), sends the request.
     fn call(&mut self, prepared: Result<Ask, ArgumentError>, mut waiter: Waiter, out: &mut Out) -> CallId {
         self.calls_made += 1;
-        let call_id: CallId = format!("{}/{}", self.name, self.calls_made).into();
+        let call_id = CallId::format(format_args!("{}/{}", self.name, self.calls_made));
         if let Waiter::Caller(reply) = &mut waiter {
             reply.numbered(&call_id);
         }
