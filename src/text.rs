@@ -23,6 +23,57 @@ impl Text {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The text `args` write (`Text::format(format_args!(…))`), made with one
+    /// allocation when it is short: `format!(…).into()` makes a `String`, then
+    /// copies it into the shared text. A callId is made so for every call.
+    pub fn format(args: std::fmt::Arguments<'_>) -> Text {
+        if let Some(text) = args.as_str() {
+            return Text::from(text);
+        }
+        let mut short = Short::default();
+        match std::fmt::write(&mut short, args) {
+            Ok(()) => Text::from(short.as_str()),
+            // Longer than `SHORT_BYTES`: written again, into a `String`.
+            Err(_) => Text::from(std::fmt::format(args)),
+        }
+    }
+}
+
+/// Bytes of a text [`Text::format`] writes on the stack: a name and a call's
+/// number fit with room to spare.
+const SHORT_BYTES: usize = 64;
+
+/// A text of up to [`SHORT_BYTES`], written on the stack; a write past them
+/// fails.
+struct Short {
+    bytes: [u8; SHORT_BYTES],
+    len: usize,
+}
+
+impl Default for Short {
+    fn default() -> Short {
+        Short {
+            bytes: [0; SHORT_BYTES],
+            len: 0,
+        }
+    }
+}
+
+impl Short {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("only whole strs are written")
+    }
+}
+
+impl std::fmt::Write for Short {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 impl std::ops::Deref for Text {
@@ -95,5 +146,31 @@ impl serde::Serialize for Text {
 impl<'de> serde::Deserialize<'de> for Text {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
         String::deserialize(deserializer).map(Text::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Short or long, constant or not, the text is what `format!` writes.
+    #[test]
+    fn a_formatted_text_is_what_format_writes() {
+        let long = "n".repeat(SHORT_BYTES);
+        for name in [
+            "root",
+            "",
+            "é",
+            &long[2..],
+            &long[1..],
+            &long,
+            "a-much-longer-name/child/grandchild",
+        ] {
+            for n in [1u64, 42, u64::MAX] {
+                let text = Text::format(format_args!("{name}/{n}"));
+                assert_eq!(text, format!("{name}/{n}"));
+            }
+        }
+        assert_eq!(Text::format(format_args!("constant")), "constant");
     }
 }

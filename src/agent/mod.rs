@@ -352,9 +352,26 @@ impl AgentState {
     /// Makes one tool call: numbers it and, with its arguments checked
     /// (`prepared`; SPEC §2.3: before identity, invalid ones never reach the
     /// broker), sends the request.
-    fn call(&mut self, prepared: Result<Ask, ArgumentError>, mut waiter: Waiter, out: &mut Out) -> CallId {
+    fn call(&mut self, prepared: Result<Ask, ArgumentError>, waiter: Waiter, out: &mut Out) {
+        let call_id = self.next_call_id();
+        self.call_as(call_id, prepared, waiter, out)
+    }
+
+    /// The callId of the next call this agent makes (`name/n`, from 1).
+    fn next_call_id(&self) -> CallId {
+        CallId::format(format_args!("{}/{}", self.name, self.calls_made + 1))
+    }
+
+    /// [`AgentState::call`], its callId made already by [`AgentState::next_call_id`].
+    fn call_as(
+        &mut self,
+        call_id: CallId,
+        prepared: Result<Ask, ArgumentError>,
+        mut waiter: Waiter,
+        out: &mut Out,
+    ) {
         self.calls_made += 1;
-        let call_id: CallId = format!("{}/{}", self.name, self.calls_made).into();
+        debug_assert_eq!(call_id, format!("{}/{}", self.name, self.calls_made));
         if let Waiter::Caller(reply) = &mut waiter {
             reply.numbered(&call_id);
         }
@@ -363,19 +380,18 @@ impl AgentState {
                 let result = error.to_result();
                 out.record(EventKind::result(&call_id, &self.name, &result));
                 self.state_of(&call_id).wait(waiter);
-                self.settled(call_id.clone(), result, out);
+                self.settled(call_id, result, out);
             }
             Ok(ask) => {
                 self.state_of(&call_id).wait(waiter);
                 out.tell_broker(BrokerMsg::Request(Box::new(Request {
                     agent: self.id,
-                    call_id: call_id.clone(),
+                    call_id,
                     ask,
                     turn: self.turn.clone(),
                 })));
             }
         }
-        call_id
     }
 
     fn settled(&mut self, call_id: CallId, result: ToolResult, out: &mut Out) {

@@ -232,13 +232,13 @@ impl AgentState {
     }
 
     fn script_call(&mut self, arguments: Arc<str>, prepared: Result<Ask, ArgumentError>, out: &mut Out) {
-        let call_id: CallId = format!("{}/{}", self.name, self.calls_made + 1).into();
+        // Parked on before it is made: the call may settle as it is made.
+        let call_id = self.next_call_id();
         self.park(Wait::Call(call_id.clone()));
         if let Some(script) = self.script.as_mut() {
             script.asking = Some(arguments.clone());
         }
-        let made = self.call(prepared, Waiter::Script, out);
-        debug_assert_eq!(made, call_id);
+        self.call_as(call_id, prepared, Waiter::Script, out);
     }
 
     /// A call of the script settled: its result goes into the final result.

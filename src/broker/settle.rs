@@ -13,7 +13,7 @@ use crate::event::EventKind;
 use crate::protocol::{
     AgentMsg, AnswererIx, AnswererMsg, BrokerMsg, Envelope, Nanos, Refusal, Sent, Ticket, WithdrawReason,
 };
-use crate::tool::result::{TURN_FIRED_MESSAGE, late_answer_message, withdrawal_message};
+use crate::tool::result::{TURN_FIRED_MESSAGE, late_answer_text, withdrawal_message};
 use crate::tool::{ErrorCode, Schema, ToolResult, legacy, timed, validate_batch};
 
 impl BrokerState {
@@ -209,8 +209,7 @@ fn settle_waiting(call: super::calls::Call, end: End, out: &mut Out) {
 fn close_pending(call: super::calls::Call, end: End, out: &mut Out) {
     let message: Option<Arc<str>> = match end {
         End::Answers(items) => {
-            let message: Arc<str> =
-                late_answer_message(&call.call_id, call.ask.questions_raw.get(), &items).into();
+            let message: Arc<str> = late_answer_text(&call.call_id, &call.ask.questions_raw, &items).into();
             out.record(EventKind::LateAnswer {
                 call_id: call.call_id.clone(),
                 agent: call.agent_name.clone(),

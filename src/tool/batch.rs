@@ -30,7 +30,12 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
             kind(batch)
         ))
     })?;
-    let mut answers: Vec<Option<AnswerItem>> = vec![None; questions.len()];
+    // Items are kept in the batch's order, in the one vector returned, and put
+    // in question order at the end (a vector of slots in question order was a
+    // second allocation a batch).
+    let mut answers: Vec<AnswerItem> = Vec::with_capacity(questions.len());
+    // The question an id names: the first of that id.
+    let index = |id: &str| questions.iter().position(|q| q.id() == id);
     for (i, item) in items.iter().enumerate() {
         let path = ItemPath(i);
         let map = item
@@ -52,22 +57,25 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
             }
             None => return Err(refuse(format!("{path}.id: required field is missing"))),
         };
-        let Some(index) = questions.iter().position(|q| q.id() == id) else {
+        let Some(at) = index(id) else {
             return Err(refuse(format!("{path}.id: no question {id:?} in this call")));
         };
-        if answers[index].is_some() {
+        if answers.iter().any(|answer| index(&answer.id) == Some(at)) {
             return Err(refuse(format!("{path}.id: a second item for question {id:?}")));
         }
-        answers[index] = Some(answer_item(&questions[index], map, path)?);
+        answers.push(answer_item(&questions[at], map, path)?);
     }
-    let mut out = Vec::with_capacity(questions.len());
-    for (question, answer) in questions.iter().zip(answers) {
-        match answer {
-            Some(answer) => out.push(answer),
-            None => return Err(refuse(format!("batch: no item for question {:?}", question.id()))),
-        }
+    if let Some(missing) =
+        (0..questions.len()).find(|&at| !answers.iter().any(|answer| index(&answer.id) == Some(at)))
+    {
+        return Err(refuse(format!(
+            "batch: no item for question {:?}",
+            questions[missing].id()
+        )));
     }
-    Ok(out)
+    // No two items name one question; sorting a slice in place never allocates.
+    answers.sort_unstable_by_key(|answer| index(&answer.id));
+    Ok(answers)
 }
 
 /// Where an item is in its batch, `batch[i]`, written only into a refusal:
@@ -143,4 +151,32 @@ fn answer_item(
         selected,
         custom,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::QuestionOption;
+
+    /// Questions that share an id (never from the tool, which refuses them;
+    /// `validate_batch` takes any): an id names the first, so the second is
+    /// never answered, as when the items were kept in slots by question.
+    #[test]
+    fn of_two_questions_with_one_id_the_second_is_never_answered() {
+        let yes = [QuestionOption {
+            label: "Yes",
+            description: "",
+        }];
+        let twice = [
+            Question::new("go", "Go?", "", yes, false),
+            Question::new("go", "Really?", "", yes, false),
+        ];
+        let refusal = validate_batch(&twice, &json!([{"id": "go", "selected": ["Yes"]}])).unwrap_err();
+        assert_eq!(refusal.0, r#"batch: no item for question "go""#);
+        let batch = json!([{"id": "go"}, {"id": "go"}]);
+        let refusal = validate_batch(&twice, &batch).unwrap_err();
+        assert_eq!(refusal.0, r#"batch[1].id: a second item for question "go""#);
+    }
 }

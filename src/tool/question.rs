@@ -91,12 +91,26 @@ impl Question {
     ) -> Option<Question> {
         // A `Vec` passed in is collected in place, with no allocation.
         let options: Vec<QuestionOption<'a>> = options.into_iter().collect();
+        Question::of_options(id, question, header, options.iter().copied(), multi_select)
+    }
+
+    /// [`Question::try_new`] of options read twice (once to size the text, once
+    /// to write it) rather than collected first: the timed tool's walk reads
+    /// them from the arguments' tree, with no vector of its own.
+    pub(crate) fn of_options<'a>(
+        id: &str,
+        question: &str,
+        header: &str,
+        options: impl Iterator<Item = QuestionOption<'a>> + Clone,
+        multi_select: bool,
+    ) -> Option<Question> {
         let head = [id, question, header];
-        let pieces = || (head.iter().copied()).chain(options.iter().flat_map(|o| [o.label, o.description]));
+        let pieces = || (head.iter().copied()).chain(options.clone().flat_map(|o| [o.label, o.description]));
         // Sized exactly, so neither the text nor the ends grow, nor shrink when
         // boxed: two allocations a question.
-        let mut text = String::with_capacity(pieces().map(str::len).sum());
-        let mut ends = Vec::with_capacity(HEAD_PIECES + 2 * options.len());
+        let (bytes, count) = pieces().fold((0, 0), |(bytes, count), piece| (bytes + piece.len(), count + 1));
+        let mut text = String::with_capacity(bytes);
+        let mut ends = Vec::with_capacity(count);
         for piece in pieces() {
             text.push_str(piece);
             ends.push(u32::try_from(text.len()).ok()?);

@@ -208,6 +208,19 @@ impl ToolResult {
 /// The user message that carries a late answer (SPEC §2.4). `questions_raw` is the
 /// call's `questions` argument as the model sent it, embedded verbatim.
 pub fn late_answer_message(call_id: &str, questions_raw: &str, answers: &[AnswerItem]) -> String {
+    // The text was a JSON value when the model sent it: read in place, it is
+    // embedded unchanged with no copy of its own.
+    match serde_json::from_str::<&RawValue>(questions_raw) {
+        Ok(questions) => late_answer_text(call_id, questions, answers),
+        Err(_) => late_answer_text(call_id, &raw_value(questions_raw), answers),
+    }
+}
+
+/// [`late_answer_message`] of questions already held as JSON text (a call's
+/// `questions_raw`), written into one buffer sized for it: the message is
+/// mostly the questions' text, and a copy of them and a buffer grown from
+/// serde_json's 128 bytes took four more allocations a late answer (issue #23).
+pub fn late_answer_text(call_id: &str, questions: &RawValue, answers: &[AnswerItem]) -> String {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct LateAnswer<'a> {
@@ -217,15 +230,36 @@ pub fn late_answer_message(call_id: &str, questions_raw: &str, answers: &[Answer
         questions: &'a RawValue,
         answers: &'a [AnswerItem],
     }
-    // The text was a JSON value when the model sent it; embed it unchanged.
-    let questions = raw_value(questions_raw);
-    to_json(&LateAnswer {
+    let mut text = Vec::with_capacity(late_answer_bytes(call_id, questions, answers));
+    let message = LateAnswer {
         kind: "answer_to_pending_question",
         tool: super::TOOL_NAME,
         call_id,
-        questions: &questions,
+        questions,
         answers,
-    })
+    };
+    serde_json::to_writer(&mut text, &message).expect("result shapes always serialise");
+    String::from_utf8(text).expect("serde_json writes UTF-8")
+}
+
+/// About how long [`late_answer_text`] is: for texts with no escapes, never
+/// short, and long by a comma or two an item at most.
+fn late_answer_bytes(call_id: &str, questions: &RawValue, answers: &[AnswerItem]) -> usize {
+    /// `{"kind":"answer_to_pending_question","tool":"","callId":"","questions":,"answers":[]}`.
+    const FIXED_BYTES: usize = 85;
+    FIXED_BYTES
+        + super::TOOL_NAME.len()
+        + call_id.len()
+        + questions.get().len()
+        + answers.iter().map(answer_item_bytes).sum::<usize>()
+}
+
+/// About what `item` takes in compact JSON (`{"id":…,"selected":[…],"custom":…},`),
+/// a comma after each label and after the item.
+fn answer_item_bytes(item: &AnswerItem) -> usize {
+    let labels: usize = item.selected.iter().map(|label| label.len() + 3).sum();
+    let custom = item.custom.as_ref().map_or(0, |custom| custom.len() + 12);
+    24 + item.id.len() + labels + custom
 }
 
 /// The user message that withdraws a pending question (SPEC §2.4).
@@ -257,4 +291,55 @@ fn raw_value(text: &str) -> Box<RawValue> {
 
 fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("result shapes always serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items() -> Vec<AnswerItem> {
+        vec![
+            AnswerItem {
+                id: "go".into(),
+                selected: vec!["Yes (Recommended)".into(), "Later".into()],
+                custom: Some("after lunch".into()),
+            },
+            AnswerItem {
+                id: "skip".into(),
+                selected: vec![],
+                custom: None,
+            },
+        ]
+    }
+
+    /// The late answer's buffer is sized for it: never grown for texts with
+    /// no escapes, and at most two commas an item too long.
+    #[test]
+    fn a_late_answer_is_written_into_a_buffer_of_its_size() {
+        let questions: &RawValue = serde_json::from_str(r#"[{"id":"go","question":"Go?"}]"#).unwrap();
+        for answers in [&items()[..], &items()[..1], &[]] {
+            let text = late_answer_text("root/1", questions, answers);
+            let size = late_answer_bytes("root/1", questions, answers);
+            assert!(
+                text.len() <= size && size <= text.len() + 2 * answers.len(),
+                "{size}: {text}"
+            );
+        }
+    }
+
+    /// Both ways in give the same text: the questions embedded verbatim (their
+    /// outer spaces trimmed), or, if they are not JSON, as a JSON string.
+    #[test]
+    fn a_late_answer_reads_the_same_from_text_or_raw_value() {
+        let text = r#" [{"id":"go","question":"Go \u00e9?"}] "#;
+        let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+        let message = late_answer_message("root/1", text, &items());
+        assert_eq!(message, late_answer_text("root/1", &raw, &items()));
+        assert!(message.contains(r#","questions":[{"id":"go","question":"Go \u00e9?"}],"answers":"#));
+        let not_json = late_answer_message("root/1", "[oops", &[]);
+        assert!(
+            not_json.contains(r#","questions":"[oops","answers":[]"#),
+            "{not_json}"
+        );
+    }
 }

@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 use super::json::{Json, Key};
 use super::limits::{ID_CHARS_MAX, chars_within, header_chars, question_chars, question_count};
 use super::walk::{
-    Path, array, keys, known_keys, object, optional_bool, options, parse_arguments, raw_questions, text,
+    Path, array, checked_object, checked_text, keys, known_keys, object, option_of, optional_bool, options,
+    parse_arguments, raw_questions, text,
 };
 use super::{AnswerItem, ArgumentError, Ask, Question, Schema, Timeout, Wait};
 
@@ -40,7 +41,7 @@ pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> 
     };
     Ok(Ask {
         schema: Schema::Timed,
-        questions: questions.into(),
+        questions,
         questions_raw,
         timeout_arg: timeout_arg.map(Timeout::as_f64),
         wait: match timeout {
@@ -52,6 +53,12 @@ pub fn prepare(arguments: &str, default: Timeout) -> Result<Ask, ArgumentError> 
 
 /// Walks the arguments in document order and stops at the first offending field.
 pub fn parse(value: &Value) -> Result<(Vec<Question>, Option<Timeout>), ArgumentError> {
+    let (questions, timeout) = walk_value(value)?;
+    Ok((questions.to_vec(), timeout))
+}
+
+/// [`parse`], the questions as the call keeps them.
+fn walk_value(value: &Value) -> Result<(Arc<[Question]>, Option<Timeout>), ArgumentError> {
     let top = value.as_object().ok_or_else(|| {
         ArgumentError::new(
             "arguments",
@@ -69,7 +76,7 @@ pub fn parse(value: &Value) -> Result<(Vec<Question>, Option<Timeout>), Argument
 
 /// What one call's arguments hold: its questions, its timeout if it gave one,
 /// and the `questions` text exactly as the model sent it.
-type Walked = ((Vec<Question>, Option<Timeout>), Arc<RawValue>);
+type Walked = ((Arc<[Question]>, Option<Timeout>), Arc<RawValue>);
 
 /// The walk over what [`read`] took from the text.
 fn walk_read((top, raw): (Top<'_>, Option<&RawValue>)) -> Result<Walked, ArgumentError> {
@@ -82,7 +89,7 @@ fn walk_read((top, raw): (Top<'_>, Option<&RawValue>)) -> Result<Walked, Argumen
 /// again (which refuses a repeated `questions` key `Value` keeps silently).
 fn through_value(arguments: &str) -> Result<Walked, ArgumentError> {
     let value = parse_arguments(arguments)?;
-    Ok((parse(&value)?, raw_questions(arguments)?))
+    Ok((walk_value(&value)?, raw_questions(arguments)?))
 }
 
 /// The arguments' top level, as the walk reads it.
@@ -93,29 +100,31 @@ struct Top<'a> {
     timeout: Option<Value>,
 }
 
-fn walk(top: &Top<'_>) -> Result<(Vec<Question>, Option<Timeout>), ArgumentError> {
+fn walk(top: &Top<'_>) -> Result<(Arc<[Question]>, Option<Timeout>), ArgumentError> {
     known_keys(top.unknown.as_deref(), &TOP_KEYS, &Path::Top)?;
     let items = array(
         top.questions.as_ref(),
         &Path::Field(&Path::Top, "questions"),
         question_count,
     )?;
-    let mut questions: Vec<Question> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = Path::Item(&Path::Top, "questions", i);
-        let question = parse_question(item, &path)?;
-        if questions.iter().any(|q| q.id() == question.id()) {
+        let id = check_question(item, &path)?;
+        if items[..i].iter().any(|earlier| question_id(earlier) == id) {
             return Err(ArgumentError::at(
                 &Path::Field(&path, "id"),
-                format!("duplicate id {:?} within the call", question.id()),
+                format!("duplicate id {id:?} within the call"),
             ));
         }
-        questions.push(question);
     }
     let timeout = match &top.timeout {
         None => None,
         Some(v) => Some(Timeout::from_json(v).map_err(|reason| ArgumentError::new("timeout", reason))?),
     };
+    // Checked, the questions are built straight into the slice the call
+    // shares: one allocation (a vector of them copied into it was two, and a
+    // vector of each question's options one more).
+    let questions = items.iter().map(question_of).collect();
     Ok((questions, timeout))
 }
 
@@ -200,7 +209,8 @@ fn json_raw_key(key: &str) -> bool {
     key == "$serde_json::private::RawValue"
 }
 
-fn parse_question(item: &Json<'_>, path: &Path<'_>) -> Result<Question, ArgumentError> {
+/// Checks the question at `path` and gives its id.
+fn check_question<'f>(item: &'f Json<'_>, path: &Path<'_>) -> Result<&'f str, ArgumentError> {
     let map = object(item, path)?;
     known_keys(
         keys(map),
@@ -217,11 +227,34 @@ fn parse_question(item: &Json<'_>, path: &Path<'_>) -> Result<Question, Argument
             format!("character {bad:?} not allowed (only A-Za-z0-9_-)"),
         ));
     }
-    let question = text(map, "question", path, question_chars)?;
-    let header = text(map, "header", path, header_chars)?;
-    let options = options(map, path)?;
-    let multi_select = optional_bool(map, "multiSelect", path)?;
-    Ok(Question::new(id, question, header, options, multi_select))
+    text(map, "question", path, question_chars)?;
+    text(map, "header", path, header_chars)?;
+    options(map, path)?;
+    optional_bool(map, "multiSelect", path)?;
+    Ok(id)
+}
+
+/// The id of a question [`check_question`] checked.
+fn question_id<'f>(item: &'f Json<'_>) -> &'f str {
+    checked_text(checked_object(item), "id")
+}
+
+/// A question [`check_question`] checked.
+fn question_of(item: &Json<'_>) -> Question {
+    let map = checked_object(item);
+    let options = match super::json::field(map, "options") {
+        Some(Json::Array(items)) => items.iter().map(option_of),
+        _ => panic!("a checked question has options"),
+    };
+    let multi_select = matches!(super::json::field(map, "multiSelect"), Some(Json::Bool(true)));
+    let question = Question::of_options(
+        checked_text(map, "id"),
+        checked_text(map, "question"),
+        checked_text(map, "header"),
+        options,
+        multi_select,
+    );
+    question.expect("a question's texts pass 4 GiB")
 }
 
 /// An `id` (timed only): 1 to [`ID_CHARS_MAX`] characters; which characters is

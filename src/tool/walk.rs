@@ -138,28 +138,57 @@ pub(crate) fn array<'f, 'a>(
     Ok(items)
 }
 
-/// The options of the question at `path`: 2 to 4, labels non-empty and unique.
-pub(crate) fn options<'f>(
-    fields: &'f Fields<'_>,
+/// The options of the question at `path`, checked: 2 to 4, labels non-empty
+/// and unique. [`option_of`] reads each.
+pub(crate) fn options<'f, 'a>(
+    fields: &'f Fields<'a>,
     path: &Path<'_>,
-) -> Result<Vec<QuestionOption<'f>>, ArgumentError> {
+) -> Result<&'f [Json<'a>], ArgumentError> {
     let items = array(
         field(fields, "options"),
         &Path::Field(path, "options"),
         option_count,
     )?;
-    let mut options: Vec<QuestionOption<'f>> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = Path::Item(path, "options", i);
         let option = object(item, &path)?;
         known_keys(keys(option), &["label", "description"], &path)?;
         let label = text(option, "label", &path, label_chars)?;
-        label_unique(options.iter().map(|seen| seen.label), label)
+        label_unique(items[..i].iter().map(|seen| option_of(seen).label), label)
             .map_err(|reason| ArgumentError::at(&Path::Field(&path, "label"), reason))?;
-        let description = optional_text(option, "description", &path, description_chars)?;
-        options.push(QuestionOption { label, description });
+        optional_text(option, "description", &path, description_chars)?;
     }
-    Ok(options)
+    Ok(items)
+}
+
+/// An option [`options`] checked.
+pub(crate) fn option_of<'f>(item: &'f Json<'_>) -> QuestionOption<'f> {
+    let option = checked_object(item);
+    QuestionOption {
+        label: checked_text(option, "label"),
+        description: field(option, "description").map_or("", checked_string),
+    }
+}
+
+/// The fields of an object the walk checked.
+pub(crate) fn checked_object<'f, 'a>(value: &'f Json<'a>) -> &'f Fields<'a> {
+    match value {
+        Json::Object(fields) => fields,
+        other => panic!("a checked object is {}", other.kind()),
+    }
+}
+
+/// A string field the walk checked is there.
+pub(crate) fn checked_text<'f>(fields: &'f Fields<'_>, key: &str) -> &'f str {
+    checked_string(field(fields, key).expect("a checked field is there"))
+}
+
+/// A string the walk checked.
+pub(crate) fn checked_string<'f>(value: &'f Json<'_>) -> &'f str {
+    match value {
+        Json::String(s) => s,
+        other => panic!("a checked string is {}", other.kind()),
+    }
 }
 
 /// The string at `path`, which obeys `rule`.
