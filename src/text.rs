@@ -24,9 +24,10 @@ impl Text {
         &self.0
     }
 
-    /// The text `args` write (`Text::format(format_args!(…))`), made with one
-    /// allocation when it is short: `format!(…).into()` makes a `String`, then
-    /// copies it into the shared text. A callId is made so for every call.
+    /// The text `args` write (`Text::format(format_args!(…))`), written on the
+    /// stack first: with no allocation when it is held in place (15 bytes),
+    /// one when it is short, where `format!(…).into()` made a `String` and
+    /// then copied it. A callId is made so for every call.
     pub fn format(args: std::fmt::Arguments<'_>) -> Text {
         if let Some(text) = args.as_str() {
             return Text::from(text);
