@@ -24,56 +24,17 @@ impl Text {
         &self.0
     }
 
-    /// The text `args` write (`Text::format(format_args!(…))`), written on the
-    /// stack first: with no allocation when it is held in place (15 bytes),
-    /// one when it is short, where `format!(…).into()` made a `String` and
-    /// then copied it. A callId is made so for every call.
+    /// The text `args` write (`Text::format(format_args!(…))`), written
+    /// straight into the text: with no allocation when it is held in place
+    /// (15 bytes), where `format!(…).into()` made a `String` and then copied
+    /// it. A callId is made so for every call.
     pub fn format(args: std::fmt::Arguments<'_>) -> Text {
         if let Some(text) = args.as_str() {
             return Text::from(text);
         }
-        let mut short = Short::default();
-        match std::fmt::write(&mut short, args) {
-            Ok(()) => Text::from(short.as_str()),
-            // Longer than `SHORT_BYTES`: written again, into a `String`.
-            Err(_) => Text::from(std::fmt::format(args)),
-        }
-    }
-}
-
-/// Bytes of a text [`Text::format`] writes on the stack: a name and a call's
-/// number fit with room to spare.
-const SHORT_BYTES: usize = 64;
-
-/// A text of up to [`SHORT_BYTES`], written on the stack; a write past them
-/// fails.
-struct Short {
-    bytes: [u8; SHORT_BYTES],
-    len: usize,
-}
-
-impl Default for Short {
-    fn default() -> Short {
-        Short {
-            bytes: [0; SHORT_BYTES],
-            len: 0,
-        }
-    }
-}
-
-impl Short {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("only whole strs are written")
-    }
-}
-
-impl std::fmt::Write for Short {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        room.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
+        let mut text = EcoString::new();
+        std::fmt::Write::write_fmt(&mut text, args).expect("writing to a string never fails");
+        Text(text)
     }
 }
 
@@ -157,7 +118,7 @@ mod tests {
     /// Short or long, constant or not, the text is what `format!` writes.
     #[test]
     fn a_formatted_text_is_what_format_writes() {
-        let long = "n".repeat(SHORT_BYTES);
+        let long = "n".repeat(64);
         for name in [
             "root",
             "",

@@ -60,7 +60,7 @@ pub fn validate_batch(questions: &[Question], batch: &Value) -> Result<Vec<Answe
         let Some(at) = index(id) else {
             return Err(refuse(format!("{path}.id: no question {id:?} in this call")));
         };
-        if answers.iter().any(|answer| index(&answer.id) == Some(at)) {
+        if answers.iter().any(|answer| answer.id == *id) {
             return Err(refuse(format!("{path}.id: a second item for question {id:?}")));
         }
         answers.push(answer_item(&questions[at], map, path)?);
