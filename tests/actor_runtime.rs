@@ -3,7 +3,7 @@
 //! counts until its receiver has handled it, and every timer until it fires or is
 //! cancelled. A real-clock run ends only when both are zero.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::policy::Policy;
 use asksim::{AnswererSlot, Runtime, RuntimeConfig};

@@ -2,7 +2,7 @@
 //! labels from that question's options, at most one label for a single-select;
 //! otherwise it is refused back with a reason (and the call stays open).
 
-mod common;
+use crate::common;
 
 use asksim::tool::{AnswerItem, BatchRefusal, Question, validate_batch};
 use common::*;

@@ -2,8 +2,6 @@
 //! input: arbitrary JSON values and strings, and near-valid arguments that reach
 //! every check. Also §3.6: any batch is either refused or normalised.
 
-mod common;
-
 use asksim::tool::limits::*;
 use asksim::tool::{
     Ask, Mode, Question, QuestionOption, Timeout, ToolConfig, Wait, legacy, timed, validate_batch,

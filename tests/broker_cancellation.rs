@@ -2,7 +2,7 @@
 //! every descendant turn as `ABORTED` at that instant; a question that already
 //! returned `pending` is not part of the turn any more.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::event::EventKind;
 use asksim::protocol::Reply;

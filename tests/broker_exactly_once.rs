@@ -4,7 +4,7 @@
 //! interleaving, every call settles exactly once, closes late at most once, and no
 //! answer is lost.
 
-mod broker_support;
+use crate::broker_support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! SPEC §3.1: identity first (after the arguments), decided by the live agent tree
 //! and never by lineage. Also the registration refusals of the agent tree.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::AnswererSlot;
 use asksim::event::EventKind;

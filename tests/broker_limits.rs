@@ -1,7 +1,7 @@
 //! SPEC §2.5 `LIMIT_EXCEEDED` and the broker's named limits: a request over a
 //! limit settles at once and nothing is queued.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::limits::BrokerLimits;
 use asksim::protocol::Reply;

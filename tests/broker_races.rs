@@ -2,7 +2,7 @@
 //! the loser is never silently dropped. Each race is scripted at an exact virtual
 //! instant with a test-owned answerer.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::event::EventKind;
 use asksim::protocol::Reply;

@@ -2,7 +2,7 @@
 //! silence past the offer timeout is a decline, none accepting is `NO_ANSWERER`,
 //! and an owner's death fails the request over to the rest of the waterfall.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::AnswererSlot;
 use asksim::event::EventKind;

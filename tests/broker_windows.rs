@@ -3,7 +3,7 @@
 //! open, pending questions close once (late answer or withdrawal), and a bad batch
 //! leaves the call open.
 
-mod broker_support;
+use crate::broker_support;
 
 use asksim::AnswererSlot;
 use asksim::event::EventKind;

@@ -5,7 +5,7 @@
 //! --check-determinism` found shows whether it passed or not; a real-clock run
 //! names no strategy; `sweep --json` names the `--require`d races never reached.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! file is left byte for byte as it was (the SHA-256 before and after); a torn
 //! last line is dropped and reported.
 
-mod durable_support;
+use crate::durable_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

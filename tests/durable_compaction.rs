@@ -4,8 +4,8 @@
 //! compaction loses nothing: the compacted log is written beside, synced, and
 //! renamed into place.
 
-mod broker_support;
-mod durable_support;
+use crate::broker_support;
+use crate::durable_support;
 
 use std::path::Path;
 

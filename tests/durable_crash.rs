@@ -10,7 +10,7 @@
 //! that ends before its kill point ends the chain (and does not count as a
 //! kill); the test asserts how many kills landed.
 
-mod durable_support;
+use crate::durable_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

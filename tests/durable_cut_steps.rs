@@ -16,7 +16,7 @@
 //! broke `no_answer_lost`, `delegated_never_offered` or
 //! `turn_cancel_settles_descendants`.
 
-mod durable_support;
+use crate::durable_support;
 
 use std::path::{Path, PathBuf};
 

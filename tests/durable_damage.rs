@@ -3,8 +3,8 @@
 //! is an error naming the line (exit 2) and the file is left exactly as it was."
 //! Each case with the SHA-256 of the file before and after recovery.
 
-mod broker_support;
-mod durable_support;
+use crate::broker_support;
+use crate::durable_support;
 
 use std::path::Path;
 

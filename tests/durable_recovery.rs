@@ -11,8 +11,8 @@
 //! crash here is the runtime stopped between two events; a real SIGKILL is
 //! `tests/durable_crash.rs`.
 
-mod broker_support;
-mod durable_support;
+use crate::broker_support;
+use crate::durable_support;
 
 use asksim::event::EventKind;
 use asksim::policy::Policy;

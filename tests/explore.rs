@@ -3,7 +3,7 @@
 //! every scenario small enough to exhaust), both sides of a tie are found, the
 //! search is deterministic, and a failing schedule replays with `run --schedule`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! failing, with the journal from the first event on (and from a few events in,
 //! so the move happens mid-run), on every strategy a scenario names.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -13,7 +13,7 @@
 //!   repo's scenarios, and `shrink` reduces one of those failures.
 //! - The Python answerer example runs in a scenario and replays from its seed.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -18,7 +18,7 @@
 //! interleaving, and a timing race (an answer against a window) may go the
 //! other way. Which way is not a verdict; that every invariant holds is.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

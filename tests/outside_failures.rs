@@ -4,7 +4,7 @@
 //! of its stderr and the command that reproduces the run; never a panic, never a
 //! hang. Each case breaks one rule and shows the report naming it.
 
-mod common;
+use crate::common;
 
 use common::asksim;
 

@@ -5,7 +5,7 @@
 //! owed. Each now fails the run (exit 1), never a panic or a hang, with a
 //! report that names the agent, call or turn and shows the offending line.
 
-mod common;
+use crate::common;
 
 use common::asksim;
 

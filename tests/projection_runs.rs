@@ -2,7 +2,7 @@
 //! broker's final state; the log round-trips through its JSON Lines form; and two
 //! runs of a virtual-clock scenario write byte-identical logs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Every scenario in `scenarios/` runs here: it must hold every invariant and its
 //! `expect` block, and two runs under its seed must give one `trace_hash`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! and a merge that gives the report of one sweep over the same seeds or refuses
 //! (exit 2, naming the file) whatever would make it wrong.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! tap as the run goes is byte for byte what they make from the run's kept
 //! events, on every scenario, so streaming changed no output.
 
-mod common;
+use crate::common;
 
 use asksim::scenario::{self, Clock};
 use asksim::sim::engine::tap::Tap;

@@ -1,7 +1,7 @@
 //! `asksim sweep` (many seeds, failing seeds with reproduce commands, totals) and
 //! `--chrome-trace` (Trace Event JSON that Perfetto opens).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

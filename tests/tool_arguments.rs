@@ -2,7 +2,7 @@
 //! boundary from both sides, counted in `chars()`), and the `INVALID_ARGUMENTS`
 //! message naming the path of the first offending field.
 
-mod common;
+use crate::common;
 
 use asksim::tool::{Mode, Schema, Timeout, ToolConfig, Wait};
 use common::*;

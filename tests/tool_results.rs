@@ -2,7 +2,7 @@
 //! re-parsed): answers, pending, errors, the late-answer and withdrawal messages,
 //! and the frozen legacy mapping.
 
-mod common;
+use crate::common;
 
 use asksim::tool::result::{late_answer_message, withdrawal_message};
 use asksim::tool::{AnswerItem, ErrorCode, Mode, PENDING_MESSAGE, ToolResult, legacy, timed, validate_batch};

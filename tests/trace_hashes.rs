@@ -1,8 +1,8 @@
 //! Every scenario's `trace_hash` (the SHA-256 of its log under its own seed),
 //! pinned: a refactor must not move a byte of any run. When a change moves a hash
 //! on purpose (the log's bytes or the scheduler's choices change), re-pin with
-//! `ASKSIM_BLESS=1 cargo test --release --test trace_hashes` and say why in the
-//! commit. Only `ASKSIM_BLESS=1` re-pins (any other value is ignored), never when
+//! `ASKSIM_BLESS=1 cargo test --release --test suite trace_hashes::` and say
+//! why in the commit. Only `ASKSIM_BLESS=1` re-pins (any other value is ignored), never when
 //! `CI` is set (CI checks, it does not bless), and what moved is printed either
 //! way.
 

@@ -6,8 +6,6 @@
 //! the wall clock: waits are bounded by virtual-time timeouts, so a broken rule
 //! fails a test instead of hanging it.
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
@@ -293,17 +291,6 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
 /// The variant names of `events`, in order.
 pub fn kinds(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| kind_name(&e.kind)).collect()
-}
-
-/// The `Result` events of one call.
-pub fn results_of(runtime: &Runtime, call_id: &str) -> Vec<(String, bool, f64)> {
-    events_of(runtime, call_id)
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Result { result, is_error, .. } => Some((result, is_error, e.t)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The contract's bookkeeping over a whole stream (SPEC §3.7):

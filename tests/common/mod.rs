@@ -1,8 +1,6 @@
 //! Builders shared by the tool's contract tests: valid arguments for either tool,
 //! which each test then breaks in exactly one place.
 
-#![allow(dead_code)] // each test crate uses its own subset
-
 use asksim::tool::{Ask, Mode, Timeout, ToolConfig};
 use serde_json::{Value, json};
 

@@ -1,8 +1,6 @@
 //! Shared support for the durable-log tests (`tests/durable_*.rs`): scratch
 //! directories, file hashes, and library runtimes that write a log file.
 
-#![allow(dead_code)] // each test crate uses its own subset
-
 use std::path::{Path, PathBuf};
 
 use asksim::event::{Event, EventKind};
