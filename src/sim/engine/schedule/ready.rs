@@ -25,6 +25,8 @@
 //! at a tie of 10^5 (400 blocks) a removal moved ~7 KB of its block and a lookup
 //! missed the cache at each step of its search.
 
+use std::collections::VecDeque;
+
 use crate::effect::TimerId;
 use crate::protocol::Addr;
 
@@ -116,8 +118,10 @@ pub const BLOCK_MAX: usize = 256;
 /// The candidates deliverable now, ordered by `seq`.
 #[derive(Debug, Default)]
 pub struct Ready {
-    /// Sorted blocks, each non-empty, in key order.
-    blocks: Vec<Vec<Slot>>,
+    /// Sorted blocks, each non-empty, in key order. A block is a ring, so a
+    /// removal moves the shorter side of it (a quarter of a block on average
+    /// for a random rank, not half; none for the first or last entry).
+    blocks: Vec<VecDeque<Slot>>,
     /// Each block's first key.
     firsts: Vec<u64>,
     /// Fenwick tree over the blocks' lengths (1-based internally).
@@ -132,7 +136,7 @@ pub struct Ready {
     /// again, and a block made anew was an allocation of one entry and then
     /// its growth, two or more allocations an instant (a tree of 10^5 agents,
     /// whose instants are mostly one delivery long).
-    spare: Vec<Slot>,
+    spare: VecDeque<Slot>,
 }
 
 impl Ready {
@@ -196,17 +200,17 @@ impl Ready {
             self.entered.push(slot.seq);
         }
         self.len += 1;
-        let last_key = self.blocks.last().and_then(|b| b.last()).map(|c| c.seq);
+        let last_key = self.blocks.last().and_then(|b| b.back()).map(|c| c.seq);
         if last_key.is_none_or(|last| slot.seq > last) {
             match self.blocks.last_mut() {
                 Some(block) if block.len() < BLOCK_MAX => {
-                    block.push(slot);
+                    block.push_back(slot);
                     let at = self.blocks.len() - 1;
                     self.add(at, 1);
                 }
                 _ => {
                     let mut block = std::mem::take(&mut self.spare);
-                    block.push(slot);
+                    block.push_back(slot);
                     self.blocks.push(block);
                     self.rebuild();
                 }
@@ -249,7 +253,9 @@ impl Ready {
         let kept: Vec<Slot> = (self.blocks.iter().flatten().copied())
             .filter(|slot| keep(&slot.candidate()))
             .collect();
-        self.blocks = kept.chunks(BLOCK_MAX / 2).map(<[Slot]>::to_vec).collect();
+        self.blocks = (kept.chunks(BLOCK_MAX / 2))
+            .map(|chunk| chunk.iter().copied().collect())
+            .collect();
         self.len = kept.len();
         self.entered
             .retain(|seq| kept.binary_search_by_key(seq, |c| c.seq).is_ok());
@@ -272,7 +278,7 @@ impl Ready {
     }
 
     fn remove_at(&mut self, block: usize, at: usize) -> Candidate {
-        let slot = self.blocks[block].remove(at);
+        let slot = self.blocks[block].remove(at).expect("a ready entry's place");
         self.len -= 1;
         if self.blocks[block].is_empty() {
             let emptied = self.blocks.remove(block);
@@ -348,7 +354,7 @@ impl Ready {
         self.firsts.clear();
         self.firsts.extend(self.blocks.iter().map(|b| b[0].seq));
         self.fenwick.clear();
-        self.fenwick.extend(self.blocks.iter().map(Vec::len));
+        self.fenwick.extend(self.blocks.iter().map(VecDeque::len));
         for i in 1..=self.fenwick.len() {
             let parent = i + (i & i.wrapping_neg());
             if parent <= self.fenwick.len() {
