@@ -19,7 +19,7 @@
 //! after it was cancelled; timers still in it count as `due` in [`Shared`] so a
 //! real-clock run is not over while one waits.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -58,10 +58,14 @@ pub(crate) fn is_wake(msg: &BrokerMsg) -> bool {
 /// The broker's running timers, by deadline, and its resident answerers'.
 #[derive(Default)]
 pub(crate) struct Wheel {
-    /// (deadline, owner and id) → what the timer delivers, whether it is a fault.
-    queue: BTreeMap<(Nanos, Key), (Envelope, bool)>,
-    /// Owner and id → deadline, to cancel by id.
-    deadlines: rustc_hash::FxHashMap<Key, Nanos>,
+    /// Every running timer by (deadline, owner and id): 24 bytes an entry, so
+    /// that taking the earliest (which shifts the rest of its leaf) and every
+    /// insertion move keys only. With the envelopes in the B-tree's entries
+    /// (96 bytes) each pop moved up to a kilobyte.
+    queue: BTreeSet<(Nanos, Key)>,
+    /// Owner and id → the deadline, what the timer delivers and whether it is
+    /// a fault.
+    deadlines: rustc_hash::FxHashMap<Key, Pending>,
     /// The sleeper, started with the first deadline.
     sleeper: Option<Arc<Sleeper>>,
     /// The deadline the sleeper was last set to wake the broker at, until
@@ -70,6 +74,13 @@ pub(crate) struct Wheel {
     /// Filled by [`TimerSink::start`], which has no clock: the time of the
     /// delivery being handled (set by [`Wheel::at`]).
     now: Nanos,
+}
+
+/// A running timer's deadline, what it delivers and whether it is a fault.
+struct Pending {
+    deadline: Nanos,
+    envelope: Envelope,
+    fault: bool,
 }
 
 /// Due entries [`Wheel::pop_early`] looks at per message, so one message never
@@ -83,19 +94,24 @@ impl Wheel {
     }
 
     fn take(&mut self, shared: &Shared, key: (Nanos, Key)) -> Option<Envelope> {
-        let (envelope, fault) = self.queue.remove(&key)?;
-        self.deadlines.remove(&key.1);
+        if !self.queue.remove(&key) {
+            return None;
+        }
+        let pending = self
+            .deadlines
+            .remove(&key.1)
+            .expect("a queued timer has its entry");
         self.deadlines.trim();
-        if !fault {
+        if !pending.fault {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
-        Some(envelope)
+        Some(pending.envelope)
     }
 
     /// The earliest timer due at or before `limit` (the send time of a wake-up:
     /// where its message would have entered the mailbox), taken out.
     pub(crate) fn pop_until(&mut self, shared: &Shared, limit: Nanos) -> Option<Envelope> {
-        let (&key, _) = self.queue.first_key_value()?;
+        let &key = self.queue.first()?;
         if key.0 > limit {
             return None;
         }
@@ -110,12 +126,11 @@ impl Wheel {
     pub(crate) fn pop_early(&mut self, shared: &Shared, stamps: &Stamps, now: Nanos) -> Option<Envelope> {
         let mut blocked: Vec<Ticket> = Vec::new();
         let mut found = None;
-        for (&key, (envelope, _)) in self
-            .queue
+        for &key in (self.queue)
             .range(..(now.saturating_add(1), (Owner::Broker, 0)))
             .take(EARLY_SCAN_MAX)
         {
-            let (ticket, window) = match envelope {
+            let (ticket, window) = match &self.deadlines[&key.1].envelope {
                 Envelope::Broker(BrokerMsg::WindowExpired { ticket, .. }) => (*ticket, true),
                 Envelope::Broker(BrokerMsg::OfferTimeout { ticket, .. }) => (*ticket, false),
                 _ => return None,
@@ -138,7 +153,7 @@ impl Wheel {
 
     /// Makes sure a sleeper wakes the broker at the earliest deadline.
     pub(crate) fn arm(&mut self, shared: &Arc<Shared>) {
-        let Some(&(earliest, _)) = self.queue.keys().next() else {
+        let Some(&(earliest, _)) = self.queue.first() else {
             return;
         };
         // A sleeper due no later than the earliest deadline wakes the broker in
@@ -242,17 +257,22 @@ impl Wheel {
             shared.due.fetch_add(1, Ordering::SeqCst);
         }
         let deadline = self.now.saturating_add(after);
-        self.queue.insert((deadline, key), (envelope, fault));
-        let previous = self.deadlines.insert(key, deadline);
+        self.queue.insert((deadline, key));
+        let pending = Pending {
+            deadline,
+            envelope,
+            fault,
+        };
+        let previous = self.deadlines.insert(key, pending);
         assert!(previous.is_none(), "timer {key:?} started twice");
     }
 
     fn cancel_as(&mut self, shared: &Shared, key: Key) {
-        if let Some(deadline) = self.deadlines.remove(&key)
-            && let Some((_, fault)) = self.queue.remove(&(deadline, key))
-            && !fault
-        {
-            shared.due.fetch_sub(1, Ordering::SeqCst);
+        if let Some(pending) = self.deadlines.remove(&key) {
+            self.queue.remove(&(pending.deadline, key));
+            if !pending.fault {
+                shared.due.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         self.deadlines.trim();
     }
@@ -267,12 +287,12 @@ impl Wheel {
     /// restart), never per call.
     pub(crate) fn cancel_owner(&mut self, shared: &Shared, owner: Owner) {
         let mut counted = 0;
-        self.queue.retain(|(_, key), (_, fault)| {
+        self.queue.retain(|(_, key)| key.0 != owner);
+        self.deadlines.retain(|key, pending| {
             let keep = key.0 != owner;
-            counted += i64::from(!keep && !*fault);
+            counted += i64::from(!keep && !pending.fault);
             keep
         });
-        self.deadlines.retain(|key, _| key.0 != owner);
         self.deadlines.trim();
         shared.due.fetch_sub(counted, Ordering::SeqCst);
     }
@@ -309,7 +329,7 @@ impl TimerSink for Wheel {
     }
 
     fn cancel_all(&mut self, shared: &Arc<Shared>) {
-        let counted = self.queue.values().filter(|(_, fault)| !fault).count();
+        let counted = self.deadlines.values().filter(|pending| !pending.fault).count();
         shared.due.fetch_sub(counted as i64, Ordering::SeqCst);
         self.queue.clear();
         self.deadlines.clear();
