@@ -65,7 +65,7 @@ pub(crate) struct Wheel {
     queue: BTreeSet<(Nanos, Key)>,
     /// Owner and id → the deadline, what the timer delivers and whether it is
     /// a fault.
-    deadlines: rustc_hash::FxHashMap<Key, Pending>,
+    running: rustc_hash::FxHashMap<Key, Running>,
     /// The sleeper, started with the first deadline.
     sleeper: Option<Arc<Sleeper>>,
     /// The deadline the sleeper was last set to wake the broker at, until
@@ -77,7 +77,7 @@ pub(crate) struct Wheel {
 }
 
 /// A running timer's deadline, what it delivers and whether it is a fault.
-struct Pending {
+struct Running {
     deadline: Nanos,
     envelope: Envelope,
     fault: bool,
@@ -97,15 +97,12 @@ impl Wheel {
         if !self.queue.remove(&key) {
             return None;
         }
-        let pending = self
-            .deadlines
-            .remove(&key.1)
-            .expect("a queued timer has its entry");
-        self.deadlines.trim();
-        if !pending.fault {
+        let timer = self.running.remove(&key.1).expect("a queued timer has its entry");
+        self.running.trim();
+        if !timer.fault {
             shared.due.fetch_sub(1, Ordering::SeqCst);
         }
-        Some(pending.envelope)
+        Some(timer.envelope)
     }
 
     /// The earliest timer due at or before `limit` (the send time of a wake-up:
@@ -130,7 +127,7 @@ impl Wheel {
             .range(..(now.saturating_add(1), (Owner::Broker, 0)))
             .take(EARLY_SCAN_MAX)
         {
-            let (ticket, window) = match &self.deadlines[&key.1].envelope {
+            let (ticket, window) = match &self.running[&key.1].envelope {
                 Envelope::Broker(BrokerMsg::WindowExpired { ticket, .. }) => (*ticket, true),
                 Envelope::Broker(BrokerMsg::OfferTimeout { ticket, .. }) => (*ticket, false),
                 _ => return None,
@@ -258,23 +255,23 @@ impl Wheel {
         }
         let deadline = self.now.saturating_add(after);
         self.queue.insert((deadline, key));
-        let pending = Pending {
+        let timer = Running {
             deadline,
             envelope,
             fault,
         };
-        let previous = self.deadlines.insert(key, pending);
+        let previous = self.running.insert(key, timer);
         assert!(previous.is_none(), "timer {key:?} started twice");
     }
 
     fn cancel_as(&mut self, shared: &Shared, key: Key) {
-        if let Some(pending) = self.deadlines.remove(&key) {
-            self.queue.remove(&(pending.deadline, key));
-            if !pending.fault {
+        if let Some(timer) = self.running.remove(&key) {
+            self.queue.remove(&(timer.deadline, key));
+            if !timer.fault {
                 shared.due.fetch_sub(1, Ordering::SeqCst);
             }
         }
-        self.deadlines.trim();
+        self.running.trim();
     }
 
     /// The timers of `owner`, as a [`TimerSink`] of its own ids.
@@ -288,12 +285,12 @@ impl Wheel {
     pub(crate) fn cancel_owner(&mut self, shared: &Shared, owner: Owner) {
         let mut counted = 0;
         self.queue.retain(|(_, key)| key.0 != owner);
-        self.deadlines.retain(|key, pending| {
+        self.running.retain(|key, timer| {
             let keep = key.0 != owner;
-            counted += i64::from(!keep && !pending.fault);
+            counted += i64::from(!keep && !timer.fault);
             keep
         });
-        self.deadlines.trim();
+        self.running.trim();
         shared.due.fetch_sub(counted, Ordering::SeqCst);
     }
 }
@@ -329,10 +326,10 @@ impl TimerSink for Wheel {
     }
 
     fn cancel_all(&mut self, shared: &Arc<Shared>) {
-        let counted = self.deadlines.values().filter(|pending| !pending.fault).count();
+        let counted = self.running.values().filter(|timer| !timer.fault).count();
         shared.due.fetch_sub(counted as i64, Ordering::SeqCst);
         self.queue.clear();
-        self.deadlines.clear();
+        self.running.clear();
         self.armed = None;
         if let Some(sleeper) = self.sleeper.take() {
             sleeper.close();
