@@ -3,12 +3,24 @@
 //! tests hold what an actor gave and the lock must keep: each call numbered
 //! once and settled once when many tasks on several threads ask at once, and
 //! a pending call's close reaching its waiter whether it waits before or after.
+//!
+//! The broker is stepped in place too (`src/actors/seat.rs`): its mail waits
+//! in one inbox and whoever sends it takes the inbox. Here: no mail lost or
+//! taken twice when many agents on two threads send at once (a thread that
+//! finds the broker taken leaves its mail to the holder); a library agent's
+//! mail sent under its lock is taken once the lock is let go (taken under
+//! it, a result delivered at once to that agent would wait for the lock its
+//! own thread holds: the round trips here never return); and with a user's
+//! answerer actor, which replies to the broker's mailbox, every piece of mail
+//! goes through that mailbox.
 
 use std::collections::BTreeSet;
 
 use asksim::policy::{Accepts, AnswerPolicy, Latency, Policy};
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{AnswererSlot, Runtime, RuntimeConfig};
+
+use crate::broker_support::{Script, YES_RESULT, send, yes_batch};
 
 const ARGS_5S: &str = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":5}"#;
 const ARGS_1S: &str = r#"{"questions":[{"id":"go","question":"Proceed?","header":"Confirm","options":[{"label":"Yes (Recommended)"},{"label":"No"}]}],"timeout":1}"#;
@@ -136,4 +148,119 @@ async fn a_call_waiting_at_shutdown_is_aborted() {
     let outcome = call.await.expect("the call");
     assert_eq!(outcome.call_id, "root/1");
     assert!(outcome.result.text.contains("ABORTED"), "{}", outcome.result.text);
+}
+
+/// Roots asking at once from two worker threads, and calls each.
+const ROOTS: u64 = 16;
+
+/// Many roots on two worker threads, each asking round trips at once: the
+/// broker is stepped by whichever caller finds it free, the others leave
+/// their mail in its inbox. Every call is answered once, none stays open, and
+/// no mail went through the broker actor's mailbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_agents_on_two_threads_step_the_broker_in_place_and_lose_nothing() {
+    let runtime = Runtime::start(answering_after(Latency::Fixed(0.0)))
+        .await
+        .expect("a runtime");
+    let mut tasks = Vec::new();
+    for r in 0..ROOTS {
+        let root = runtime
+            .spawn_root(&format!("root{r}"), None)
+            .await
+            .expect("a root");
+        tasks.push(tokio::spawn(async move {
+            for n in 1..=CALLS {
+                let outcome = root.ask(ARGS_5S).await;
+                assert!(outcome.result.text.contains("answers"), "{}", outcome.result.text);
+                assert_eq!(outcome.call_id, format!("root{r}/{n}"));
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a task");
+    }
+    assert_eq!(runtime.status().await.open.len(), 0, "every call settled");
+    let counts = runtime.counts();
+    let mailed: Vec<_> = counts
+        .messages
+        .keys()
+        .filter(|k| k.starts_with("broker:"))
+        .collect();
+    assert!(
+        mailed.is_empty(),
+        "mail through the broker's mailbox: {counts:#?}"
+    );
+    assert_eq!(
+        counts.in_place.get("broker:Request"),
+        Some(&(ROOTS * CALLS)),
+        "{counts:#?}"
+    );
+    runtime.shutdown().await;
+}
+
+/// A burst of pending calls from many roots at one instant: each gets its
+/// pending result at the window and its late answer once, all through the
+/// broker's inbox (the wheel's wake-ups too).
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_pending_calls_is_taken_in_place_each_closed_once() {
+    let runtime = Runtime::start(answering_after(Latency::Fixed(2.0)))
+        .await
+        .expect("a runtime");
+    let mut roots = Vec::new();
+    for r in 0..ROOTS * 4 {
+        roots.push(
+            runtime
+                .spawn_root(&format!("root{r}"), None)
+                .await
+                .expect("a root"),
+        );
+    }
+    let calls: Vec<_> = (roots.iter().cloned())
+        .map(|root| tokio::spawn(async move { (root.ask(ARGS_1S).await, root) }))
+        .collect();
+    for call in calls {
+        let (outcome, root) = call.await.expect("a call");
+        assert!(outcome.result.text.contains("pending"), "{}", outcome.result.text);
+        root.closed(&outcome.call_id).await;
+        let messages = root.user_messages().await;
+        assert_eq!(messages.len(), 1, "{messages:?}");
+    }
+    let counts = runtime.counts();
+    assert!(counts.messages.is_empty(), "mail through a mailbox: {counts:#?}");
+    assert!(counts.in_place.contains_key("broker:Wake"), "{counts:#?}");
+    runtime.shutdown().await;
+}
+
+/// A user's answerer actor replies to the broker's address: with one in the
+/// waterfall, every piece of the broker's mail goes through its actor's
+/// mailbox (one order for all of it), none through the inbox.
+#[tokio::test(start_paused = true)]
+async fn with_a_users_answerer_actor_the_broker_takes_its_mailbox() {
+    let mut script = Script::spawn("scripted").await;
+    let runtime = Runtime::start(RuntimeConfig {
+        tool: ToolConfig::timed(Timeout::Window(30.0)),
+        answerers: vec![script.slot()],
+        ..RuntimeConfig::default()
+    })
+    .await
+    .expect("a runtime");
+    let root = runtime.spawn_root("root", None).await.expect("a root");
+    let call = {
+        let root = root.clone();
+        tokio::spawn(async move { root.ask(ARGS_5S).await })
+    };
+    let offer = script.offer().await;
+    send(&offer, asksim::protocol::Reply::Accept);
+    send(&offer, asksim::protocol::Reply::Submit(yes_batch().into()));
+    let outcome = call.await.expect("the call");
+    assert_eq!(outcome.result.text, YES_RESULT);
+    let counts = runtime.counts();
+    assert_eq!(counts.messages.get("broker:Request"), Some(&1), "{counts:#?}");
+    let in_place: Vec<_> = counts
+        .in_place
+        .keys()
+        .filter(|k| k.starts_with("broker:"))
+        .collect();
+    assert!(in_place.is_empty(), "mail taken in place: {counts:#?}");
+    runtime.shutdown().await;
 }

@@ -1,7 +1,9 @@
-//! The broker as a ractor actor: the built-in answerers run inside it
+//! The broker as a ractor actor: the built-in answerers run inside its state
 //! ([`super::resident`]); the others start linked under its supervision, and an
-//! answerer's death reaches the broker's state as a message queued behind
-//! whatever that answerer sent before dying.
+//! answerer's death reaches the broker's state as mail queued behind whatever
+//! that answerer sent before dying. The state itself sits in its seat
+//! ([`super::seat`]), stepped in place by whoever sends it mail, or by the
+//! actor's handler when the mail comes through its mailbox.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,7 +13,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use super::answerer::{AnswererActor, AnswererArgs};
 use super::resident::{Local, Residents};
 use super::wheel::{Wheel, is_wake};
-use super::{AnswererActorRef, AnswererRef, Shared, TimerSink, execute, guarded};
+use super::{AnswererActorRef, AnswererRef, Shared, TimerSink, execute_now, guarded};
 use crate::broker::BrokerState;
 use crate::effect::Out;
 use crate::protocol::{AnswererIx, AnswererMsg, BrokerMail, BrokerMsg, Envelope, Nanos};
@@ -34,55 +36,86 @@ pub(crate) struct BrokerArgs {
     pub slots: Vec<Slot>,
 }
 
+/// The broker's state and what carries out its effects: stepped by whoever
+/// holds its seat ([`super::seat`]).
 pub(crate) struct BrokerShell {
-    shared: Arc<Shared>,
     state: BrokerState,
     timers: Wheel,
     out: Out,
     residents: Residents,
-    /// The answerers' actors by place (`None` for a resident), to know whose
-    /// death supervision reports.
-    cells: Vec<Option<ractor::ActorId>>,
     /// Whether window expiries may overtake mail ([`super::order`]): not when a
     /// user's answerer is in the waterfall, as its mail is not stamped.
     early: bool,
 }
 
+/// The actor's own part: whose death supervision reports.
+pub(crate) struct BrokerFace {
+    shared: Arc<Shared>,
+    /// The answerers' actors by place (`None` for a resident).
+    cells: Vec<Option<ractor::ActorId>>,
+}
+
 impl BrokerShell {
+    /// Takes one piece of mail as it leaves the inbox or the mailbox: first
+    /// the timers it must not overtake, then the mail, then everything they
+    /// and the residents sent each other; false if a handler panicked.
+    pub(crate) fn take(&mut self, shared: &Arc<Shared>, mail: BrokerMail) -> bool {
+        let BrokerMail { msg, counted } = mail;
+        let now = shared.now();
+        let woken = !counted && is_wake(&msg);
+        let kind = super::order::kind(&msg);
+        let mut ok = self.fire_due(shared, now, woken);
+        if ok && !woken {
+            ok = self.step(shared, now, msg);
+        }
+        self.residents.flush(shared, now);
+        if counted {
+            shared.stamps.lock().expect("stamps poisoned").pop(kind);
+        }
+        self.timers.arm(shared);
+        if counted {
+            shared.handled();
+        }
+        ok
+    }
+
+    /// The broker stops: its timers die with it.
+    pub(crate) fn stop(&mut self, shared: &Arc<Shared>) {
+        self.timers.cancel_all(shared);
+    }
+
     /// Handles one message at `now`, then everything it and the residents send
     /// each other; false if a handler of the broker panicked.
-    async fn step(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
-        self.handle_one(now, msg).await && self.settle(now).await
+    fn step(&mut self, shared: &Arc<Shared>, now: Nanos, msg: BrokerMsg) -> bool {
+        self.handle_one(shared, now, msg) && self.settle(shared, now)
     }
 
     /// Handles one message at `now` and carries out what the broker did (what
     /// it sends a resident waits in the residents' queue); false if it panicked.
-    async fn handle_one(&mut self, now: Nanos, msg: BrokerMsg) -> bool {
-        self.residents.before(&self.shared, &mut self.timers, &msg);
+    fn handle_one(&mut self, shared: &Arc<Shared>, now: Nanos, msg: BrokerMsg) -> bool {
+        self.residents.before(shared, &mut self.timers, &msg);
         self.out.reset(now, None);
         self.timers.at(now);
         let (state, out) = (&mut self.state, &mut self.out);
-        let ok = guarded(&self.shared, || state.handle(msg, out));
-        execute(&self.shared, &mut self.out, &mut self.timers, &mut self.residents).await;
+        let ok = guarded(shared, || state.handle(msg, out));
+        execute_now(shared, &mut self.out, &mut self.timers, &mut self.residents);
         ok
     }
 
     /// Hands on what the broker and its residents sent each other, in the
-    /// order sent, until nothing is left: before the broker's next mailbox
-    /// message. It ends: each reply is to something the broker sent, and what
+    /// order sent, until nothing is left: before the broker's next piece of
+    /// mail. It ends: each reply is to something the broker sent, and what
     /// the broker sends in turn is bounded by its calls and its waterfall (an
     /// offer goes to each answerer of a call at most once). False if a handler
     /// of the broker panicked.
-    async fn settle(&mut self, now: Nanos) -> bool {
+    fn settle(&mut self, shared: &Arc<Shared>, now: Nanos) -> bool {
         while let Some(local) = self.residents.pop() {
             match local {
                 Local::Answerer(index, input) => {
-                    (self.residents)
-                        .deliver(&self.shared, &mut self.timers, now, index, input)
-                        .await
+                    (self.residents).deliver(shared, &mut self.timers, now, index, input)
                 }
                 Local::Broker(msg) => {
-                    if !self.handle_one(now, msg).await {
+                    if !self.handle_one(shared, now, msg) {
                         return false;
                     }
                 }
@@ -90,17 +123,18 @@ impl BrokerShell {
         }
         true
     }
-    /// Fires timers before the message at hand: on a wake-up, every timer due by
+
+    /// Fires timers before the mail at hand: on a wake-up, every timer due by
     /// the time it was sent (where their own messages would have queued); then
-    /// the window expiries that may overtake what is still in the mailbox. False
-    /// if a handler panicked.
-    async fn fire_due(&mut self, now: Nanos, woken: bool) -> bool {
+    /// the window expiries that may overtake what is still waiting. False if a
+    /// handler panicked.
+    fn fire_due(&mut self, shared: &Arc<Shared>, now: Nanos, woken: bool) -> bool {
         if woken {
-            let sent = self.shared.stamps.lock().expect("stamps poisoned").pop_wake();
+            let sent = shared.stamps.lock().expect("stamps poisoned").pop_wake();
             let sent = sent.unwrap_or(now).min(now);
             self.timers.woken(sent);
-            while let Some(envelope) = self.timers.pop_until(&self.shared, sent) {
-                if !self.fire(now, envelope).await {
+            while let Some(envelope) = self.timers.pop_until(shared, sent) {
+                if !self.fire(shared, now, envelope) {
                     return false;
                 }
             }
@@ -110,30 +144,28 @@ impl BrokerShell {
         }
         loop {
             let envelope = {
-                let stamps = self.shared.stamps.lock().expect("stamps poisoned");
-                self.timers.pop_early(&self.shared, &stamps, now)
+                let stamps = shared.stamps.lock().expect("stamps poisoned");
+                self.timers.pop_early(shared, &stamps, now)
             };
             let Some(envelope) = envelope else {
                 return true;
             };
-            if !self.fire(now, envelope).await {
+            if !self.fire(shared, now, envelope) {
                 return false;
             }
         }
     }
 
-    async fn fire(&mut self, now: Nanos, envelope: Envelope) -> bool {
+    fn fire(&mut self, shared: &Arc<Shared>, now: Nanos, envelope: Envelope) -> bool {
         match envelope {
-            Envelope::Broker(msg) => self.step(now, msg).await,
+            Envelope::Broker(msg) => self.step(shared, now, msg),
             Envelope::Answerer(index, input) if self.residents.holds(index) => {
-                (self.residents)
-                    .deliver(&self.shared, &mut self.timers, now, index, input)
-                    .await;
-                self.settle(now).await
+                (self.residents).deliver(shared, &mut self.timers, now, index, input);
+                self.settle(shared, now)
             }
             other => {
-                self.residents.flush(&self.shared, now);
-                self.shared.route(other);
+                self.residents.flush(shared, now);
+                shared.route(other);
                 true
             }
         }
@@ -142,14 +174,14 @@ impl BrokerShell {
 
 impl Actor for BrokerActor {
     type Msg = BrokerMail;
-    type State = BrokerShell;
+    type State = BrokerFace;
     type Arguments = BrokerArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
-    ) -> Result<BrokerShell, ActorProcessingErr> {
+    ) -> Result<BrokerFace, ActorProcessingErr> {
         let early = !args.slots.iter().any(|slot| matches!(slot, Slot::User(_)));
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
@@ -187,54 +219,36 @@ impl Actor for BrokerActor {
                 killed: Default::default(),
             });
         }
-        let _ = args.shared.answerers.set(actors);
+        let shared = args.shared;
+        let _ = shared.answerers.set(actors);
         let mut shell = BrokerShell {
-            shared: args.shared,
             state: args.state,
             timers: Wheel::default(),
             out: Out::default(),
             residents,
-            cells,
             early,
         };
-        let now = shell.shared.now();
-        (shell.residents)
-            .start(&shell.shared, &mut shell.timers, now)
-            .await;
-        let started = shell.settle(now).await;
-        shell.residents.flush(&shell.shared, now);
+        let now = shared.now();
+        (shell.residents).start(&shared, &mut shell.timers, now);
+        let started = shell.settle(&shared, now);
+        shell.residents.flush(&shared, now);
         if !started {
+            shell.stop(&shared);
             return Err("the broker panicked as its answerers started".into());
         }
-        shell.timers.arm(&shell.shared);
-        Ok(shell)
+        shell.timers.arm(&shared);
+        shared.seat.install(&shared, shell);
+        Ok(BrokerFace { shared, cells })
     }
 
     async fn handle(
         &self,
-        myself: ActorRef<BrokerMail>,
+        _myself: ActorRef<BrokerMail>,
         mail: BrokerMail,
-        shell: &mut BrokerShell,
+        face: &mut BrokerFace,
     ) -> Result<(), ActorProcessingErr> {
-        let BrokerMail { msg, counted } = mail;
-        let now = shell.shared.now();
-        let woken = !counted && is_wake(&msg);
-        let kind = super::order::kind(&msg);
-        let mut ok = shell.fire_due(now, woken).await;
-        if ok && !woken {
-            ok = shell.step(now, msg).await;
-        }
-        shell.residents.flush(&shell.shared, now);
-        if counted {
-            shell.shared.stamps.lock().expect("stamps poisoned").pop(kind);
-        }
-        shell.timers.arm(&shell.shared);
-        if counted {
-            shell.shared.handled();
-        }
-        if !ok {
-            myself.stop(Some("panic".into()));
-        }
+        // A panic stops the actor from the seat.
+        face.shared.seat.take(&face.shared, mail);
         Ok(())
     }
 
@@ -242,7 +256,7 @@ impl Actor for BrokerActor {
         &self,
         _myself: ActorRef<BrokerMail>,
         event: SupervisionEvent,
-        shell: &mut BrokerShell,
+        face: &mut BrokerFace,
     ) -> Result<(), ActorProcessingErr> {
         // An answerer died (stopped, crashed or panicked): fail its requests over.
         // ractor delivers supervision events ahead of ordinary messages, so acting
@@ -252,22 +266,22 @@ impl Actor for BrokerActor {
             SupervisionEvent::ActorTerminated(cell, ..) | SupervisionEvent::ActorFailed(cell, _) => cell,
             _ => return Ok(()),
         };
-        if shell.shared.shutting_down.load(Ordering::SeqCst) {
+        if face.shared.shutting_down.load(Ordering::SeqCst) {
             return Ok(());
         }
-        if let Some(answerer) = shell
+        if let Some(answerer) = face
             .cells
             .iter()
             .position(|id| *id == Some(cell.get_id()))
             .map(|i| i as AnswererIx)
         {
-            shell.shared.in_flight.fetch_add(1, Ordering::SeqCst);
+            face.shared.in_flight.fetch_add(1, Ordering::SeqCst);
             let mail = BrokerMail {
                 msg: BrokerMsg::AnswererDied { answerer },
                 counted: true,
             };
-            if !shell.shared.send_broker(mail) {
-                shell.shared.handled();
+            if !face.shared.send_broker(mail) {
+                face.shared.handled();
             }
         }
         Ok(())
@@ -276,9 +290,9 @@ impl Actor for BrokerActor {
     async fn post_stop(
         &self,
         _myself: ActorRef<BrokerMail>,
-        shell: &mut BrokerShell,
+        face: &mut BrokerFace,
     ) -> Result<(), ActorProcessingErr> {
-        shell.timers.cancel_all(&shell.shared);
+        face.shared.seat.stop(&face.shared);
         Ok(())
     }
 }

@@ -47,7 +47,7 @@ const TASKS: usize = 26;
 const ONESHOTS: usize = 27;
 
 /// The counters of one runtime (the journal counts its own locks): messages
-/// and the rest, and the steps taken in place by kind (agents' only).
+/// and the rest, and the steps taken in place by kind (library agents' and the broker's).
 #[derive(Default)]
 pub(crate) struct Counters([AtomicU64; 28], [AtomicU64; 28]);
 
@@ -59,6 +59,11 @@ impl Counters {
     /// A library agent handled `msg` in place, no mailbox between.
     pub(crate) fn in_place(&self, msg: &AgentMsg) {
         self.1[agent_kind(msg)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The broker took `msg` in place, from its inbox ([`super::seat`]).
+    pub(crate) fn in_place_broker(&self, msg: &BrokerMsg) {
+        self.1[broker_kind(msg)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// A handle's `mail` was handled in place.

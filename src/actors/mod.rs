@@ -13,6 +13,9 @@
 //! An agent a library user drives runs no script, and has no actor: its state
 //! is stepped in place by whoever sends to it (`agent/passive.rs`), which spares a
 //! call the mailbox hops to and from its agent. Scripted agents are actors.
+//! The broker's state is stepped in place too, by whoever sends it mail
+//! ([`seat`]), unless a user's answerer actor is in the waterfall; its actor
+//! stays to supervise the answerers' actors.
 //!
 //! With a durable log ([`crate::durable`]) every handler's events are recorded
 //! before any of its sends go, and what goes to an agent or an answerer (a
@@ -30,12 +33,13 @@ mod order;
 mod recover;
 mod resident;
 mod runtime;
+mod seat;
 mod timers;
 mod wheel;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use ractor::ActorRef;
 use rustc_hash::FxHashMap;
@@ -60,7 +64,12 @@ use agent::AgentRef;
 
 /// What every actor of one runtime shares.
 pub(crate) struct Shared {
+    /// This runtime's own handle on itself, for the broker's steps in place
+    /// ([`seat`]), which start its timers' task.
+    me: Weak<Shared>,
     broker: OnceLock<ActorRef<BrokerMail>>,
+    /// The broker's state and its inbox.
+    seat: seat::Seat,
     agents: Mutex<FxHashMap<AgentId, AgentRef>>,
     names: Mutex<BTreeMap<Name, AgentId>>,
     /// The waterfall's actors.
@@ -127,6 +136,10 @@ impl Shared {
             }
             // The agent's kind says how it is counted.
             (_, Envelope::Agent(..)) => self.deliver(envelope, true),
+            (_, Envelope::Broker(msg)) if self.seat.in_place() => {
+                self.counts.in_place_broker(msg);
+                self.deliver(envelope, false)
+            }
             _ => {
                 self.counts.message(&envelope);
                 self.deliver(envelope, false)
@@ -156,21 +169,39 @@ impl Shared {
         }
     }
 
-    /// Sends the broker `mail`, its send time stamped (in mailbox order) when a
-    /// window expiry must not overtake it.
+    /// Sends the broker `mail`, its send time stamped (in the order it is
+    /// queued) when a window expiry must not overtake it: to its inbox, then
+    /// stepped in place ([`seat`]), or to its actor's mailbox.
     fn send_broker(&self, mail: BrokerMail) -> bool {
-        let Some(broker) = self.broker() else {
-            return false;
-        };
         let kind = order::kind(&mail.msg);
-        if kind == order::Kind::Free {
-            return broker.send_message(mail).is_ok();
+        if !self.seat.in_place() {
+            let Some(broker) = self.broker() else {
+                return false;
+            };
+            if kind == order::Kind::Free {
+                return broker.send_message(mail).is_ok();
+            }
+            let mut stamps = self.stamps.lock().expect("stamps poisoned");
+            stamps.push(kind, self.now());
+            let sent = broker.send_message(mail).is_ok();
+            if !sent {
+                stamps.pop(kind);
+            }
+            return sent;
         }
-        let mut stamps = self.stamps.lock().expect("stamps poisoned");
-        stamps.push(kind, self.now());
-        let sent = broker.send_message(mail).is_ok();
-        if !sent {
-            stamps.pop(kind);
+        let sent = if kind == order::Kind::Free {
+            self.seat.push(mail)
+        } else {
+            let mut stamps = self.stamps.lock().expect("stamps poisoned");
+            stamps.push(kind, self.now());
+            let sent = self.seat.push(mail);
+            if !sent {
+                stamps.pop(kind);
+            }
+            sent
+        };
+        if sent {
+            self.seat.drain(self);
         }
         sent
     }
@@ -330,13 +361,40 @@ pub(crate) trait Host {
 /// that every send of the handler comes after the lines it depends on (the
 /// write-ahead rule of SPEC §4.1), then the rest in order. Events the host
 /// defers ([`Host::deferred`]) are recorded before the first send that is
-/// routed: what is routed still comes after every line before it.
+/// routed: what is routed still comes after every line before it. A spawn is
+/// awaited before the effects after it.
 pub(crate) async fn execute<H: Host, T: TimerSink>(
     shared: &Arc<Shared>,
     out: &mut Out,
     timers: &mut T,
     host: &mut H,
 ) {
+    let t = record(shared, out, host);
+    let mut effects = out.drain();
+    while let Some(spawn) = carry_out(shared, t, &mut effects, timers, host) {
+        host.spawn(shared, spawn).await;
+    }
+}
+
+/// [`execute`] for a host that never spawns (the broker and its resident
+/// answerers), with nothing to await: the broker is stepped in place by
+/// whoever sends to it ([`seat`]).
+pub(crate) fn execute_now<H: Host, T: TimerSink>(
+    shared: &Arc<Shared>,
+    out: &mut Out,
+    timers: &mut T,
+    host: &mut H,
+) {
+    let t = record(shared, out, host);
+    let mut effects = out.drain();
+    if carry_out(shared, t, &mut effects, timers, host).is_some() {
+        unreachable!("the broker and its residents spawn nothing");
+    }
+}
+
+/// Records the handler's events (or defers them with the host's); the time
+/// they are recorded at.
+fn record<H: Host>(shared: &Shared, out: &mut Out, host: &mut H) -> f64 {
     let t = crate::protocol::seconds(out.now());
     match host.deferred() {
         Some(deferred) => deferred.extend(out.take_records()),
@@ -344,7 +402,19 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             shared.recorder.record(t, out.take_records());
         }
     }
-    for effect in out.drain() {
+    t
+}
+
+/// Carries out `effects` in order up to the first spawn, which it returns for
+/// the caller to await before the rest.
+fn carry_out<H: Host, T: TimerSink>(
+    shared: &Arc<Shared>,
+    t: f64,
+    effects: &mut impl Iterator<Item = Effect>,
+    timers: &mut T,
+    host: &mut H,
+) -> Option<Spawn> {
+    for effect in effects {
         match effect {
             Effect::Send(envelope) => {
                 host.before_send(shared, &envelope);
@@ -363,7 +433,7 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             } => timers.start(shared, id, after, msg, fault),
             Effect::Cancel(id) => timers.cancel(shared, id),
             Effect::Record(_) => unreachable!("recorded above"),
-            Effect::Spawn(spawn) => host.spawn(shared, spawn).await,
+            Effect::Spawn(spawn) => return Some(spawn),
             Effect::Die => host.die(),
             Effect::Finished { agent, final_result } => {
                 let mut finals = shared.finals.lock().expect("finals poisoned");
@@ -371,6 +441,7 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
             }
         }
     }
+    None
 }
 
 /// Runs a handler, turning a panic into the runtime's crash report.

@@ -1,4 +1,6 @@
-//! What a window expiry may overtake in the broker's mailbox.
+//! What a window expiry may overtake in the broker's mailbox (its actor's, or
+//! its inbox when it is stepped in place, [`super::seat`]: either is one FIFO
+//! queue, called the mailbox here).
 //!
 //! A timer used to be a message queued at its deadline, so FIFO order put it
 //! after everything sent before its deadline and before everything sent after.

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::wheel::{Owner, Wheel};
-use super::{Host, Shared, execute, guarded};
+use super::{Host, Shared, execute_now, guarded};
 use crate::answerer::{Answerer, Replies};
 use crate::effect::{Out, Spawn};
 use crate::event::EventKind;
@@ -107,7 +107,7 @@ impl Residents {
 
     /// Starts every resident (SPEC §3.9: from its configuration), in waterfall
     /// order, as their actors' `pre_start` did.
-    pub(crate) async fn start(&mut self, shared: &Arc<Shared>, wheel: &mut Wheel, now: Nanos) {
+    pub(crate) fn start(&mut self, shared: &Arc<Shared>, wheel: &mut Wheel, now: Nanos) {
         for index in 0..self.places.len() as AnswererIx {
             let Some(Place::Alive(state)) = self.places.get_mut(index as usize) else {
                 continue;
@@ -115,13 +115,13 @@ impl Residents {
             self.out.reset(now, None);
             wheel.at(now);
             state.start(&mut Replies::new(&mut self.out, index));
-            self.carry_out(shared, wheel, index, true).await;
+            self.carry_out(shared, wheel, index, true);
         }
     }
 
     /// Hands `input` to the resident at `index` at `now` and carries out what
     /// it does; dropped if it is dead or being killed.
-    pub(crate) async fn deliver(
+    pub(crate) fn deliver(
         &mut self,
         shared: &Arc<Shared>,
         wheel: &mut Wheel,
@@ -143,24 +143,23 @@ impl Residents {
         wheel.at(now);
         let out = &mut self.out;
         let ok = guarded(shared, || state.handle(input, &mut Replies::new(out, index)));
-        self.carry_out(shared, wheel, index, ok).await;
+        self.carry_out(shared, wheel, index, ok);
     }
 
     /// Carries out what the resident at `index` wrote (a handler that panicked,
     /// `!ok`, dies after its effects, as its actor did).
-    async fn carry_out(&mut self, shared: &Arc<Shared>, wheel: &mut Wheel, index: AnswererIx, ok: bool) {
+    fn carry_out(&mut self, shared: &Arc<Shared>, wheel: &mut Wheel, index: AnswererIx, ok: bool) {
         let mut host = ResidentHost {
             queue: &mut self.queue,
             deferred: &mut self.deferred,
             dead: !ok,
         };
-        execute(
+        execute_now(
             shared,
             &mut self.out,
             &mut wheel.of(Owner::Resident(index)),
             &mut host,
-        )
-        .await;
+        );
         if host.dead {
             self.bury(shared, wheel, index);
             let died = BrokerMsg::AnswererDied { answerer: index };

@@ -235,8 +235,26 @@ impl Sleeper {
     }
 }
 
-/// Sends the broker a wake-up, its send time stamped in mailbox order.
+/// Sends the broker a wake-up, its send time stamped in the order it is
+/// queued: to its inbox, taken at once in place ([`super::seat`]), or to its
+/// actor's mailbox.
 fn wake(shared: &Shared) {
+    if shared.seat.in_place() {
+        let sent = {
+            let mut stamps = shared.stamps.lock().expect("stamps poisoned");
+            stamps.push_wake(shared.now());
+            shared.counts.in_place_broker(&BrokerMsg::Wake);
+            let sent = shared.seat.push(wake_mail());
+            if !sent {
+                stamps.pop_wake_back();
+            }
+            sent
+        };
+        if sent {
+            shared.seat.drain(shared);
+        }
+        return;
+    }
     let Some(broker) = shared.broker() else {
         return;
     };

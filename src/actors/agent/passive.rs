@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
+use super::super::seat::Held;
 use super::super::{Shared, guarded};
 use super::turn::watch;
 use crate::agent::AgentState;
@@ -120,6 +121,8 @@ impl Passive {
     /// Handles `msg` and carries out what it did, at once; false if the agent
     /// is gone (stopped, or its handler panicked before).
     pub(crate) fn step(&self, shared: &Shared, msg: AgentMsg) -> bool {
+        // Dropped after the guard: what the agent sent the broker is taken then.
+        let _held = Held::enter(shared);
         let mut guard = self.core.lock().expect("agent poisoned");
         let Some(core) = guard.as_mut() else {
             return false;
@@ -142,6 +145,7 @@ impl Passive {
     /// The current turn's token and turn (a new turn first when `new`: the
     /// broker hears of it before anything the agent sends under it).
     pub(crate) fn token(&self, shared: &Arc<Shared>, new: bool) -> Option<(CancellationToken, Turn)> {
+        let _held = Held::enter(shared);
         let mut guard = self.core.lock().expect("agent poisoned");
         let core = guard.as_mut()?;
         if new {
