@@ -182,7 +182,8 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerFace, ActorProcessingErr> {
-        let early = !args.slots.iter().any(|slot| matches!(slot, Slot::User(_)));
+        // Unstamped mail (a user's answerer's) only goes through the mailbox.
+        let early = args.shared.seat.in_place();
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
         let mut residents = Residents::new(args.slots.len());

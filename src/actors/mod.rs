@@ -379,17 +379,14 @@ pub(crate) async fn execute<H: Host, T: TimerSink>(
 /// [`execute`] for a host that never spawns (the broker and its resident
 /// answerers), with nothing to await: the broker is stepped in place by
 /// whoever sends to it ([`seat`]).
-pub(crate) fn execute_now<H: Host, T: TimerSink>(
-    shared: &Arc<Shared>,
-    out: &mut Out,
-    timers: &mut T,
-    host: &mut H,
-) {
+pub(crate) fn execute_now<H, T>(shared: &Arc<Shared>, out: &mut Out, timers: &mut T, host: &mut H)
+where
+    H: Host,
+    T: TimerSink,
+{
     let t = record(shared, out, host);
-    let mut effects = out.drain();
-    if carry_out(shared, t, &mut effects, timers, host).is_some() {
-        unreachable!("the broker and its residents spawn nothing");
-    }
+    let spawned = carry_out(shared, t, &mut out.drain(), timers, host);
+    assert!(spawned.is_none(), "the broker and its residents spawn nothing");
 }
 
 /// Records the handler's events (or defers them with the host's); the time

@@ -340,13 +340,11 @@ impl Runtime {
             limits: config.limits,
         })?;
         let slots = slots(config.answerers, config.seed);
-        // A user's answerer actor replies to the broker's mailbox: then all
-        // mail goes there, in one order.
-        let in_place = !slots.iter().any(|slot| matches!(slot, Slot::User(_)));
+        let seat = super::seat::Seat::for_waterfall(&slots);
         let log = continuity.log.clone();
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| Shared {
             me: weak.clone(),
-            seat: super::seat::Seat::new(in_place),
+            seat,
             gate: log.as_ref().map(|log| {
                 let weak = weak.clone();
                 let journal = continuity.recorder.clone();

@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, TryLockError};
 
 use super::Shared;
-use super::broker::BrokerShell;
+use super::broker::{BrokerShell, Slot};
 use crate::protocol::BrokerMail;
 
 /// Where the broker's state sits, and its inbox.
@@ -94,9 +94,12 @@ impl Drop for Held<'_> {
 }
 
 impl Seat {
-    pub(crate) fn new(in_place: bool) -> Seat {
+    /// The seat of a broker with the waterfall `slots`: its mail is stepped
+    /// in place unless a user's answerer actor is among them (it replies to
+    /// the broker's mailbox: then all mail goes there, in one order).
+    pub(crate) fn for_waterfall(slots: &[Slot]) -> Seat {
         Seat {
-            in_place,
+            in_place: !slots.iter().any(|slot| matches!(slot, Slot::User(_))),
             inbox: Mutex::new(Inbox::default()),
             shell: Mutex::new(None),
         }
