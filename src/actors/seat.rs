@@ -158,6 +158,8 @@ impl Seat {
                     return;
                 }
             }
+            #[cfg(test)]
+            tests::letting_go();
             drop(seat);
             if self.inbox.lock().expect("inbox poisoned").mail.is_empty() {
                 return;
@@ -219,5 +221,58 @@ impl Seat {
                 shared.handled();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use crate::policy::Policy;
+    use crate::protocol::BrokerMsg;
+    use crate::tool::{Timeout, ToolConfig};
+    use crate::{AnswererSlot, Runtime, RuntimeConfig};
+
+    thread_local! {
+        /// Run once by the seat's holder on this thread when it has emptied
+        /// the inbox, just before it lets go.
+        static LETTING_GO: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn letting_go() {
+        if let Some(hook) = LETTING_GO.with(|hook| hook.borrow_mut().take()) {
+            hook();
+        }
+    }
+
+    /// Mail sent after the holder's last look at the inbox and before it
+    /// lets go (here by the holder's own thread, which finds the seat taken,
+    /// as another thread would) is taken before the holder returns: it looks
+    /// once more after letting go. Without that look the status asked for
+    /// here would wait in the inbox until someone else sent the broker mail.
+    #[tokio::test(start_paused = true)]
+    async fn mail_sent_as_the_holder_lets_go_is_taken_before_it_returns() {
+        let runtime = Runtime::start(RuntimeConfig {
+            tool: ToolConfig::timed(Timeout::Window(30.0)),
+            answerers: vec![AnswererSlot::Policy {
+                name: "yes".into(),
+                policy: Policy::recommended_after(0.0),
+            }],
+            ..RuntimeConfig::default()
+        })
+        .await
+        .expect("a runtime");
+        let (reply, mut late) = tokio::sync::oneshot::channel();
+        let sender = runtime.clone();
+        let hook: Box<dyn FnOnce()> = Box::new(move || sender.send(BrokerMsg::Status(reply)));
+        LETTING_GO.with(|slot| *slot.borrow_mut() = Some(hook));
+        let (first, mut answered) = tokio::sync::oneshot::channel();
+        runtime.send(BrokerMsg::Status(first));
+        assert!(answered.try_recv().is_ok(), "the first status, taken in place");
+        assert!(
+            late.try_recv().is_ok(),
+            "mail sent as the holder let go was left in the inbox"
+        );
+        runtime.shutdown().await;
     }
 }
