@@ -174,36 +174,37 @@ impl Shared {
     /// stepped in place ([`seat`]), or to its actor's mailbox.
     fn send_broker(&self, mail: BrokerMail) -> bool {
         let kind = order::kind(&mail.msg);
-        if !self.seat.in_place() {
-            let Some(broker) = self.broker() else {
-                return false;
-            };
-            if kind == order::Kind::Free {
-                return broker.send_message(mail).is_ok();
-            }
-            let mut stamps = self.stamps.lock().expect("stamps poisoned");
-            stamps.push(kind, self.now());
-            let sent = broker.send_message(mail).is_ok();
-            if !sent {
-                stamps.pop(kind);
-            }
-            return sent;
-        }
         let sent = if kind == order::Kind::Free {
-            self.seat.push(mail)
+            self.put_broker(mail)
         } else {
             let mut stamps = self.stamps.lock().expect("stamps poisoned");
             stamps.push(kind, self.now());
-            let sent = self.seat.push(mail);
+            let sent = self.put_broker(mail);
             if !sent {
                 stamps.pop(kind);
             }
             sent
         };
-        if sent {
+        self.step_broker(sent);
+        sent
+    }
+
+    /// Queues `mail` for the broker (its inbox, or its actor's mailbox); false
+    /// if the broker is not there to take it.
+    fn put_broker(&self, mail: BrokerMail) -> bool {
+        if self.seat.in_place() {
+            self.seat.push(mail)
+        } else {
+            self.broker()
+                .is_some_and(|broker| broker.send_message(mail).is_ok())
+        }
+    }
+
+    /// Steps the broker through its inbox after mail was `put` there.
+    fn step_broker(&self, put: bool) {
+        if put && self.seat.in_place() {
             self.seat.drain(self);
         }
-        sent
     }
 
     /// A counted message was handled.

@@ -239,31 +239,21 @@ impl Sleeper {
 /// queued: to its inbox, taken at once in place ([`super::seat`]), or to its
 /// actor's mailbox.
 fn wake(shared: &Shared) {
-    if shared.seat.in_place() {
-        let sent = {
-            let mut stamps = shared.stamps.lock().expect("stamps poisoned");
-            stamps.push_wake(shared.now());
+    let sent = {
+        let mut stamps = shared.stamps.lock().expect("stamps poisoned");
+        stamps.push_wake(shared.now());
+        if shared.seat.in_place() {
             shared.counts.in_place_broker(&BrokerMsg::Wake);
-            let sent = shared.seat.push(wake_mail());
-            if !sent {
-                stamps.pop_wake_back();
-            }
-            sent
-        };
-        if sent {
-            shared.seat.drain(shared);
+        } else {
+            shared.counts.broker(&BrokerMsg::Wake);
         }
-        return;
-    }
-    let Some(broker) = shared.broker() else {
-        return;
+        let sent = shared.put_broker(wake_mail());
+        if !sent {
+            stamps.pop_wake_back();
+        }
+        sent
     };
-    let mut stamps = shared.stamps.lock().expect("stamps poisoned");
-    stamps.push_wake(shared.now());
-    shared.counts.broker(&BrokerMsg::Wake);
-    if broker.send_message(wake_mail()).is_err() {
-        stamps.pop_wake_back();
-    }
+    shared.step_broker(sent);
 }
 
 impl Wheel {
