@@ -4,7 +4,7 @@
 //! once and settled once when many tasks on several threads ask at once, and
 //! a pending call's close reaching its waiter whether it waits before or after.
 //!
-//! The broker is stepped in place too (`src/actors/seat.rs`): its mail waits
+//! The broker is stepped in place too (`src/actors/broker/seat.rs`): its mail waits
 //! in one inbox and whoever sends it takes the inbox. Here: no mail lost or
 //! taken twice when many agents on two threads send at once (a thread that
 //! finds the broker taken leaves its mail to the holder); a library agent's

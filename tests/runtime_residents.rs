@@ -1,5 +1,5 @@
 //! The built-in answerers run inside the broker's actor (issue #23,
-//! `src/actors/resident.rs`); SPEC §3.2's supervision holds for them as it did
+//! `src/actors/broker/resident.rs`); SPEC §3.2's supervision holds for them as it did
 //! for answerers in actors of their own: a resident that dies (killed, or of
 //! its own fault) fails its calls over to the rest of the waterfall, its
 //! death reaches the broker behind what it sent, nothing reaches it after,

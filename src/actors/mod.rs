@@ -29,13 +29,9 @@ mod answerer;
 mod broker;
 mod counts;
 mod courier;
-mod order;
 mod recover;
-mod resident;
 mod runtime;
-mod seat;
 mod timers;
-mod wheel;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -61,6 +57,7 @@ pub use runtime::{AnswererSlot, EventLog, Runtime, RuntimeConfig, StartError};
 pub(crate) use timers::Timers;
 
 use agent::AgentRef;
+use broker::{order, seat};
 
 /// What every actor of one runtime shares.
 pub(crate) struct Shared {
@@ -241,7 +238,7 @@ impl Shared {
 }
 
 /// Where an answerer runs: inside the broker's actor (the built-in policy
-/// answerer, [`resident`]), in the runtime's answerer actor (a user's sans-IO
+/// answerer, `broker/resident.rs`), in the runtime's answerer actor (a user's sans-IO
 /// answerer: it takes its timers too), or in a user's actor (it takes the
 /// broker's messages only).
 pub(crate) enum AnswererActorRef {
@@ -324,7 +321,7 @@ impl AnswererRef {
 }
 
 /// Where an actor's timers run: one sleeper per actor ([`Timers`], agents and
-/// answerers) or the broker's [`wheel::Wheel`].
+/// answerers) or the broker's wheel (`broker/wheel.rs`).
 pub(crate) trait TimerSink {
     /// Starts timer `id`: `envelope` goes out `after` nanoseconds from now.
     fn start(&mut self, shared: &Arc<Shared>, id: TimerId, after: Nanos, envelope: Envelope, fault: bool);
@@ -345,7 +342,7 @@ pub(crate) trait Host {
     fn before_send(&mut self, _shared: &Arc<Shared>, _envelope: &Envelope) {}
     /// Takes a send the actor carries out in place instead of through a
     /// mailbox (the broker's to its resident answerers, theirs to the broker,
-    /// [`resident`]), or gives it back to be routed.
+    /// `broker/resident.rs`), or gives it back to be routed.
     fn divert(&mut self, envelope: Envelope) -> Option<Envelope> {
         Some(envelope)
     }

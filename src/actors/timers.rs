@@ -1,5 +1,5 @@
 //! An agent's or an answerer's timers (the broker has its own wheel,
-//! [`super::wheel`]): ordered by deadline in one map, with one sleeper task per
+//! `broker/wheel.rs`): ordered by deadline in one map, with one sleeper task per
 //! actor, started with its first timer, that routes each timer's message when
 //! it is due, as the timer's own task used to.
 //!

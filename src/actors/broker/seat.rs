@@ -18,7 +18,7 @@
 //!   and looks again after (so nothing is left behind: a sender that saw the
 //!   seat taken pushed before the holder's last look).
 //! - **The timers' order.** Each piece of mail is taken exactly as the actor
-//!   took its messages ([`super::broker::BrokerShell::take`]): the wake-ups
+//!   took its messages ([`super::BrokerShell::take`]): the wake-ups
 //!   and the window expiries that may overtake what still waits
 //!   ([`super::order`]), whose stamps are pushed under the same lock as the
 //!   mail.
@@ -40,8 +40,8 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, TryLockError};
 
-use super::Shared;
-use super::broker::{BrokerShell, Slot};
+use super::super::Shared;
+use super::{BrokerShell, Slot};
 use crate::protocol::BrokerMail;
 
 /// Where the broker's state sits, and its inbox.

@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use super::super::{Shared, TimerSink};
 use super::order::Stamps;
-use super::{Shared, TimerSink};
 use crate::effect::TimerId;
 use crate::protocol::{AnswererIx, BrokerMail, BrokerMsg, Envelope, Nanos, Ticket};
 use crate::trim::Trim;

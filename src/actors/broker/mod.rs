@@ -1,8 +1,8 @@
 //! The broker as a ractor actor: the built-in answerers run inside its state
-//! ([`super::resident`]); the others start linked under its supervision, and an
+//! ([`resident`]); the others start linked under its supervision, and an
 //! answerer's death reaches the broker's state as mail queued behind whatever
 //! that answerer sent before dying. The state itself sits in its seat
-//! ([`super::seat`]), stepped in place by whoever sends it mail, or by the
+//! ([`seat`]), stepped in place by whoever sends it mail, or by the
 //! actor's handler when the mail comes through its mailbox.
 
 use std::sync::Arc;
@@ -10,9 +10,15 @@ use std::sync::atomic::Ordering;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+pub(super) mod order;
+mod resident;
+pub(super) mod seat;
+mod wheel;
+
+use resident::{Local, Residents};
+use wheel::{Wheel, is_wake};
+
 use super::answerer::{AnswererActor, AnswererArgs};
-use super::resident::{Local, Residents};
-use super::wheel::{Wheel, is_wake};
 use super::{AnswererActorRef, AnswererRef, Shared, TimerSink, execute_now, guarded};
 use crate::broker::BrokerState;
 use crate::effect::Out;
@@ -37,13 +43,13 @@ pub(crate) struct BrokerArgs {
 }
 
 /// The broker's state and what carries out its effects: stepped by whoever
-/// holds its seat ([`super::seat`]).
+/// holds its seat ([`seat`]).
 pub(crate) struct BrokerShell {
     state: BrokerState,
     timers: Wheel,
     out: Out,
     residents: Residents,
-    /// Whether window expiries may overtake mail ([`super::order`]): not when a
+    /// Whether window expiries may overtake mail ([`order`]): not when a
     /// user's answerer is in the waterfall, as its mail is not stamped.
     early: bool,
 }
@@ -63,7 +69,7 @@ impl BrokerShell {
         let BrokerMail { msg, counted } = mail;
         let now = shared.now();
         let woken = !counted && is_wake(&msg);
-        let kind = super::order::kind(&msg);
+        let kind = order::kind(&msg);
         let mut ok = self.fire_due(shared, now, woken);
         if ok && !woken {
             ok = self.step(shared, now, msg);

@@ -35,8 +35,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::super::{Host, Shared, execute_now, guarded};
 use super::wheel::{Owner, Wheel};
-use super::{Host, Shared, execute_now, guarded};
 use crate::answerer::{Answerer, Replies};
 use crate::effect::{Out, Spawn};
 use crate::event::EventKind;
