@@ -7,8 +7,8 @@
 //! seat's inbox, and whoever sent it steps the broker through the inbox at
 //! once, on its own thread: a library caller's request, the wheel's wake-up,
 //! an answerer actor's reply. Through the actor's mailbox each of those was a
-//! ractor message and a wake-up of the broker's task: three of a pending
-//! call's, a third of its cost beside the work itself (BENCHMARKS.md).
+//! boxed ractor message and a wake-up of the broker's task (three a pending
+//! call; BENCHMARKS.md has what going without them saved).
 //!
 //! What stays as the mailbox had it:
 //! - **One piece of mail at a time, in the order sent.** The inbox is one FIFO
