@@ -49,9 +49,6 @@ pub(crate) struct BrokerShell {
     timers: Wheel,
     out: Out,
     residents: Residents,
-    /// Whether window expiries may overtake mail ([`order`]): not when a
-    /// user's answerer is in the waterfall, as its mail is not stamped.
-    early: bool,
 }
 
 /// The actor's own part: whose death supervision reports.
@@ -145,7 +142,9 @@ impl BrokerShell {
                 }
             }
         }
-        if !self.early {
+        // Window expiries may overtake mail only when all of it is stamped:
+        // not through the mailbox, where a user's answerer's mail is not.
+        if !shared.seat.in_place() {
             return true;
         }
         loop {
@@ -188,8 +187,6 @@ impl Actor for BrokerActor {
         myself: ActorRef<BrokerMail>,
         args: BrokerArgs,
     ) -> Result<BrokerFace, ActorProcessingErr> {
-        // Unstamped mail (a user's answerer's) only goes through the mailbox.
-        let early = args.shared.seat.in_place();
         let mut actors = Vec::with_capacity(args.slots.len());
         let mut cells = Vec::with_capacity(args.slots.len());
         let mut residents = Residents::new(args.slots.len());
@@ -233,7 +230,6 @@ impl Actor for BrokerActor {
             timers: Wheel::default(),
             out: Out::default(),
             residents,
-            early,
         };
         let now = shared.now();
         (shell.residents).start(&shared, &mut shell.timers, now);
