@@ -5,13 +5,20 @@
 //!
 //! The set is a list of sorted blocks of at most [`BLOCK_MAX`] entries, every key
 //! of a block below every key of the next, with a Fenwick tree over the blocks'
-//! lengths for rank arithmetic. Nearly every insertion is of the largest key yet
-//! (a new message or timer: `seq` only grows) and goes to the end of the last
+//! live counts for rank arithmetic. Nearly every insertion is of the largest key
+//! yet (a new message or timer: `seq` only grows) and goes to the end of the last
 //! block; the rest (the next message of a channel whose head was just delivered)
-//! go into their block with a move of at most [`BLOCK_MAX`] entries. A block that
-//! grows past the bound splits, one that empties goes; either rebuilds the Fenwick
-//! tree over the blocks, which is paid for by the `BLOCK_MAX / 2` insertions or
-//! removals that made it necessary.
+//! go into their block with a move of at most [`BLOCK_MAX`] entries. A removal
+//! moves nothing: it clears the entry's bit in its block's bitmap of live entries,
+//! and the k-th live entry of a block is found by counting bits, so a random pick
+//! touches the bitmap and the entry's own line, not the quarter of a block a
+//! removal in place moved (at a burst of 10^5, ~1.5 KB a delivery, out of the
+//! cache: the largest growth of the cancelled tree's delivery, BENCHMARKS.md,
+//! thirty-fifth session). Dead entries keep their place (and their key, so the
+//! blocks stay sorted) until an insertion into their block compacts it. A block
+//! that grows past the bound splits, one whose last live entry leaves goes;
+//! either rebuilds the Fenwick tree over the blocks, which is paid for by the
+//! `BLOCK_MAX / 2` insertions or removals that made it necessary.
 //!
 //! The set also keeps the keys that entered since a strategy last looked
 //! ([`Ready::take_entered`]), so a strategy that indexes what is ready its own way
@@ -24,8 +31,6 @@
 //! block reads one contiguous array instead of the head of every block it passes:
 //! at a tie of 10^5 (400 blocks) a removal moved ~7 KB of its block and a lookup
 //! missed the cache at each step of its search.
-
-use std::collections::VecDeque;
 
 use crate::effect::TimerId;
 use crate::protocol::Addr;
@@ -115,16 +120,138 @@ impl Slot {
 /// blocks stays a few kilobytes at a million entries.
 pub const BLOCK_MAX: usize = 256;
 
+/// Words of a block's bitmap of live entries.
+const WORDS: usize = BLOCK_MAX / 64;
+
+/// A sorted run of entries, live and dead: a dead entry keeps its place and its
+/// key until the block is compacted.
+#[derive(Debug, Default)]
+struct Block {
+    /// In key order, at most [`BLOCK_MAX`].
+    slots: Vec<Slot>,
+    /// Bit `i`: `slots[i]` is live.
+    live: [u64; WORDS],
+    /// Live entries (the bits set).
+    count: usize,
+}
+
+impl Block {
+    fn is_live(&self, at: usize) -> bool {
+        self.live[at / 64] & (1 << (at % 64)) != 0
+    }
+
+    /// Where the entry with key `seq` is, live or dead.
+    fn find(&self, seq: u64) -> Result<usize, usize> {
+        self.slots.binary_search_by_key(&seq, |slot| slot.seq)
+    }
+
+    /// Where the live entry with key `seq` is.
+    fn find_live(&self, seq: u64) -> Option<usize> {
+        self.find(seq).ok().filter(|at| self.is_live(*at))
+    }
+
+    /// How many live entries come before place `at`.
+    fn rank(&self, at: usize) -> usize {
+        let word = at / 64;
+        let below: usize = self.live[..word].iter().map(|w| w.count_ones() as usize).sum();
+        let mask = (1u64 << (at % 64)) - 1;
+        below + (self.live[word] & mask).count_ones() as usize
+    }
+
+    /// The place of the live entry of rank `rank` (below `count`).
+    fn select(&self, rank: usize) -> usize {
+        let mut remaining = rank;
+        for (word, bits) in self.live.iter().enumerate() {
+            let ones = bits.count_ones() as usize;
+            if remaining < ones {
+                let mut bits = *bits;
+                for _ in 0..remaining {
+                    bits &= bits - 1;
+                }
+                return word * 64 + bits.trailing_zeros() as usize;
+            }
+            remaining -= ones;
+        }
+        unreachable!("rank {rank} of {} live", self.count)
+    }
+
+    fn kill(&mut self, at: usize) {
+        debug_assert!(self.is_live(at), "a live entry dies once");
+        self.live[at / 64] &= !(1 << (at % 64));
+        self.count -= 1;
+    }
+
+    /// Puts `slot` back at the place its dead self kept.
+    fn revive(&mut self, at: usize, slot: Slot) {
+        assert!(!self.is_live(at), "a seq is ready at most once");
+        self.slots[at] = slot;
+        self.live[at / 64] |= 1 << (at % 64);
+        self.count += 1;
+    }
+
+    fn push(&mut self, slot: Slot) {
+        let at = self.slots.len();
+        self.slots.push(slot);
+        self.live[at / 64] |= 1 << (at % 64);
+        self.count += 1;
+    }
+
+    /// Marks every entry live (after a compaction, an insertion or a split).
+    fn all_live(&mut self) {
+        let n = self.slots.len();
+        debug_assert!(n <= BLOCK_MAX);
+        for (word, bits) in self.live.iter_mut().enumerate() {
+            let from = word * 64;
+            *bits = match n.saturating_sub(from) {
+                0 => 0,
+                k if k >= 64 => u64::MAX,
+                k => (1 << k) - 1,
+            };
+        }
+        self.count = n;
+    }
+
+    /// Drops the dead entries, keeping the live ones' order.
+    fn compact(&mut self) {
+        if self.count == self.slots.len() {
+            return;
+        }
+        let live = self.live;
+        let mut at = 0;
+        self.slots.retain(|_| {
+            let kept = live[at / 64] & (1 << (at % 64)) != 0;
+            at += 1;
+            kept
+        });
+        self.all_live();
+    }
+
+    fn live_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        (self.slots.iter().enumerate())
+            .filter(|(at, _)| self.is_live(*at))
+            .map(|(_, slot)| *slot)
+    }
+
+    /// A block of `slots`, all live.
+    fn of(slots: Vec<Slot>) -> Block {
+        let mut block = Block {
+            slots,
+            live: [0; WORDS],
+            count: 0,
+        };
+        block.all_live();
+        block
+    }
+}
+
 /// The candidates deliverable now, ordered by `seq`.
 #[derive(Debug, Default)]
 pub struct Ready {
-    /// Sorted blocks, each non-empty, in key order. A block is a ring, so a
-    /// removal moves the shorter side of it (a quarter of a block on average
-    /// for a random rank, not half; none for the first or last entry).
-    blocks: Vec<VecDeque<Slot>>,
-    /// Each block's first key.
+    /// Sorted blocks, each with a live entry, in key order.
+    blocks: Vec<Block>,
+    /// Each block's first key (its first entry's, live or dead).
     firsts: Vec<u64>,
-    /// Fenwick tree over the blocks' lengths (1-based internally).
+    /// Fenwick tree over the blocks' live counts (1-based internally).
     fenwick: Vec<usize>,
     len: usize,
     /// Keys added since the last [`Ready::take_entered`], in insertion order,
@@ -136,7 +263,7 @@ pub struct Ready {
     /// again, and a block made anew was an allocation of one entry and then
     /// its growth, two or more allocations an instant (a tree of 10^5 agents,
     /// whose instants are mostly one delivery long).
-    spare: VecDeque<Slot>,
+    spare: Vec<Slot>,
 }
 
 impl Ready {
@@ -154,32 +281,33 @@ impl Ready {
     pub fn nth(&self, rank: usize) -> Candidate {
         assert!(rank < self.len, "rank {rank} of {} ready", self.len);
         let (block, offset) = self.locate_rank(rank);
-        self.blocks[block][offset].candidate()
+        let block = &self.blocks[block];
+        block.slots[block.select(offset)].candidate()
     }
 
     /// The candidate with key `seq`, if it is ready.
     pub fn get(&self, seq: u64) -> Option<Candidate> {
-        let block = self.block_of(seq)?;
-        let at = self.blocks[block].binary_search_by_key(&seq, |c| c.seq).ok()?;
-        Some(self.blocks[block][at].candidate())
+        let (block, at) = self.find_live(seq)?;
+        Some(self.blocks[block].slots[at].candidate())
     }
 
     /// Whether the candidate with key `seq` is ready.
     pub fn contains(&self, seq: u64) -> bool {
-        self.get(seq).is_some()
+        self.find_live(seq).is_some()
     }
 
     /// The rank of the candidate with key `seq`, if it is ready.
     pub fn rank_of(&self, seq: u64) -> Option<usize> {
-        let block = self.block_of(seq)?;
-        let at = self.blocks[block].binary_search_by_key(&seq, |c| c.seq).ok()?;
-        Some(self.prefix(block) + at)
+        let (block, at) = self.find_live(seq)?;
+        Some(self.prefix(block) + self.blocks[block].rank(at))
     }
 
     /// Every ready candidate, in `seq` order (O(n): for `explore`, whose scopes
     /// are small, and for rebuilding after a process loss).
     pub fn iter(&self) -> impl Iterator<Item = Candidate> + '_ {
-        self.blocks.iter().flatten().map(|slot| slot.candidate())
+        (self.blocks.iter())
+            .flat_map(Block::live_slots)
+            .map(|slot| slot.candidate())
     }
 
     /// Adds `candidate` (its `seq` not ready yet).
@@ -200,44 +328,70 @@ impl Ready {
             self.entered.push(slot.seq);
         }
         self.len += 1;
-        let last_key = self.blocks.last().and_then(|b| b.back()).map(|c| c.seq);
+        let last_key = (self.blocks.last()).and_then(|b| b.slots.last()).map(|c| c.seq);
         if last_key.is_none_or(|last| slot.seq > last) {
-            match self.blocks.last_mut() {
-                Some(block) if block.len() < BLOCK_MAX => {
-                    block.push_back(slot);
-                    let at = self.blocks.len() - 1;
-                    self.add(at, 1);
-                }
-                _ => {
-                    let mut block = std::mem::take(&mut self.spare);
-                    block.push_back(slot);
-                    self.blocks.push(block);
-                    self.rebuild();
-                }
-            }
+            self.append(slot);
             return;
         }
         let block = self.block_of(slot.seq).unwrap_or(0);
-        let at = self.blocks[block]
-            .binary_search_by_key(&slot.seq, |c| c.seq)
-            .expect_err("a seq is ready at most once");
-        self.blocks[block].insert(at, slot);
-        if at == 0 {
-            self.firsts[block] = slot.seq;
-        }
-        if self.blocks[block].len() > BLOCK_MAX {
-            let tail = self.blocks[block].split_off(BLOCK_MAX / 2);
-            self.blocks.insert(block + 1, tail);
+        let at = match self.blocks[block].find(slot.seq) {
+            Ok(at) => {
+                // Its dead self, still in place: live again.
+                self.blocks[block].revive(at, slot);
+                self.add(block, 1);
+                return;
+            }
+            Err(at) if self.blocks[block].count == self.blocks[block].slots.len() => at,
+            Err(_) => {
+                // An insertion moves the block's tail anyway: drop the dead first.
+                self.blocks[block].compact();
+                (self.blocks[block].find(slot.seq)).expect_err("a seq is ready at most once")
+            }
+        };
+        let target = &mut self.blocks[block];
+        target.slots.insert(at, slot);
+        self.firsts[block] = target.slots[0].seq;
+        if target.slots.len() > BLOCK_MAX {
+            let tail = target.slots.split_off(BLOCK_MAX / 2);
+            target.all_live();
+            self.blocks.insert(block + 1, Block::of(tail));
             self.rebuild();
         } else {
+            target.all_live();
             self.add(block, 1);
+        }
+    }
+
+    /// Adds `slot`, whose key is above every key in the set.
+    fn append(&mut self, slot: Slot) {
+        let last = self.blocks.len().wrapping_sub(1);
+        if let Some(block) = self.blocks.last_mut()
+            && block.slots.len() == BLOCK_MAX
+            && block.count <= BLOCK_MAX * 3 / 4
+        {
+            // A quarter of the block died since it filled: their room, for a
+            // move of one block paid for by those removals.
+            block.compact();
+            self.firsts[last] = block.slots[0].seq;
+        }
+        match self.blocks.last_mut() {
+            Some(block) if block.slots.len() < BLOCK_MAX => {
+                block.push(slot);
+                let at = self.blocks.len() - 1;
+                self.add(at, 1);
+            }
+            _ => {
+                let mut block = Block::of(std::mem::take(&mut self.spare));
+                block.push(slot);
+                self.blocks.push(block);
+                self.rebuild();
+            }
         }
     }
 
     /// Removes and returns the candidate with key `seq`, if it is ready.
     pub fn remove(&mut self, seq: u64) -> Option<Candidate> {
-        let block = self.block_of(seq)?;
-        let at = self.blocks[block].binary_search_by_key(&seq, |c| c.seq).ok()?;
+        let (block, at) = self.find_live(seq)?;
         Some(self.remove_at(block, at))
     }
 
@@ -245,16 +399,17 @@ impl Ready {
     pub fn remove_nth(&mut self, rank: usize) -> Candidate {
         assert!(rank < self.len, "rank {rank} of {} ready", self.len);
         let (block, offset) = self.locate_rank(rank);
-        self.remove_at(block, offset)
+        let at = self.blocks[block].select(offset);
+        self.remove_at(block, at)
     }
 
     /// Keeps only the candidates `keep` accepts (a process loss: O(n), once).
     pub fn retain(&mut self, mut keep: impl FnMut(&Candidate) -> bool) {
-        let kept: Vec<Slot> = (self.blocks.iter().flatten().copied())
+        let kept: Vec<Slot> = (self.blocks.iter().flat_map(Block::live_slots))
             .filter(|slot| keep(&slot.candidate()))
             .collect();
         self.blocks = (kept.chunks(BLOCK_MAX / 2))
-            .map(|chunk| chunk.iter().copied().collect())
+            .map(|chunk| Block::of(chunk.to_vec()))
             .collect();
         self.len = kept.len();
         self.entered
@@ -269,7 +424,7 @@ impl Ready {
         if !self.tracking {
             self.tracking = true;
             self.entered.clear();
-            return self.blocks.iter().flatten().map(|slot| slot.seq).collect();
+            return self.iter().map(|c| c.seq).collect();
         }
         let mut entered = std::mem::take(&mut self.entered);
         entered.retain(|seq| self.contains(*seq));
@@ -277,19 +432,19 @@ impl Ready {
         entered
     }
 
+    /// Kills the live entry at place `at` of block `block` and gives it back.
     fn remove_at(&mut self, block: usize, at: usize) -> Candidate {
-        let slot = self.blocks[block].remove(at).expect("a ready entry's place");
+        let slot = self.blocks[block].slots[at];
+        self.blocks[block].kill(at);
         self.len -= 1;
-        if self.blocks[block].is_empty() {
-            let emptied = self.blocks.remove(block);
+        if self.blocks[block].count == 0 {
+            let mut emptied = self.blocks.remove(block).slots;
             if emptied.capacity() > self.spare.capacity() {
+                emptied.clear();
                 self.spare = emptied;
             }
             self.rebuild();
         } else {
-            if at == 0 {
-                self.firsts[block] = self.blocks[block][0].seq;
-            }
             self.sub(block, 1);
         }
         if self.len == 0 {
@@ -297,6 +452,12 @@ impl Ready {
             self.entered.clear();
         }
         slot.candidate()
+    }
+
+    /// The block and place of the live entry with key `seq`.
+    fn find_live(&self, seq: u64) -> Option<(usize, usize)> {
+        let block = self.block_of(seq)?;
+        Some((block, self.blocks[block].find_live(seq)?))
     }
 
     /// The block whose keys span `seq`: the last whose first key is at most it.
@@ -352,9 +513,9 @@ impl Ready {
     /// The Fenwick tree and the first keys anew from the blocks, in O(blocks).
     fn rebuild(&mut self) {
         self.firsts.clear();
-        self.firsts.extend(self.blocks.iter().map(|b| b[0].seq));
+        self.firsts.extend(self.blocks.iter().map(|b| b.slots[0].seq));
         self.fenwick.clear();
-        self.fenwick.extend(self.blocks.iter().map(VecDeque::len));
+        self.fenwick.extend(self.blocks.iter().map(|b| b.count));
         for i in 1..=self.fenwick.len() {
             let parent = i + (i & i.wrapping_neg());
             if parent <= self.fenwick.len() {
@@ -447,6 +608,38 @@ mod tests {
         assert!(ready.take_entered().is_empty());
         ready.insert(candidate(11));
         assert_eq!(ready.take_entered(), [11]);
+    }
+
+    #[test]
+    fn dead_entries_keep_their_place_until_their_block_needs_the_room() {
+        let mut ready = Ready::default();
+        let n = BLOCK_MAX as u64;
+        for seq in 0..n {
+            ready.insert(candidate(seq * 2));
+        }
+        // Every other entry dies, the first one too: nothing moves.
+        for seq in (0..n).step_by(2) {
+            assert_eq!(ready.remove(seq * 2).map(|c| c.seq), Some(seq * 2));
+        }
+        assert_eq!((ready.blocks.len(), ready.blocks[0].slots.len()), (1, BLOCK_MAX));
+        assert_eq!(ready.nth(0).seq, 2);
+        assert_eq!(ready.rank_of(6), Some(1));
+        assert!(!ready.contains(4) && ready.remove(4).is_none());
+        // A dead key comes back in place.
+        ready.insert(candidate(4));
+        assert_eq!((ready.rank_of(4), ready.nth(1).seq), (Some(1), 4));
+        // An append to the full block compacts it instead of starting another.
+        ready.insert(candidate(n * 2));
+        assert_eq!(ready.blocks.len(), 1);
+        assert_eq!(ready.blocks[0].slots.len(), ready.len());
+        assert_eq!(ready.nth(ready.len() - 1).seq, n * 2);
+        // An insertion between keys compacts too, and keeps the order.
+        ready.remove(6);
+        ready.insert(candidate(7));
+        let all: Vec<u64> = ready.iter().map(|c| c.seq).collect();
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+        assert_eq!(ready.blocks[0].slots.len(), ready.len(), "no dead left");
+        assert!(ready.contains(7) && !ready.contains(6));
     }
 
     #[test]
