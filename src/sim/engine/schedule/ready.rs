@@ -244,11 +244,20 @@ impl Block {
 }
 
 /// The place of the set bit of rank `rank` in `bits` (which has more set bits
-/// than `rank`), found by halving without a branch: six steps whatever the
-/// rank, where clearing the lowest bit `rank` times took up to 63 dependent
-/// steps. At each step the low `width` bits hold the bit sought or not; if
-/// not, they are shifted out and their count taken from `rank`.
+/// than `rank`): below 8, by clearing the lowest set bit `rank` times; above,
+/// by halving without a branch, six steps whatever the rank, where clearing
+/// took up to 63 dependent steps. At each step the low `width` bits hold the
+/// bit sought or not; if not, they are shifted out and their count taken from
+/// `rank`.
 fn select_in_word(mut bits: u64, mut rank: u32) -> u32 {
+    if rank < 8 {
+        // A low rank (a sparse block's words, late in a burst): fewer steps
+        // clearing the bits below it than halving.
+        for _ in 0..rank {
+            bits &= bits - 1;
+        }
+        return bits.trailing_zeros();
+    }
     let mut at = 0;
     for width in [32u32, 16, 8, 4, 2, 1] {
         let ones = (bits & ((1u64 << width) - 1)).count_ones();
