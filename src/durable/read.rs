@@ -73,7 +73,7 @@ const TAIL_BYTES: u64 = 1 << 16;
 /// crash, or a run still going, left it so). That is what `--resume` continues
 /// and the only record of the run's open questions; a missing or empty file, a
 /// file that is no log, and a finished run's log hold none. Reads the first
-/// line and the last [`TAIL_BYTES`], whatever the file's length.
+/// line and the last 64 KiB (`TAIL_BYTES`), whatever the file's length.
 pub fn holds_unfinished_run(path: &Path) -> std::io::Result<bool> {
     unfinished_run(path).map(|header| header.is_some())
 }

@@ -57,7 +57,7 @@ impl Peer {
 
     /// Counts the timers due at once (`after_ns` 0) that a reply started, after
     /// an input that was (`fired`) or was not the firing of one, and fails once
-    /// [`ZERO_TIMER_CHAIN_MAX`] follow each other, each started by the last
+    /// `ZERO_TIMER_CHAIN_MAX` (100,000) follow each other, each started by the last
     /// one's firing with nothing else in between: the clock never moves again
     /// and no event is recorded, so no limit of the run would ever stop it.
     pub fn chain_zero_timers(&mut self, fired: bool, started: usize) -> Result<(), String> {
