@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,9 @@ struct Core {
     waiters: Mutex<BTreeMap<u64, Vec<oneshot::Sender<()>>>>,
     gates: Mutex<Vec<Weak<dyn Release>>>,
     failed: Mutex<Option<String>>,
+    /// `failed` holds a message: read before its lock by every append, which
+    /// otherwise took the lock and cloned `None` for each line.
+    has_failed: AtomicBool,
 }
 
 /// Lines appended and not yet handed to the disk (group commit only).
@@ -122,6 +125,7 @@ impl LogFile {
             waiters: Mutex::new(BTreeMap::new()),
             gates: Mutex::new(Vec::new()),
             failed: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
         });
         let syncer = match policy {
             SyncPolicy::Group { window } => {
@@ -175,7 +179,7 @@ impl LogFile {
     /// The first write or sync error, if one happened: nothing appended after it
     /// becomes durable.
     pub fn failure(&self) -> Option<String> {
-        self.handle.core.failed.lock().expect("log poisoned").clone()
+        self.handle.core.failed()
     }
 
     /// Tells `gate` whenever lines become durable, for as long as it lives.
@@ -284,6 +288,9 @@ impl Drop for Handle {
 
 impl Core {
     fn failed(&self) -> Option<String> {
+        if !self.has_failed.load(Ordering::Acquire) {
+            return None;
+        }
         self.failed.lock().expect("log poisoned").clone()
     }
 
@@ -332,6 +339,7 @@ impl Core {
 fn core_fail(core: &Core, error: &std::io::Error) {
     let mut failed = core.failed.lock().expect("log poisoned");
     failed.get_or_insert_with(|| format!("{}: {error}", core.path.display()));
+    core.has_failed.store(true, Ordering::Release);
     tracing::error!(path = %core.path.display(), %error, "the durable log failed");
 }
 
@@ -412,5 +420,61 @@ impl LogSink for Appender {
     }
     fn deferred(&self) -> bool {
         self.0.policy().deferred()
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::log::LogHeader;
+
+    /// A log whose disk fills (`/dev/full`) under each policy: the error names
+    /// the file, nothing after it counts as durable, and neither a sync nor an
+    /// async wait for durability hangs on it, one that began before the
+    /// failure included.
+    #[test]
+    fn a_log_whose_writes_fail_says_so_and_keeps_nobody_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        // Group last: with the failure not kept, its sync would wait for ever,
+        // where the other two fail the assertions at once. A window of 100 ms:
+        // the async wait below is registered before the sync thread writes.
+        for policy in ["every", "none", "group:100"] {
+            let policy: SyncPolicy = policy.parse().unwrap();
+            let path = dir.path().join(format!("{policy}.jsonl"));
+            let log = LogFile::create(&path, &LogHeader::new("full", 0), policy).unwrap();
+            assert_eq!(log.failure(), None, "{policy}: a fresh log has not failed");
+            let full = File::options().write(true).open("/dev/full").unwrap();
+            log.replace_file(full).unwrap();
+            let mut sink = log.appender();
+            let appended = sink.append(1, b"{\"seq\":1}\n");
+            // The failure comes from the sync thread, outside the runtime, so
+            // time cannot be paused (it would jump to the timeout at once): the
+            // minute is a guard that turns a wait that never ends into a
+            // failure, not a measure of anything.
+            let waited = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+                .block_on(async { tokio::time::timeout(Duration::from_secs(60), log.durable_now()).await });
+            assert!(waited.is_ok(), "{policy}: an async wait for the line returns");
+            let synced = sink.flush();
+            assert!(
+                appended.is_err() || synced.is_err(),
+                "{policy}: the failure reaches the writer"
+            );
+            let failure = log
+                .failure()
+                .unwrap_or_else(|| panic!("{policy}: no failure kept"));
+            assert!(
+                failure.contains(&path.display().to_string()),
+                "{policy}: {failure}"
+            );
+            assert_eq!(log.durable(), 0, "{policy}: nothing past the failure is durable");
+            assert!(
+                sink.append(2, b"{\"seq\":2}\n").is_err(),
+                "{policy}: later lines are refused"
+            );
+            assert!(log.sync().is_err(), "{policy}: a sync says so");
+        }
     }
 }
