@@ -135,9 +135,15 @@ struct Block {
     count: usize,
 }
 
+/// The word of a block's bitmap that holds place `at`, and its bit there.
+fn bit(at: usize) -> (usize, u64) {
+    (at / 64, 1 << (at % 64))
+}
+
 impl Block {
     fn is_live(&self, at: usize) -> bool {
-        self.live[at / 64] & (1 << (at % 64)) != 0
+        let (word, mask) = bit(at);
+        self.live[word] & mask != 0
     }
 
     /// Where the entry with key `seq` is, live or dead.
@@ -176,7 +182,8 @@ impl Block {
 
     fn kill(&mut self, at: usize) {
         debug_assert!(self.is_live(at), "a live entry dies once");
-        self.live[at / 64] &= !(1 << (at % 64));
+        let (word, mask) = bit(at);
+        self.live[word] &= !mask;
         self.count -= 1;
     }
 
@@ -184,14 +191,16 @@ impl Block {
     fn revive(&mut self, at: usize, slot: Slot) {
         assert!(!self.is_live(at), "a seq is ready at most once");
         self.slots[at] = slot;
-        self.live[at / 64] |= 1 << (at % 64);
+        let (word, mask) = bit(at);
+        self.live[word] |= mask;
         self.count += 1;
     }
 
     fn push(&mut self, slot: Slot) {
         let at = self.slots.len();
         self.slots.push(slot);
-        self.live[at / 64] |= 1 << (at % 64);
+        let (word, mask) = bit(at);
+        self.live[word] |= mask;
         self.count += 1;
     }
 
@@ -218,9 +227,9 @@ impl Block {
         let live = self.live;
         let mut at = 0;
         self.slots.retain(|_| {
-            let kept = live[at / 64] & (1 << (at % 64)) != 0;
+            let (word, mask) = bit(at);
             at += 1;
-            kept
+            live[word] & mask != 0
         });
         self.all_live();
     }
