@@ -109,6 +109,36 @@ impl Out {
         self.effects.push(Effect::Send(Envelope::Broker(msg)));
     }
 
+    /// Makes room for `n` more effects at once: a delivery that writes one for
+    /// each of many (a turn's cancel reaching 10^5 agents) would otherwise grow
+    /// the outbox by doubling and copy all it holds at each step, a cache miss
+    /// to read and one to write apiece once the outbox outgrows the cache.
+    pub fn reserve(&mut self, n: usize) {
+        self.effects.reserve(n);
+    }
+
+    /// An empty outbox for the same delivery (its time and mailbox place), to
+    /// write effects that [`Out::append`] puts after this one's later: a
+    /// handler that must count what it writes before it makes room for it.
+    pub fn beside(&self) -> Out {
+        Out {
+            now: self.now,
+            mbox: self.mbox,
+            effects: Vec::new(),
+        }
+    }
+
+    /// Moves the effects of `other` (an outbox [`Out::beside`] this one) after
+    /// this one's, in their order.
+    pub fn append(&mut self, other: &mut Out) {
+        debug_assert_eq!(
+            (self.now, self.mbox),
+            (other.now, other.mbox),
+            "an outbox of the same delivery"
+        );
+        self.effects.append(&mut other.effects);
+    }
+
     /// Sends to an agent.
     pub fn tell_agent(&mut self, agent: AgentId, msg: AgentMsg) {
         self.effects.push(Effect::Send(Envelope::Agent(agent, msg)));
@@ -178,6 +208,16 @@ impl Out {
                 Effect::Record(kind) => kind,
                 _ => unreachable!("only records are extracted"),
             })
+    }
+
+    /// How many effects wait to be carried out.
+    pub fn len(&self) -> usize {
+        self.effects.len()
+    }
+
+    /// Whether no effect waits.
+    pub fn is_empty(&self) -> bool {
+        self.effects.is_empty()
     }
 
     /// Takes the effects, in the order they were made.
