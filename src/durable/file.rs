@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -64,10 +64,9 @@ struct Core {
     /// theirs is durable (never all at each sync).
     waiters: Mutex<BTreeMap<u64, Vec<oneshot::Sender<()>>>>,
     gates: Mutex<Vec<Weak<dyn Release>>>,
-    failed: Mutex<Option<String>>,
-    /// `failed` holds a message: read before its lock by every append, which
-    /// otherwise took the lock and cloned `None` for each line.
-    has_failed: AtomicBool,
+    /// The first failure's message, set once: every append reads it, without
+    /// a lock (a mutex here was taken, and its `None` cloned, for each line).
+    failed: OnceLock<String>,
 }
 
 /// Lines appended and not yet handed to the disk (group commit only).
@@ -124,8 +123,7 @@ impl LogFile {
             durable: AtomicU64::new(seq),
             waiters: Mutex::new(BTreeMap::new()),
             gates: Mutex::new(Vec::new()),
-            failed: Mutex::new(None),
-            has_failed: AtomicBool::new(false),
+            failed: OnceLock::new(),
         });
         let syncer = match policy {
             SyncPolicy::Group { window } => {
@@ -288,10 +286,7 @@ impl Drop for Handle {
 
 impl Core {
     fn failed(&self) -> Option<String> {
-        if !self.has_failed.load(Ordering::Acquire) {
-            return None;
-        }
-        self.failed.lock().expect("log poisoned").clone()
+        self.failed.get().cloned()
     }
 
     fn write(&self, bytes: &[u8], sync: bool) -> std::io::Result<()> {
@@ -337,9 +332,8 @@ impl Core {
 }
 
 fn core_fail(core: &Core, error: &std::io::Error) {
-    let mut failed = core.failed.lock().expect("log poisoned");
-    failed.get_or_insert_with(|| format!("{}: {error}", core.path.display()));
-    core.has_failed.store(true, Ordering::Release);
+    core.failed
+        .get_or_init(|| format!("{}: {error}", core.path.display()));
     tracing::error!(path = %core.path.display(), %error, "the durable log failed");
 }
 
