@@ -7,8 +7,9 @@
 //!
 //! The three hashes are the simulator's tools (a run's `trace_hash`, a sweep's
 //! distinct orders and timings); a recorder computes only those it is asked for
-//! ([`Hashes`]: all three unless narrowed, as the actor runtime of a library host
-//! is by default), and with no hash and no log file it does not serialise an
+//! ([`Hashes`]: all three unless narrowed, as a simulated run narrows them to
+//! the two its summary reports and the actor runtime of a library host to none
+//! by default), and with no hash and no log file it does not serialise an
 //! event at all: the projection, the observer and the kept list take the
 //! [`Event`] itself, never its line.
 //!
@@ -35,9 +36,9 @@ pub trait Observer: Send {
 }
 
 /// Which of its SHA-256 digests a recorder computes over the lines it records.
-/// Each is a superset of the one before it (`None < Trace < All`), and a
-/// recorder's can only be narrowed ([`Recorder::narrow_hashes`]): a hash
-/// stopped is never started again, since it would miss the lines before.
+/// Each is a superset of the one before it (`None < Trace < TraceAndOrder <
+/// All`), and a recorder's can only be narrowed ([`Recorder::narrow_hashes`]):
+/// a hash stopped is never started again, since it would miss the lines before.
 ///
 /// A hash that was not computed is reported as unavailable ([`LogHashes`]'s
 /// `None`, [`Recording`]'s empty string), never as a digest of part of the log.
@@ -50,10 +51,13 @@ pub enum Hashes {
     None,
     /// The trace hash only (SHA-256 of the log's bytes, header included).
     Trace,
-    /// The trace, order and timing hashes: what the simulator reports and
-    /// compares (`trace_hash`, a sweep's distinct orders and timings). A
-    /// recorder made by [`Recorder::new`] or [`Recorder::continuing`] starts
-    /// with all three.
+    /// The trace and order hashes: what a run's summary reports (`trace_hash`,
+    /// `order_hash`), and all a simulated run computes unless it asks for more
+    /// (`crate::sim::RunOptions::hashes`).
+    TraceAndOrder,
+    /// The trace, order and timing hashes: what a sweep compares too (its
+    /// distinct orders and timings). A recorder made by [`Recorder::new`] or
+    /// [`Recorder::continuing`] starts with all three.
     All,
 }
 
@@ -62,7 +66,11 @@ impl Hashes {
         self >= Hashes::Trace
     }
 
-    fn order_and_timing(self) -> bool {
+    fn order(self) -> bool {
+        self >= Hashes::TraceAndOrder
+    }
+
+    fn timing(self) -> bool {
         self == Hashes::All
     }
 }
@@ -83,13 +91,14 @@ pub struct LogHashes {
 #[derive(Clone, Debug)]
 pub struct Recording {
     /// Which hashes were computed: each of the three below that was not is the
-    /// empty string (the simulator's runs compute all three).
+    /// empty string (a simulated run computes the trace and order hashes, and a
+    /// sweep's the timing hash too).
     pub hashes: Hashes,
     /// SHA-256 of the log (header and events), hex; empty unless `hashes`
     /// includes [`Hashes::Trace`].
     pub trace_hash: String,
     /// SHA-256 of the event lines without `seq` and `t`, hex; empty unless
-    /// `hashes` is [`Hashes::All`].
+    /// `hashes` includes [`Hashes::TraceAndOrder`].
     pub order_hash: String,
     /// SHA-256 of the event lines (no header, so no seed), hex: equal for two
     /// runs exactly when they did the same things at the same times; empty
@@ -216,8 +225,8 @@ impl Recorder {
         let computed = |on: bool, hash: &Sha256| on.then(|| hex(&hash.clone().finalize()));
         LogHashes {
             trace_hash: computed(self.hashes.trace(), &self.trace),
-            order_hash: computed(self.hashes.order_and_timing(), &self.order),
-            timing_hash: computed(self.hashes.order_and_timing(), &self.timing),
+            order_hash: computed(self.hashes.order(), &self.order),
+            timing_hash: computed(self.hashes.timing(), &self.timing),
         }
     }
 
@@ -323,8 +332,10 @@ impl Recorder {
         if self.hashes.trace() {
             self.trace.update(line);
         }
-        if self.hashes.order_and_timing() {
+        if self.hashes.timing() {
             self.timing.update(line);
+        }
+        if self.hashes.order() {
             self.order.update(b"{");
             self.order.update(without_seq_and_t(line));
         }
@@ -532,6 +543,13 @@ mod tests {
         assert_eq!(trace.hashes, Hashes::Trace);
         assert_eq!(trace.trace_hash, all.trace_hash);
         assert_eq!((trace.order_hash.as_str(), trace.timing_hash.as_str()), ("", ""));
+        let (ordered, _, _) = recorded(Hashes::TraceAndOrder, false);
+        assert_eq!(ordered.hashes, Hashes::TraceAndOrder);
+        assert_eq!(
+            (&ordered.trace_hash, &ordered.order_hash),
+            (&all.trace_hash, &all.order_hash)
+        );
+        assert_eq!(ordered.timing_hash, "");
         let (none, _, serialised) = recorded(Hashes::None, false);
         assert_eq!(none.hashes, Hashes::None);
         let empty = ["", "", ""];

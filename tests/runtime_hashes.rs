@@ -15,6 +15,7 @@ use asksim::log::{LogHeader, events_hash, trace_hash};
 use asksim::policy::Policy;
 use asksim::record::{Hashes, LogHashes};
 use asksim::scenario::{self, Clock};
+use asksim::sim::RunOptions;
 use asksim::tool::{Timeout, ToolConfig};
 use asksim::{AnswererSlot, Runtime, RuntimeConfig};
 use sha2::{Digest, Sha256};
@@ -110,9 +111,10 @@ async fn a_library_runtime_by_default_reports_no_hash_and_records_the_same_event
     assert_eq!(events, hashed, "the same events, with or without hashes");
 }
 
-/// The real-clock driver reports `trace_hash` (and a sweep reads the order and
-/// timing hashes): it records through the runtime with every hash, whatever
-/// the library's default, and they are those of its events.
+/// The real-clock driver reports `trace_hash` and `order_hash` (and a sweep
+/// reads the timing hash too): it records through the runtime with the hashes
+/// the run asks for, whatever the library's default, and they are those of its
+/// events.
 #[test]
 fn the_real_clock_driver_still_computes_every_hash_over_its_log() {
     let text = r#"{
@@ -125,12 +127,20 @@ fn the_real_clock_driver_still_computes_every_hash_over_its_log() {
                    "options": [ { "label": "Yes (Recommended)" }, { "label": "No" } ] } ] } } ] } ]
     }"#;
     let scenario = scenario::parse("real-hashes.json", text).unwrap();
-    let output = asksim::sim::run(&scenario, 7, Clock::Real).unwrap();
+    let header = asksim::sim::log_header(&scenario, 7, Clock::Real);
+    let reported = asksim::sim::run(&scenario, 7, Clock::Real).unwrap();
+    let recording = &reported.recording;
+    assert_eq!(recording.hashes, Hashes::TraceAndOrder, "what a run reports");
+    assert_eq!(recording.trace_hash, trace_hash(&header, reported.events()));
+    assert_eq!(recording.order_hash, order_hash(reported.events()));
+    assert_eq!(recording.timing_hash, "");
+    let mut options = RunOptions::new(&scenario, 7, Clock::Real);
+    options.hashes = Hashes::All;
+    let output = asksim::sim::run_options(&scenario, options).unwrap();
     let events = output.events();
     assert!(events.len() >= 5, "{} events", events.len());
     let recording = &output.recording;
     assert_eq!(recording.hashes, Hashes::All);
-    let header = asksim::sim::log_header(&scenario, 7, Clock::Real);
     assert_eq!(recording.trace_hash, trace_hash(&header, events));
     assert_eq!(recording.order_hash, order_hash(events));
     assert_eq!(recording.timing_hash, events_hash(events));

@@ -59,11 +59,8 @@ fn summary_of(text: &str, seed: u64) -> Option<Summary> {
         clock: Clock::Virtual,
         strategy: Strategy::Random,
         keep_events: true,
-        log: None,
-        taps: Vec::new(),
-        broker: None,
-        answerers: Default::default(),
         journal_after: None,
+        ..RunOptions::new(&scenario, seed, Clock::Virtual)
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))
@@ -77,11 +74,8 @@ fn summary_with(text: &str, seed: u64, strategy: Strategy) -> Option<Summary> {
         clock: Clock::Virtual,
         strategy,
         keep_events: false,
-        log: None,
-        taps: Vec::new(),
-        broker: None,
-        answerers: Default::default(),
         journal_after: None,
+        ..RunOptions::new(&scenario, seed, Clock::Virtual)
     };
     let output = sim::run_options(&scenario, options).expect("a run without a log");
     Some(summarise(&scenario, "candidate.json", &output))

@@ -120,7 +120,8 @@ pub struct RuntimeConfig {
     /// do not need them), and they were the largest part of the recorder's
     /// work; with no hash and no log file an event is not even serialised.
     /// [`Hashes::Trace`] gives the log's `trace_hash` as the simulator
-    /// computes it, [`Hashes::All`] its order and timing hashes too. With a
+    /// computes it, [`Hashes::TraceAndOrder`] its order hash too,
+    /// [`Hashes::All`] its timing hash as well. With a
     /// log file the lines are written whatever this says: the file holds
     /// every byte a hash would be computed from. A recovered runtime
     /// ([`Runtime::recover`]) hashes the events read back from its file, then

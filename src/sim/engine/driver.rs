@@ -15,7 +15,7 @@ use crate::durable::{LogFile, Recovery};
 use crate::log::LogHeader;
 use crate::projection::Projection;
 use crate::protocol::BrokerStatus;
-use crate::record::{Observer, Recorder};
+use crate::record::{Hashes, Observer, Recorder};
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::output::{Limit, Output};
 use crate::sim::engine::queue::Chooser;
@@ -59,6 +59,13 @@ pub struct RunOptions {
     /// [`JOURNAL_AFTER`]; sweeps, `explore` and `shrink`, which keep every
     /// core busy with runs of their own, give `None`.
     pub journal_after: Option<u64>,
+    /// Which of the log's hashes the run computes. [`RunOptions::new`] gives
+    /// [`Hashes::TraceAndOrder`], the two a run's summary reports
+    /// (`trace_hash`, `order_hash`); a sweep asks for [`Hashes::All`], since
+    /// it counts distinct timings too. Each hash is a SHA-256 over every
+    /// event's line, a tenth of a large run's time; one not computed is the
+    /// empty string in [`crate::record::Recording`].
+    pub hashes: Hashes,
 }
 
 impl RunOptions {
@@ -74,6 +81,7 @@ impl RunOptions {
             broker: None,
             answerers: Answerers::default(),
             journal_after: Some(JOURNAL_AFTER),
+            hashes: Hashes::TraceAndOrder,
         }
     }
 }
@@ -137,7 +145,7 @@ pub fn run_watched<W: Watch>(
     let wall = std::time::Instant::now();
     let header = crate::sim::engine::log_file::log_header(scenario, options.seed, options.clock);
     let keep = options.keep_events || options.clock == Clock::Real;
-    let mut recorder = Recorder::new(&header, scenario.limits.events_max, keep);
+    let mut recorder = Recorder::new(&header, scenario.limits.events_max, keep).with_hashes(options.hashes);
     let log = options.log.take();
     if let Some(log) = &log {
         recorder.sink_to(log.appender());
@@ -179,6 +187,7 @@ pub fn resume_watched<W: Watch>(
         torn,
         ..
     } = recovery;
+    recorder.narrow_hashes(options.hashes);
     observe(&mut recorder, &mut options, watch);
     let (mut output, written) = match options.clock {
         Clock::Virtual => {
@@ -382,9 +391,11 @@ fn estimate_steps(scenario: &Scenario, seed: u64, broker: Option<&Endpoint>, ans
         broker: broker.cloned(),
         answerers: answerers.clone(),
         journal_after: None,
+        hashes: Hashes::None,
     };
     let header = LogHeader::new(&scenario.name, seed);
-    let recorder = Recorder::new(&header, scenario.limits.events_max, false);
+    // Nobody reads this run's log: no hash, so no event is even serialised.
+    let recorder = Recorder::new(&header, scenario.limits.events_max, false).with_hashes(options.hashes);
     let mut fifo = strategy::Fifo;
     simulate::<Unwatched>(scenario, &options, recorder, &mut fifo, None)
         .0

@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use serde::Serialize;
 
 use crate::answerer::Answerers;
+use crate::record::Hashes;
 use crate::scenario::{Clock, Scenario};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::engine::strategy::Strategy;
@@ -114,6 +115,8 @@ pub fn run_seed(scenario: &Scenario, options: &SweepOptions, seed: u64) -> SeedR
         broker: options.broker.clone(),
         answerers: options.answerers.clone(),
         journal_after: None,
+        // A sweep counts distinct orders and timings: every hash.
+        hashes: Hashes::All,
     };
     let output = judged::run_options(scenario, run).expect("a sweep writes no log");
     SeedResult {

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use super::Progress;
 use super::lists::{self, List, Seg, Tally};
 use super::signature::{Failure, Signature, signature};
+use crate::record::Hashes;
 use crate::scenario::{self, Clock, Strategy};
 use crate::sim::engine::driver::RunOptions;
 use crate::sim::judge::judged;
@@ -78,6 +79,7 @@ impl Runner<'_> {
             broker: self.broker.cloned(),
             answerers: self.answerers.clone(),
             journal_after: None,
+            hashes: Hashes::TraceAndOrder,
         };
         let output = judged::run_options(scenario, options).ok()?;
         let summary = summarise(scenario, self.label, &output);
