@@ -59,8 +59,16 @@ impl RawQuestions {
     }
 
     fn single_line(&self) -> bool {
-        !self.0.get().contains(['\n', '\r'])
+        single_line(self.0.get())
     }
+}
+
+/// Whether `text` holds no line break: two searches for one byte each
+/// (`memchr`, a word at a time), where one search for either of two chars
+/// decodes the text char by char (a request's questions are searched twice,
+/// on the world's thread and on the journal's).
+fn single_line(text: &str) -> bool {
+    !(text.contains('\n') || text.contains('\r'))
 }
 
 impl PartialEq for RawQuestions {
@@ -422,9 +430,8 @@ impl EventKind {
     /// questions exactly as the model sent them.
     pub fn request(call_id: &CallId, agent: &Name, ask: &Ask, mbox: Option<u64>) -> EventKind {
         let questions = RawQuestions(ask.questions_raw.clone());
-        let questions_text = (ask.questions_raw.get())
-            .contains(['\n', '\r'])
-            .then(|| ask.questions_raw.get().to_owned());
+        let raw = ask.questions_raw.get();
+        let questions_text = (!single_line(raw)).then(|| raw.to_owned());
         EventKind::Request {
             call_id: call_id.clone(),
             agent: agent.clone(),
