@@ -65,6 +65,19 @@ struct Core {
 struct Queue {
     pending: Mutex<Pending>,
     wake: Condvar,
+    /// [`Pending::last`], stored under the lock whenever it changes and read
+    /// without it: the write-ahead gate asks for the horizon at each held
+    /// send, and a lock there met the journal's thread at the queue's line
+    /// once more a call.
+    last: AtomicU64,
+}
+
+impl Queue {
+    /// Sets the `seq` of the last event queued, under the lock `pending` is.
+    fn set_last(&self, pending: &mut Pending, last: u64) {
+        pending.last = last;
+        self.last.store(last, Ordering::Release);
+    }
 }
 
 #[derive(Default)]
@@ -99,6 +112,7 @@ impl Journal {
         let core = Core::new(
             recorder,
             queued.then(|| Queue {
+                last: AtomicU64::new(pending.last),
                 pending: Mutex::new(pending),
                 wake: Condvar::new(),
             }),
@@ -176,7 +190,7 @@ impl Journal {
     /// the horizon then).
     pub(crate) fn horizon(&self) -> Option<u64> {
         let queue = self.core.queue.as_ref()?;
-        Some(queue.pending.lock().expect("journal poisoned").last)
+        Some(queue.last.load(Ordering::Acquire))
     }
 
     /// The recorder, with every queued event recorded.
@@ -210,7 +224,8 @@ impl Journal {
                 if given > pending.limit {
                     self.core.overflowed.store(true, Ordering::Relaxed);
                 }
-                pending.last = given.min(pending.limit);
+                let last = given.min(pending.limit);
+                queue.set_last(&mut pending, last);
                 if pending.idle {
                     pending.idle = false;
                     queue.wake.notify_one();
@@ -308,7 +323,7 @@ impl Core {
             // Caught up: the recorder's own count (it may have recorded in
             // place since, as its end does past the limit, or been replaced by
             // a recovery's).
-            pending.last = recorder.len();
+            queue.set_last(&mut pending, recorder.len());
             pending.limit = recorder.events_max();
         }
         n
