@@ -28,7 +28,8 @@ use std::io::Write;
 
 use rustc_hash::FxHashMap;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::event::{Event, EventKind};
 use crate::keyed::Keyed;
@@ -43,6 +44,91 @@ const ANSWERERS_PID: u64 = 2;
 /// category and name, so they must not vary within a flow).
 const FLOW_CAT: &str = "question";
 const FLOW_NAME: &str = "question";
+
+/// One trace event. Every kind's keys are written in the order this file has
+/// always written them, which is a subsequence of these fields' order: `M`
+/// (ph, name, pid, tid, args), `X` (ph, name, pid, tid, ts, dur, args), `i`
+/// (ph, s, name, pid, tid, ts), flows (ph, cat, name, id, pid, tid, ts, bp).
+/// Serialised from here, where a `serde_json::Value` built each one as an
+/// ordered map of owned keys (allocated, hashed and dropped: a tenth of the
+/// journal's thread under `--chrome-trace`).
+#[derive(Serialize)]
+struct TraceEvent {
+    ph: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    pid: u64,
+    tid: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<Args>,
+}
+
+impl TraceEvent {
+    /// A metadata event naming process or thread `pid`/`tid` `name`.
+    fn metadata(what: &str, pid: u64, tid: u64, name: &str) -> TraceEvent {
+        TraceEvent {
+            ph: "M",
+            s: None,
+            cat: None,
+            name: what.to_owned(),
+            id: None,
+            pid,
+            tid,
+            ts: None,
+            dur: None,
+            bp: None,
+            args: Some(Args {
+                name: Some(name.to_owned()),
+                result: None,
+            }),
+        }
+    }
+
+    /// An event of phase `ph` named `name` on `pid`/`tid` at `ts`, with no
+    /// other key yet.
+    fn at(ph: &'static str, name: String, (pid, tid): (u64, u64), ts: f64) -> TraceEvent {
+        TraceEvent {
+            ph,
+            s: None,
+            cat: None,
+            name,
+            id: None,
+            pid,
+            tid,
+            ts: Some(ts),
+            dur: None,
+            bp: None,
+            args: None,
+        }
+    }
+}
+
+/// A trace event's `args`: `{}`, `{"name": …}` or `{"result": …}`.
+#[derive(Serialize)]
+struct Args {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<String>,
+}
+
+impl Args {
+    const NONE: Args = Args {
+        name: None,
+        result: None,
+    };
+}
 
 /// The trace of `events` as a Trace Event JSON object.
 pub fn chrome_trace(events: &[Event]) -> Value {
@@ -75,8 +161,8 @@ impl<W: Write> ChromeTrace<W> {
             error: None,
         };
         let head = [
-            json!({"ph": "M", "name": "process_name", "pid": AGENTS_PID, "tid": 0, "args": {"name": "agents"}}),
-            json!({"ph": "M", "name": "process_name", "pid": ANSWERERS_PID, "tid": 0, "args": {"name": "answerers"}}),
+            TraceEvent::metadata("process_name", AGENTS_PID, 0, "agents"),
+            TraceEvent::metadata("process_name", ANSWERERS_PID, 0, "answerers"),
         ];
         trace.put(b"{\"traceEvents\":[");
         for (i, value) in head.iter().enumerate() {
@@ -118,7 +204,7 @@ impl<W: Write> ChromeTrace<W> {
         }
     }
 
-    fn put_value(&mut self, value: &Value) {
+    fn put_value(&mut self, value: &TraceEvent) {
         if self.error.is_none()
             && let Err(error) = serde_json::to_writer(&mut self.sink, value)
         {
@@ -147,7 +233,7 @@ impl<W: Write + Send + 'static> Observer for ChromeTrace<W> {
 /// trace: the calls still open at a process loss or at the end.
 #[derive(Default)]
 struct Trace {
-    out: Vec<Value>,
+    out: Vec<TraceEvent>,
     /// pid → track name → tid (tids count the tracks of both pids, from 1)
     tracks: FxHashMap<u64, FxHashMap<String, u64>>,
     track_count: u64,
@@ -188,8 +274,7 @@ impl Trace {
         self.track_count += 1;
         let tid = self.track_count;
         tracks.insert(name.to_owned(), tid);
-        self.out
-            .push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
+        (self.out).push(TraceEvent::metadata("thread_name", pid, tid, name));
         tid
     }
 
@@ -204,16 +289,22 @@ impl Trace {
         Some(id)
     }
 
-    fn slice(&mut self, pid: u64, track: &str, name: String, from: f64, to: f64, args: Value) {
+    fn slice(&mut self, pid: u64, track: &str, name: String, from: f64, to: f64, args: Args) {
         let tid = self.track(pid, track);
         let dur = (us(to) - us(from)).max(0.0);
-        self.out.push(json!({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": us(from), "dur": dur, "args": args}));
+        self.out.push(TraceEvent {
+            dur: Some(dur),
+            args: Some(args),
+            ..TraceEvent::at("X", name, (pid, tid), us(from))
+        });
     }
 
     fn instant(&mut self, pid: u64, track: &str, name: String, t: f64) {
         let tid = self.track(pid, track);
-        self.out
-            .push(json!({"ph": "i", "s": "t", "name": name, "pid": pid, "tid": tid, "ts": us(t)}));
+        self.out.push(TraceEvent {
+            s: Some("t"),
+            ..TraceEvent::at("i", name, (pid, tid), us(t))
+        });
     }
 
     /// An instant named `name` and, right after it, flow `id`'s event bound to it.
@@ -225,12 +316,14 @@ impl Trace {
             Phase::Step => "t",
             Phase::Finish => "f",
         };
-        let mut event = json!({"ph": ph, "cat": FLOW_CAT, "name": FLOW_NAME, "id": id, "pid": pid, "tid": tid, "ts": us(t)});
-        if let Phase::Finish = phase {
-            // Bind to the enclosing slice (the instant above), not the next one.
-            event["bp"] = "e".into();
-        }
-        self.out.push(event);
+        self.out.push(TraceEvent {
+            cat: Some(FLOW_CAT),
+            id: Some(id),
+            // A finish binds to the enclosing slice (the instant above), not
+            // the next one.
+            bp: matches!(phase, Phase::Finish).then_some("e"),
+            ..TraceEvent::at(ph, FLOW_NAME.to_owned(), (pid, tid), us(t))
+        });
     }
 
     /// The agent that made `call_id` (from its request, else from the callId).
@@ -335,8 +428,10 @@ impl Trace {
     }
 
     fn global_instant(&mut self, name: String, t: f64) {
-        self.out
-            .push(json!({"ph": "i", "s": "g", "name": name, "pid": AGENTS_PID, "tid": 0, "ts": us(t)}));
+        self.out.push(TraceEvent {
+            s: Some("g"),
+            ..TraceEvent::at("i", name, (AGENTS_PID, 0), us(t))
+        });
     }
 
     /// A tool result: the call's slice, and its flows finished unless it went
@@ -347,7 +442,10 @@ impl Trace {
             ResultKind::Answers => "answered",
             other => other.as_str(),
         };
-        let args = json!({"result": result});
+        let args = Args {
+            name: None,
+            result: Some(result.to_owned()),
+        };
         self.slice(AGENTS_PID, &agent, format!("{call_id} {outcome}"), start, t, args);
         if kind == ResultKind::Pending {
             // The owner keeps a pending question: its flow goes on.
@@ -384,7 +482,7 @@ impl Trace {
         let key = (call_id.to_owned(), answerer.to_owned());
         if let Some(from) = self.owned.remove(&key) {
             let name = format!("{call_id} answering");
-            self.slice(ANSWERERS_PID, answerer, name, from, t, json!({}));
+            self.slice(ANSWERERS_PID, answerer, name, from, t, Args::NONE);
         }
         self.step(call_id, answerer, format!("answer {call_id}"), t);
     }
@@ -445,7 +543,7 @@ impl Trace {
             format!("{call_id} pending → {how}"),
             from,
             t,
-            json!({}),
+            Args::NONE,
         );
     }
 
@@ -459,7 +557,7 @@ impl Trace {
                 format!("{call_id} open"),
                 from,
                 end_t,
-                json!({}),
+                Args::NONE,
             );
         }
         for (call_id, &(ref agent, from)) in std::mem::take(&mut self.pending).iter() {
@@ -469,7 +567,7 @@ impl Trace {
                 format!("{call_id} pending_open"),
                 from,
                 end_t,
-                json!({}),
+                Args::NONE,
             );
         }
     }
