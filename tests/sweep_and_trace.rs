@@ -383,3 +383,42 @@ fn check_flow_event(name: &str, events: &[Value], bound: &BTreeMap<usize, usize>
     );
     track
 }
+
+/// The trace's bytes as `--chrome-trace` writes them, pinned: every kind of
+/// trace event (metadata, instants on a track and global, slices with and
+/// without `args`, flow start, step and bound finish) with its keys in their
+/// order. The other trace tests compare parsed JSON, where key order does not
+/// show.
+#[test]
+fn chrome_trace_bytes_are_pinned_key_by_key() {
+    let bytes = |name: &str| {
+        let scenario = scenario::load(&scenario_path(name)).unwrap();
+        let output = asksim::sim::run(&scenario, scenario.seed, scenario.clock).unwrap();
+        let mut trace = asksim::sim::show::chrome_trace::ChromeTrace::new(Vec::new());
+        for event in output.events() {
+            asksim::record::Observer::event(&mut trace, event);
+        }
+        String::from_utf8(trace.finish().unwrap()).unwrap()
+    };
+    let quickstart = concat!(
+        r#"{"traceEvents":[{"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"agents"}},"#,
+        r#"{"ph":"M","name":"process_name","pid":2,"tid":0,"args":{"name":"answerers"}},"#,
+        r#"{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"root"}},"#,
+        r#"{"ph":"M","name":"thread_name","pid":2,"tid":2,"args":{"name":"web"}},"#,
+        r#"{"ph":"i","s":"t","name":"offer root/1 to web","pid":1,"tid":1,"ts":0.0},"#,
+        r#"{"ph":"s","cat":"question","name":"question","id":1,"pid":1,"tid":1,"ts":0.0},"#,
+        r#"{"ph":"i","s":"t","name":"accept root/1","pid":2,"tid":2,"ts":0.0},"#,
+        r#"{"ph":"t","cat":"question","name":"question","id":1,"pid":2,"tid":2,"ts":0.0},"#,
+        r#"{"ph":"X","name":"root/1 answering","pid":2,"tid":2,"ts":0.0,"dur":2000000.0,"args":{}},"#,
+        r#"{"ph":"i","s":"t","name":"answer root/1","pid":2,"tid":2,"ts":2000000.0},"#,
+        r#"{"ph":"t","cat":"question","name":"question","id":1,"pid":2,"tid":2,"ts":2000000.0},"#,
+        r#"{"ph":"X","name":"root/1 answered","pid":1,"tid":1,"ts":0.0,"dur":2000000.0,"args":{"result":"{\"answers\":[{\"id\":\"cleanup\",\"selected\":[\"Yes, delete them (Recommended)\"]}]}"}},"#,
+        r#"{"ph":"i","s":"t","name":"root/1 → answers","pid":1,"tid":1,"ts":2000000.0},"#,
+        r#"{"ph":"f","cat":"question","name":"question","id":1,"pid":1,"tid":1,"ts":2000000.0,"bp":"e"}],"#,
+        r#""displayTimeUnit":"ms"}"#
+    );
+    assert_eq!(bytes("quickstart.json"), quickstart);
+    let loss =
+        r#"{"ph":"i","s":"g","name":"process loss (restart after 1 s)","pid":1,"tid":0,"ts":4000000.0}"#;
+    assert!(bytes("loss-twice.json").contains(loss), "a global instant");
+}
