@@ -63,8 +63,8 @@ pub struct RunOptions {
     /// [`Hashes::TraceAndOrder`], the two a run's summary reports
     /// (`trace_hash`, `order_hash`); a sweep asks for [`Hashes::All`], since
     /// it counts distinct timings too. Each hash is a SHA-256 over every
-    /// event's line, a tenth of a large run's time; one not computed is the
-    /// empty string in [`crate::record::Recording`].
+    /// event's line (the three were a tenth of a large run's CPU); one not
+    /// computed is the empty string in [`crate::record::Recording`].
     pub hashes: Hashes,
 }
 
