@@ -65,19 +65,12 @@ struct Core {
 struct Queue {
     pending: Mutex<Pending>,
     wake: Condvar,
-    /// [`Pending::last`], stored under the lock whenever it changes and read
-    /// without it: the write-ahead gate asks for the horizon at each held
+    /// The `seq` of the last event queued (what the recorder will give it;
+    /// never past its limit on events). Written only under `pending`'s lock,
+    /// read without it: the write-ahead gate asks for the horizon at each held
     /// send, and a lock there met the journal's thread at the queue's line
     /// once more a call.
     last: AtomicU64,
-}
-
-impl Queue {
-    /// Sets the `seq` of the last event queued, under the lock `pending` is.
-    fn set_last(&self, pending: &mut Pending, last: u64) {
-        pending.last = last;
-        self.last.store(last, Ordering::Release);
-    }
 }
 
 #[derive(Default)]
@@ -85,9 +78,6 @@ struct Pending {
     events: Vec<(f64, EventKind)>,
     /// An emptied batch, its room kept for the next one.
     spare: Vec<(f64, EventKind)>,
-    /// The `seq` of the last event queued (what the recorder will give it;
-    /// never past its limit on events).
-    last: u64,
     /// The recorder's limit on events.
     limit: u64,
     /// The thread sleeps until woken.
@@ -104,15 +94,15 @@ impl Journal {
     /// thread can be started.
     pub(crate) fn new(recorder: Recorder) -> Journal {
         let queued = !recorder.has_sink() || recorder.has_deferred_sink();
+        let last = recorder.len();
         let pending = Pending {
-            last: recorder.len(),
             limit: recorder.events_max(),
             ..Pending::default()
         };
         let core = Core::new(
             recorder,
             queued.then(|| Queue {
-                last: AtomicU64::new(pending.last),
+                last: AtomicU64::new(last),
                 pending: Mutex::new(pending),
                 wake: Condvar::new(),
             }),
@@ -220,12 +210,11 @@ impl Journal {
                 let before = pending.events.len();
                 pending.events.extend(events.map(|kind| (t, kind)));
                 let queued = (pending.events.len() - before) as u64;
-                let given = pending.last.saturating_add(queued);
+                let given = queue.last.load(Ordering::Relaxed).saturating_add(queued);
                 if given > pending.limit {
                     self.core.overflowed.store(true, Ordering::Relaxed);
                 }
-                let last = given.min(pending.limit);
-                queue.set_last(&mut pending, last);
+                queue.last.store(given.min(pending.limit), Ordering::Release);
                 if pending.idle {
                     pending.idle = false;
                     queue.wake.notify_one();
@@ -323,7 +312,7 @@ impl Core {
             // Caught up: the recorder's own count (it may have recorded in
             // place since, as its end does past the limit, or been replaced by
             // a recovery's).
-            queue.set_last(&mut pending, recorder.len());
+            queue.last.store(recorder.len(), Ordering::Release);
             pending.limit = recorder.events_max();
         }
         n
