@@ -217,6 +217,17 @@ pub struct Queue {
     /// its slot until its due time (a window timer cancelled by an early answer
     /// would otherwise stay for the whole window).
     stale: usize,
+    /// The `seq` of each timer that left the table while its entry waited in
+    /// `heap` (cancelled, or its answerer died), since the heap was last
+    /// rebuilt: a rebuild drops the entries listed here with no look-up in the
+    /// tables. Looking each entry up cost a cache miss for every live one once
+    /// the tables outgrew the cache (a cancel of a tree of 10^5 agents rebuilt
+    /// its heap of work timers from 10^5 look-ups, then 5x10^4, ...).
+    dead: FxHashSet<u64>,
+    /// Whether `heap` may hold a stale entry `dead` does not list: a process
+    /// loss drops channels and timers wholesale, and the next rebuild looks
+    /// every entry up, as every rebuild did before.
+    unlisted: bool,
     /// Deliverable at `now`: live entries only.
     ready: Ready,
     /// Messages queued plus live timers that are not faults.
@@ -304,24 +315,45 @@ impl Queue {
         if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
             self.unindex(owner, id);
             self.forget(&timer);
-            self.ready.remove(timer.seq());
-            self.went_stale(1);
+            self.left(timer.seq());
         }
+    }
+
+    /// A timer with `seq` left the table: out of the ready set if it waits
+    /// there, else listed as dead for the heap's next rebuild.
+    fn left(&mut self, seq: u64) {
+        if self.ready.remove(seq).is_none() {
+            self.dead.insert(seq);
+        }
+        self.went_stale(1);
     }
 
     /// Counts `n` more entries that may be stale, and drops them all from the
     /// heap when they are half of it. Which entries are live does not depend on
     /// the heap's layout, and its order is total (`seq` is unique), so what is
     /// delivered, and when, is the same with or without the rebuild.
+    ///
+    /// The dead list is bounded the same way: entries skipped as they come up
+    /// leave `stale` but stay listed, so once the list outgrows the heap a
+    /// rebuild empties it (each rebuild follows at least as many listings as
+    /// it reads entries: O(1) amortised a cancel).
     fn went_stale(&mut self, n: usize) {
         self.stale += n;
-        if self.stale < STALE_MIN || self.stale * 2 < self.heap.len() {
+        let due = self.stale >= STALE_MIN && self.stale * 2 >= self.heap.len();
+        if !due && self.dead.len() <= STALE_MIN.max(self.heap.len()) {
             return;
         }
         let mut heap = std::mem::take(&mut self.heap);
-        heap.retain(|entry| self.live(entry.key(), entry.seq()));
+        if self.unlisted {
+            heap.retain(|entry| self.live(entry.key(), entry.seq()));
+        } else {
+            heap.retain(|entry| !self.dead.contains(&entry.seq()));
+        }
         self.heap = heap;
         self.stale = 0;
+        self.dead.clear();
+        self.dead.trim();
+        self.unlisted = false;
     }
 
     /// Gives back what the heap and the tables hold far beyond their contents
@@ -363,8 +395,7 @@ impl Queue {
         for id in ids {
             if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
                 self.forget(&timer);
-                self.ready.remove(timer.seq());
-                self.went_stale(1);
+                self.left(timer.seq());
             }
         }
     }
@@ -392,6 +423,7 @@ impl Queue {
         });
         self.work -= dropped;
         self.faults -= faults;
+        self.unlisted = true;
         self.went_stale(dropped + faults);
         let timers = &self.timers;
         self.answerer_timers.retain(|index, ids| {
@@ -800,6 +832,47 @@ mod tests {
             (0..n).step_by(10).collect::<Vec<_>>(),
             "the rest fire, in due order"
         );
+    }
+
+    #[test]
+    fn a_process_loss_leaves_no_stale_entry_behind_the_next_rebuild() {
+        // A loss drops timers without listing them; the rebuild after it must
+        // still find them stale (it looks them up), or the heap keeps them.
+        let mut queue = Queue::new();
+        let n = 10 * STALE_MIN as u64;
+        for id in 0..n {
+            queue.timer(Addr::Agent(id % 2), id, stop(id), 1_000_000 + id, false);
+        }
+        queue.retain(|_, to| to != Addr::Agent(1));
+        for id in (0..n).filter(|id| id % 2 == 0 && id % 10 != 0) {
+            queue.cancel(Addr::Agent(0), id);
+        }
+        assert!(
+            queue.heap.len() <= (n / 10) as usize * 2 + STALE_MIN,
+            "{} entries",
+            queue.heap.len()
+        );
+        let fired: Vec<u64> = std::iter::from_fn(|| queue.next(&mut First, u64::MAX, false).ok())
+            .map(|d| agent_of(&d))
+            .collect();
+        assert_eq!(fired, (0..n).step_by(10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_dead_list_stays_bounded_when_stale_entries_go_as_they_come_up() {
+        // Each timer is cancelled and the clock passes its due time before the
+        // next: the stale count never reaches a rebuild, yet the list of dead
+        // entries must not grow with the run.
+        let mut queue = Queue::new();
+        queue.timer(Addr::Broker, u64::MAX, stop(0), u64::MAX / 2, false);
+        for id in 0..20 * STALE_MIN as u64 {
+            queue.timer(Addr::Broker, 2 * id, stop(id), 10 * id + 5, false);
+            queue.timer(Addr::Broker, 2 * id + 1, stop(id), 10 * id + 6, false);
+            queue.cancel(Addr::Broker, 2 * id);
+            let fired = queue.next(&mut First, u64::MAX, false).expect("the kept timer");
+            assert_eq!(agent_of(&fired), id);
+            assert!(queue.dead.len() <= STALE_MIN + 1, "{} listed", queue.dead.len());
+        }
     }
 
     #[test]
