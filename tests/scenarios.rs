@@ -117,6 +117,44 @@ fn the_streamed_verdict_equals_the_verdict_over_the_kept_events() {
     }
 }
 
+/// SPEC §5 `join`: it waits for the child spawned under that name earlier
+/// in the script, whatever was spawned between; a `join` of a spawn the
+/// broker refused waits for nothing, and the refusal is the refused child's,
+/// not a sibling's. The run's end says which child each `join` waited for
+/// (the root works 20 s after it).
+#[test]
+fn join_waits_for_the_last_child_spawned_under_its_name() {
+    let ends_at = |steps: &str| {
+        let text = format!(
+            r#"{{"name": "j", "broker": {{"agents_per_tree_max": 4}},
+              "agents": [{{"name": "root", "script": [{steps}, {{"work": 20.0}}]}}]}}"#
+        );
+        let scenario = scenario::parse("inline", &text).unwrap_or_else(|e| panic!("{e}"));
+        let output = sim::run(&scenario, scenario.seed, scenario.clock).expect("a runtime");
+        summarise(&scenario, "inline", &output).virtual_s
+    };
+    let spawn =
+        |name: &str, s: f64| format!(r#"{{"spawn": {{"name": "{name}", "script": [{{"work": {s}}}]}}}}"#);
+    let (a, b, c) = (spawn("a", 1.0), spawn("b", 5.0), spawn("c", 3.0));
+    // b, between a and c: the root goes on at 5 s.
+    assert_eq!(ends_at(&format!(r#"{a}, {b}, {c}, {{"join": "b"}}"#)), 25.0);
+    // c, already ended when joined after b: 5 s still.
+    assert_eq!(
+        ends_at(&format!(r#"{a}, {b}, {c}, {{"join": "b"}}, {{"join": "c"}}"#)),
+        25.0
+    );
+    // The tree's fifth agent, d, is refused (LIMIT_EXCEEDED): joining it waits
+    // for nothing, and b, joined after it, still holds the root to 5 s.
+    let d = spawn("d", 9.0);
+    assert_eq!(ends_at(&format!(r#"{a}, {b}, {c}, {d}, {{"join": "d"}}"#)), 20.0);
+    assert_eq!(
+        ends_at(&format!(
+            r#"{a}, {b}, {c}, {d}, {{"join": "d"}}, {{"join": "b"}}"#
+        )),
+        25.0
+    );
+}
+
 /// SPEC §5: a run ends when nothing can change any more. A script whose turn
 /// fires while it works has ended, so its work's timer keeps no run going: the
 /// run ends at the cancel, not at the timer's time. Before the fix the
