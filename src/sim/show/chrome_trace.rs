@@ -23,6 +23,7 @@
 //! at its timestamp: that instant is the slice it binds to, in Perfetto and in
 //! chrome://tracing alike, also when calls overlap on a track.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -59,7 +60,9 @@ struct TraceEvent {
     s: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cat: Option<&'static str>,
-    name: String,
+    /// Borrowed where it is a constant (`process_name`, `thread_name`, a
+    /// flow's): no allocation for those.
+    name: Cow<'static, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<u64>,
     pid: u64,
@@ -76,12 +79,12 @@ struct TraceEvent {
 
 impl TraceEvent {
     /// A metadata event naming process or thread `pid`/`tid` `name`.
-    fn metadata(what: &str, pid: u64, tid: u64, name: &str) -> TraceEvent {
+    fn metadata(what: &'static str, pid: u64, tid: u64, name: &str) -> TraceEvent {
         TraceEvent {
             ph: "M",
             s: None,
             cat: None,
-            name: what.to_owned(),
+            name: Cow::Borrowed(what),
             id: None,
             pid,
             tid,
@@ -97,12 +100,17 @@ impl TraceEvent {
 
     /// An event of phase `ph` named `name` on `pid`/`tid` at `ts`, with no
     /// other key yet.
-    fn at(ph: &'static str, name: String, (pid, tid): (u64, u64), ts: f64) -> TraceEvent {
+    fn at(
+        ph: &'static str,
+        name: impl Into<Cow<'static, str>>,
+        (pid, tid): (u64, u64),
+        ts: f64,
+    ) -> TraceEvent {
         TraceEvent {
             ph,
             s: None,
             cat: None,
-            name,
+            name: name.into(),
             id: None,
             pid,
             tid,
@@ -322,7 +330,7 @@ impl Trace {
             // A finish binds to the enclosing slice (the instant above), not
             // the next one.
             bp: matches!(phase, Phase::Finish).then_some("e"),
-            ..TraceEvent::at(ph, FLOW_NAME.to_owned(), (pid, tid), us(t))
+            ..TraceEvent::at(ph, FLOW_NAME, (pid, tid), us(t))
         });
     }
 
