@@ -53,8 +53,6 @@ pub(crate) struct Journal {
 struct Core {
     recorder: Mutex<Recorder>,
     queue: Option<Queue>,
-    /// An event was queued past the recorder's limit on events.
-    overflowed: AtomicBool,
     /// The journal's thread panicked recording (an observer did): nothing more
     /// is queued.
     broken: AtomicBool,
@@ -116,15 +114,6 @@ impl Journal {
             thread,
             locks: AtomicU64::new(0),
             pushes: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether an event came past the recorder's limit on events (it was not
-    /// recorded), without waiting for what is queued.
-    pub(crate) fn overflowed(&self) -> bool {
-        match &self.core.queue {
-            Some(_) => self.core.overflowed.load(Ordering::Relaxed),
-            None => self.lock().overflowed(),
         }
     }
 
@@ -198,29 +187,7 @@ impl Journal {
             return 0;
         }
         match &self.core.queue {
-            Some(queue) => {
-                self.pushes.fetch_add(1, Ordering::Relaxed);
-                let mut pending = queue.pending.lock().expect("journal poisoned");
-                // Read under the queue's lock: `fail` sets it before it clears
-                // the queue under the same lock, so nothing queued after the
-                // event that panicked outlives the clearing.
-                if self.core.broken.load(Ordering::Acquire) {
-                    return 0;
-                }
-                let before = pending.events.len();
-                pending.events.extend(events.map(|kind| (t, kind)));
-                let queued = (pending.events.len() - before) as u64;
-                let given = queue.last.load(Ordering::Relaxed).saturating_add(queued);
-                if given > pending.limit {
-                    self.core.overflowed.store(true, Ordering::Relaxed);
-                }
-                queue.last.store(given.min(pending.limit), Ordering::Release);
-                if pending.idle {
-                    pending.idle = false;
-                    queue.wake.notify_one();
-                }
-                pending.events.len()
-            }
+            Some(queue) => self.enqueue(queue, |queued| queued.extend(events.map(|kind| (t, kind)))),
             None => {
                 self.locks.fetch_add(1, Ordering::Relaxed);
                 let mut recorder = self.lock();
@@ -228,6 +195,49 @@ impl Journal {
                 0
             }
         }
+    }
+
+    /// Records `batch`'s events, each at its own time, in order, after
+    /// everything recorded before, and leaves `batch` empty (its room kept):
+    /// as [`Journal::record`] of each in turn, under one lock. Gives how many
+    /// events wait in the queue now (0 in place).
+    pub(crate) fn record_batch(&self, batch: &mut Vec<(f64, EventKind)>) -> usize {
+        if batch.is_empty() {
+            return 0;
+        }
+        match &self.core.queue {
+            Some(queue) => self.enqueue(queue, |queued| queued.append(batch)),
+            None => {
+                self.locks.fetch_add(1, Ordering::Relaxed);
+                let mut recorder = self.lock();
+                batch.drain(..).for_each(|(t, kind)| recorder.record(t, kind));
+                0
+            }
+        }
+    }
+
+    /// Queues what `push` adds to the queue's events, under its lock; how many
+    /// events wait now. Once the journal's thread has failed, nothing more is
+    /// queued.
+    fn enqueue(&self, queue: &Queue, push: impl FnOnce(&mut Vec<(f64, EventKind)>)) -> usize {
+        self.pushes.fetch_add(1, Ordering::Relaxed);
+        let mut pending = queue.pending.lock().expect("journal poisoned");
+        // Read under the queue's lock: `fail` sets it before it clears
+        // the queue under the same lock, so nothing queued after the
+        // event that panicked outlives the clearing.
+        if self.core.broken.load(Ordering::Acquire) {
+            return 0;
+        }
+        let before = pending.events.len();
+        push(&mut pending.events);
+        let queued = (pending.events.len() - before) as u64;
+        let given = queue.last.load(Ordering::Relaxed).saturating_add(queued);
+        queue.last.store(given.min(pending.limit), Ordering::Release);
+        if pending.idle {
+            pending.idle = false;
+            queue.wake.notify_one();
+        }
+        pending.events.len()
     }
 }
 
@@ -242,7 +252,6 @@ impl Core {
         Arc::new(Core {
             recorder: Mutex::new(recorder),
             queue,
-            overflowed: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             failure: Mutex::new(None),
         })

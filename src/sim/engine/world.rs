@@ -378,7 +378,7 @@ impl<'s> World<'s> {
     /// The message of a panic while recording (an observer's) that the run
     /// has not crashed on yet: one on the journal's thread after the last
     /// delivery looked.
-    pub fn recording_failure(&self) -> Option<String> {
+    pub fn recording_failure(&mut self) -> Option<String> {
         self.recorder.failure()
     }
 
@@ -722,7 +722,7 @@ impl<'s> World<'s> {
     }
 
     /// The scenario's roots the log never saw spawned (the crash came first).
-    fn unspawned_roots(&self) -> Vec<Arc<AgentSpec>> {
+    fn unspawned_roots(&mut self) -> Vec<Arc<AgentSpec>> {
         let recorder = self.recorder.read();
         let known = &recorder.projection().agents;
         self.scenario
