@@ -322,9 +322,6 @@ fn simulate<W: Watch>(
     world.end(crate::sim::engine::output::end_reason(limit, failed));
     let finals = world.take_finals();
     let mut recorder = world.into_recorder();
-    // By agent once the world is gone: a table of every agent is made after
-    // the run's agents, broker and queue are freed, not at the run's peak.
-    let finals = crate::sim::engine::world::finals_by_agent(finals);
     let watch = recorder
         .take_observer()
         .and_then(|observer| observer.into_any().downcast::<Observers<W>>().ok())

@@ -14,7 +14,8 @@
 //!   the [`driver::Watch`] through which a judge sees it as it happens.
 //! - `real_clock`: a scenario on the actor runtime and the wall clock.
 //! - `log_file`: a run's durable log: its header, and reading it back to resume.
-//! - `output`: what a run produced, and why it stopped ([`output::Limit`]).
+//! - `output`: what a run produced, and why it stopped ([`output::Limit`]);
+//!   `finals`: its scripts' final results, found by agent when asked.
 //! - `reproduce`: the command that runs it again.
 //! - `tap`: an observer of the event stream the caller takes back after the run.
 //!
@@ -23,6 +24,7 @@
 //! [`output::Output`] as an opaque `V`.
 
 pub mod driver;
+pub mod finals;
 pub mod log_file;
 pub mod output;
 pub mod real_clock;

@@ -53,7 +53,7 @@ pub struct Output<V> {
     /// Final results of the scripts that ended, by agent, as compact JSON text.
     /// Found by hash; read in name order (`iter`, serialisation) by a sort: a
     /// run's end no longer sorts 10^5 names it is never asked for in order.
-    pub finals: crate::keyed::Keyed<crate::effect::FinalResult>,
+    pub finals: crate::sim::engine::finals::Finals,
     /// Calls still open at the end: callId → `"waiting"` or `"pending"`.
     pub open: BTreeMap<String, &'static str>,
     /// How the calls the broker closed in its last life closed, when the engine

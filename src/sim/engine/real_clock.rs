@@ -27,7 +27,6 @@ use crate::agent::{AgentSetup, Script};
 use crate::answerer::{AnswererSetup, Answerers};
 use crate::durable::{LogFile, SyncPolicy};
 use crate::event::EventKind;
-use crate::keyed::Keyed;
 use crate::protocol::{AgentId, AnswererIx, BrokerMsg, Turn, TurnId};
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Clock, EventSpec, Scenario};
@@ -129,7 +128,7 @@ pub(crate) fn empty_output<V>(seed: u64, recorder: Recorder) -> Output<V> {
         clock: Clock::Real,
         strategy: Strategy::Fifo,
         recording: recorder.finish().0,
-        finals: Keyed::new(),
+        finals: Default::default(),
         open: BTreeMap::new(),
         closed: None,
         limit: None,
@@ -316,8 +315,8 @@ impl<'s> Driver<'s> {
             clock: Clock::Real,
             strategy: Strategy::Fifo,
             recording,
-            finals: (self.continuity.finals.lock().expect("finals poisoned").iter())
-                .map(|(agent, f)| (crate::protocol::Text::from(agent.as_str()), f.clone()))
+            finals: (self.continuity.finals.lock().expect("finals poisoned").values())
+                .cloned()
                 .collect(),
             open: broker.open,
             closed: broker.closed,

@@ -19,9 +19,8 @@ use crate::agent::{AgentSetup, AgentState, Prepared, Script};
 use crate::answerer::Answerers;
 use crate::broker::BrokerConfig;
 use crate::dense::Dense;
-use crate::effect::{Effect, FinalResult, Out};
+use crate::effect::{Effect, Out};
 use crate::event::EventKind;
-use crate::keyed::Keyed;
 use crate::protocol::{
     Addr, AgentId, AnswererIx, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId,
     nanos, seconds,
@@ -29,6 +28,7 @@ use crate::protocol::{
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
 use crate::seed::{answerer_stream, derive_seed, jitter_stream};
+use crate::sim::engine::finals::Finals;
 use crate::sim::engine::output::Limit;
 use crate::sim::engine::queue::{Chooser, Delivery, Queue, Stop};
 use crate::sim::engine::recording::RunRecorder;
@@ -102,38 +102,6 @@ impl Agents {
     fn clear(&mut self) {
         self.0.clear();
     }
-}
-
-/// Final results in the order their scripts ended, in chunks of
-/// [`crate::dense::CHUNK`] once past the first: a vector grown by doubling held
-/// up to half its room empty at a run's end, which is its peak when every
-/// agent's script ends last.
-#[derive(Default)]
-pub struct Finals(Vec<Vec<FinalResult>>);
-
-impl Finals {
-    fn push(&mut self, final_result: FinalResult) {
-        match self.0.last_mut() {
-            Some(chunk) if chunk.len() < crate::dense::CHUNK => chunk.push(final_result),
-            _ => {
-                let mut chunk = Vec::with_capacity(if self.0.is_empty() { 0 } else { crate::dense::CHUNK });
-                chunk.push(final_result);
-                self.0.push(chunk);
-            }
-        }
-    }
-}
-
-/// The final results `finals` (in the order their scripts ended) by agent:
-/// an agent's last replaces any earlier one (an agent of a life before a
-/// process loss ended again after the restart).
-pub fn finals_by_agent(finals: Finals) -> Keyed<FinalResult> {
-    // Room for one each: an agent that ended in two lives takes one slot.
-    let mut by_agent = Keyed::with_capacity(finals.0.iter().map(Vec::len).sum());
-    for final_result in finals.0.into_iter().flatten() {
-        by_agent.insert(final_result.agent_name().clone(), final_result);
-    }
-    by_agent
 }
 
 /// The agents a run's scheduled events name (`cancel_turn`, `stop_agent`), by
@@ -365,7 +333,7 @@ impl<'s> World<'s> {
     }
 
     /// Takes the final results of the scripts that ended, in the order they
-    /// ended; [`finals_by_agent`] makes the table by agent of them.
+    /// ended (found by agent when first asked).
     pub fn take_finals(&mut self) -> Finals {
         std::mem::take(&mut self.finals)
     }
