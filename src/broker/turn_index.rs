@@ -8,8 +8,20 @@
 //! one, so the index holds as many links as there are turns with something
 //! under them. It never decides what a fired turn means: it answers "who is at
 //! or below this turn", and the broker filters by its own rules.
+//!
+//! Links are kept by the turn they lead from, hashed: a walk asks of every
+//! turn it reaches whether anything derives from it, and nearly none has
+//! anything (a child's own turn), which a look-up in a table of the few turns
+//! that do answers at once. In one B-tree of every (turn, derived) pair each
+//! of those questions was a descent of its depth, and each spawn an insert at
+//! that depth: a tenth of a cancelled tree's run at 10^5 agents
+//! (BENCHMARKS.md, issue #19, thirty-ninth session).
 
 use std::collections::BTreeSet;
+
+use std::collections::hash_map::Entry;
+
+use rustc_hash::FxHashMap;
 
 use crate::protocol::{AgentId, Turn, TurnId};
 
@@ -18,25 +30,59 @@ use crate::protocol::{AgentId, Turn, TurnId};
 pub struct TurnIndex<K> {
     /// (turn, holder): ordered so a turn's holders are one range.
     holders: BTreeSet<(TurnId, K)>,
-    /// (turn, turn derived from it directly).
-    links: BTreeSet<(TurnId, TurnId)>,
+    /// Each turn something derives from directly, and what does.
+    links: FxHashMap<TurnId, Derived>,
+}
+
+/// The turns derived directly from one turn, in order: most such turns have
+/// one (an agent's, under its owner's), a few many (a root's children's).
+#[derive(Debug)]
+enum Derived {
+    One(TurnId),
+    Many(BTreeSet<TurnId>),
+}
+
+impl Derived {
+    /// Adds `turn`; whether it was not there.
+    fn insert(&mut self, turn: TurnId) -> bool {
+        match self {
+            Derived::One(only) if *only == turn => false,
+            Derived::One(only) => {
+                *self = Derived::Many(BTreeSet::from([*only, turn]));
+                true
+            }
+            Derived::Many(set) => set.insert(turn),
+        }
+    }
+
+    /// Removes `turn`; whether none is left.
+    fn remove(&mut self, turn: TurnId) -> bool {
+        match self {
+            Derived::One(only) => *only == turn,
+            Derived::Many(set) => {
+                set.remove(&turn);
+                set.is_empty()
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = TurnId> + '_ {
+        let (one, many) = match self {
+            Derived::One(only) => (Some(*only), None),
+            Derived::Many(set) => (None, Some(set.iter().copied())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
 }
 
 impl<K> Default for TurnIndex<K> {
     fn default() -> Self {
         TurnIndex {
             holders: BTreeSet::new(),
-            links: BTreeSet::new(),
+            links: FxHashMap::default(),
         }
     }
 }
-
-/// The smallest and largest turn ids: the bounds of one turn's range.
-const FIRST: TurnId = TurnId { agent: 0, n: 0 };
-const LAST: TurnId = TurnId {
-    agent: u64::MAX,
-    n: u32::MAX,
-};
 
 impl<K: Ord + Copy + Bounded> TurnIndex<K> {
     /// Indexes `holder` at `turn`. O(log n) plus the links `turn`'s chain did not
@@ -50,7 +96,14 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
     /// caller finds by its turn itself ([`TurnIndex::turns_at_or_below`]).
     pub fn link(&mut self, turn: &Turn) {
         for pair in turn.chain().windows(2).rev() {
-            if !self.links.insert((pair[0], pair[1])) {
+            let added = match self.links.entry(pair[0]) {
+                Entry::Occupied(derived) => derived.into_mut().insert(pair[1]),
+                Entry::Vacant(slot) => {
+                    slot.insert(Derived::One(pair[1]));
+                    true
+                }
+            };
+            if !added {
                 break; // the rest of the chain is linked already
             }
         }
@@ -78,12 +131,16 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
             if sits(chain[i]) || self.holds_anything(chain[i]) {
                 break;
             }
-            self.links.remove(&(chain[i - 1], chain[i]));
+            if let Some(derived) = self.links.get_mut(&chain[i - 1])
+                && derived.remove(chain[i])
+            {
+                self.links.remove(&chain[i - 1]);
+            }
         }
     }
 
     fn holds_anything(&self, turn: TurnId) -> bool {
-        self.at(turn).next().is_some() || self.links.range((turn, FIRST)..=(turn, LAST)).next().is_some()
+        self.at(turn).next().is_some() || self.links.contains_key(&turn)
     }
 
     /// Every holder at any turn of `agent`, in (turn, holder) order. Costs what
@@ -108,11 +165,7 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
         let mut stack = vec![turn];
         while let Some(next) = stack.pop() {
             walked.push(next);
-            stack.extend(
-                self.links
-                    .range((next, FIRST)..=(next, LAST))
-                    .map(|(_, derived)| *derived),
-            );
+            stack.extend(self.links.get(&next).into_iter().flat_map(Derived::iter));
         }
         walked
     }
@@ -130,7 +183,10 @@ impl<K: Ord + Copy + Bounded> TurnIndex<K> {
     /// How many holders and links are indexed (for tests of what is dropped).
     #[cfg(test)]
     pub fn size(&self) -> (usize, usize) {
-        (self.holders.len(), self.links.len())
+        (
+            self.holders.len(),
+            self.links.values().map(|d| d.iter().count()).sum(),
+        )
     }
 }
 
