@@ -206,7 +206,13 @@ impl Journal {
             return 0;
         }
         match &self.core.queue {
-            Some(queue) => self.enqueue(queue, |queued| queued.append(batch)),
+            Some(queue) => {
+                let waiting = self.enqueue(queue, |queued| queued.append(batch));
+                // Left behind only once the journal's thread failed: nothing
+                // more is recorded then.
+                batch.clear();
+                waiting
+            }
             None => {
                 self.locks.fetch_add(1, Ordering::Relaxed);
                 let mut recorder = self.lock();
