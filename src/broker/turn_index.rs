@@ -14,11 +14,10 @@
 //! anything (a child's own turn), which a look-up in a table of the few turns
 //! that do answers at once. In one B-tree of every (turn, derived) pair each
 //! of those questions was a descent of its depth, and each spawn an insert at
-//! that depth: a tenth of a cancelled tree's run at 10^5 agents
-//! (BENCHMARKS.md, issue #19, thirty-ninth session).
+//! that depth: 7% of a cancelled tree's run at 10^5 agents (BENCHMARKS.md,
+//! issue #19, thirty-ninth session).
 
 use std::collections::BTreeSet;
-
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
