@@ -8,18 +8,18 @@
 //! expectations and library callers do), and at a tree of 10^5 agents making
 //! it was 4% of the run, a hash of each agent's name, out of the cache by
 //! then, and a place in a table of 10^5 (BENCHMARKS.md, issue #19,
-//! thirty-ninth session). Every read in order (`iter`, serialisation, `Debug`)
-//! sorts by agent, as [`crate::keyed::Keyed`] does: nothing of the table's own
-//! order reaches output.
+//! thirty-ninth session). The table is a [`crate::keyed::Keyed`]: every read
+//! in order (`iter`, serialisation, `Debug`) sorts by agent, and nothing of
+//! the table's own order reaches output.
 
 use std::fmt;
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
 use serde::{Serialize, Serializer};
 
 use crate::dense::CHUNK;
 use crate::effect::FinalResult;
+use crate::keyed::Keyed;
 use crate::protocol::Text;
 
 /// Final results in the order their scripts ended, in chunks of [`CHUNK`] once
@@ -29,7 +29,7 @@ use crate::protocol::Text;
 pub struct Finals {
     ended: Vec<Vec<FinalResult>>,
     /// By agent, the place in `ended` of its last: made at the first look-up.
-    last: OnceLock<FxHashMap<Text, usize>>,
+    last: OnceLock<Keyed<usize>>,
 }
 
 impl Finals {
@@ -68,10 +68,7 @@ impl Finals {
 
     /// Each agent's final result, by agent name.
     pub fn iter(&self) -> impl Iterator<Item = (&Text, &FinalResult)> + '_ {
-        let mut by_agent: Vec<(&Text, usize)> =
-            self.last().iter().map(|(agent, &place)| (agent, place)).collect();
-        by_agent.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        by_agent.into_iter().map(|(agent, place)| (agent, self.at(place)))
+        self.last().iter().map(|(agent, &place)| (agent, self.at(place)))
     }
 
     fn at(&self, place: usize) -> &FinalResult {
@@ -79,11 +76,10 @@ impl Finals {
     }
 
     /// The table by agent: its last final result's place.
-    fn last(&self) -> &FxHashMap<Text, usize> {
+    fn last(&self) -> &Keyed<usize> {
         self.last.get_or_init(|| {
-            let ended = self.ended.iter().flatten();
-            let mut last = FxHashMap::with_capacity_and_hasher(ended.clone().count(), Default::default());
-            for (place, final_result) in ended.enumerate() {
+            let mut last = Keyed::with_capacity(self.ended.iter().map(Vec::len).sum());
+            for (place, final_result) in self.ended.iter().flatten().enumerate() {
                 last.insert(final_result.agent_name().clone(), place);
             }
             last
