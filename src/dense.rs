@@ -191,13 +191,21 @@ mod tests {
         for ix in 0..end {
             assert_eq!(dense.get(ix), Some(&(ix * 10)));
         }
-        assert_eq!(dense.insert(CHUNK as u64, 1), Some(CHUNK as u64 * 10), "a second insert replaces");
+        assert_eq!(
+            dense.insert(CHUNK as u64, 1),
+            Some(CHUNK as u64 * 10),
+            "a second insert replaces"
+        );
         assert_eq!(dense.insert(end + 1, 5), None, "past a gap");
         assert_eq!(dense.get(end), None, "the gap holds nothing");
         assert_eq!(dense.insert(end, 4), None, "the gap filled later");
         assert_eq!(dense.insert(end + 1, 6), Some(5));
         assert_eq!(dense.iter().count(), end as usize + 2);
-        assert_eq!(dense.chunks[1].capacity(), CHUNK, "appends never move a later chunk");
+        assert_eq!(
+            dense.chunks[1].capacity(),
+            CHUNK,
+            "appends never move a later chunk"
+        );
         assert_eq!(dense.chunks[2].capacity(), CHUNK);
     }
 }
