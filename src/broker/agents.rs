@@ -2,12 +2,11 @@
 //! each tree's size, and each agent's current turn. Identity is decided here
 //! (SPEC §3.1): lineage is recorded elsewhere and never read.
 
-use std::collections::BTreeSet;
-
 use rustc_hash::FxHashSet;
 
 use crate::protocol::{AgentId, Name, Registration, SpawnError, Turn, TurnId};
 
+use super::appended::Appended;
 use super::by_id::ById;
 use super::turn_index::TurnIndex;
 
@@ -17,9 +16,10 @@ struct Entry {
     name: Name,
     owner: Option<AgentId>,
     /// Boxed, made at its first child: most agents have none, and an empty
-    /// set in place was 24 bytes of every agent's entry.
+    /// set in place was 24 bytes of every agent's entry. Ids only grow, so a
+    /// child is appended ([`Appended`]); nothing reads the set in order.
     #[allow(clippy::box_collection)] // the box is the point: 8 bytes in the entry, not 24
-    children: Option<Box<BTreeSet<AgentId>>>,
+    children: Option<Box<Appended<AgentId>>>,
     root: AgentId,
     live: bool,
     turn: Turn,
@@ -152,7 +152,7 @@ impl AgentTree {
         let name = entry.name.clone();
         let children = std::mem::take(&mut entry.children);
         let owner = entry.owner.take();
-        for child in children.into_iter().flat_map(|set| *set) {
+        for child in children.iter().flat_map(|set| set.iter()) {
             if let Some(child) = self.agents.get_mut(child) {
                 child.owner = None;
             }

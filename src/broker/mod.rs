@@ -12,6 +12,7 @@
 //! `settle` (windows, holds, batches, and closing a call).
 
 mod agents;
+mod appended;
 mod by_id;
 mod calls;
 mod open_calls;

@@ -22,6 +22,7 @@ use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
+use super::appended::Appended;
 use crate::protocol::{AgentId, Turn, TurnId};
 
 /// Holders of type `K` by turn.
@@ -34,11 +35,13 @@ pub struct TurnIndex<K> {
 }
 
 /// The turns derived directly from one turn, in order: most such turns have
-/// one (an agent's, under its owner's), a few many (a root's children's).
+/// one (an agent's, under its owner's), a few many (a root's children's, which
+/// come in the order the children were spawned: appended, not inserted into a
+/// B-tree at its depth; see [`Appended`]).
 #[derive(Debug)]
 enum Derived {
     One(TurnId),
-    Many(BTreeSet<TurnId>),
+    Many(Appended<TurnId>),
 }
 
 impl Derived {
@@ -47,7 +50,10 @@ impl Derived {
         match self {
             Derived::One(only) if *only == turn => false,
             Derived::One(only) => {
-                *self = Derived::Many(BTreeSet::from([*only, turn]));
+                let mut many = Appended::default();
+                many.insert(*only);
+                many.insert(turn);
+                *self = Derived::Many(many);
                 true
             }
             Derived::Many(set) => set.insert(turn),
@@ -68,7 +74,7 @@ impl Derived {
     fn iter(&self) -> impl Iterator<Item = TurnId> + '_ {
         let (one, many) = match self {
             Derived::One(only) => (Some(*only), None),
-            Derived::Many(set) => (None, Some(set.iter().copied())),
+            Derived::Many(set) => (None, Some(set.iter())),
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
