@@ -87,11 +87,9 @@ impl<T: Ord + Copy> Sorted<T> {
 impl<T: Ord + Copy> Appended<T> {
     /// Adds `key`; whether it was not there.
     pub(crate) fn insert(&mut self, key: T) -> bool {
-        let Appended::Sorted(sorted) = self else {
-            let Appended::Tree(tree) = self else {
-                unreachable!()
-            };
-            return tree.insert(key);
+        let sorted = match self {
+            Appended::Tree(tree) => return tree.insert(key),
+            Appended::Sorted(sorted) => sorted,
         };
         if sorted.keys.last().is_none_or(|last| *last < key) {
             let at = sorted.keys.len();
