@@ -86,6 +86,7 @@
 mod actors;
 mod agent;
 pub mod answerer;
+mod bits;
 mod broker;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::bits::bit;
 use crate::trim::Trim;
 
 /// The set. Iterates in ascending order, as a `BTreeSet` does.
@@ -36,11 +37,6 @@ pub(crate) struct Sorted<T> {
     removed: Vec<u64>,
     /// Keys not removed.
     len: usize,
-}
-
-/// The word of the bitmap that holds place `at`, and its bit there.
-fn bit(at: usize) -> (usize, u64) {
-    (at / 64, 1 << (at % 64))
 }
 
 impl<T> Default for Appended<T> {

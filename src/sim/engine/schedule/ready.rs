@@ -32,6 +32,7 @@
 //! at a tie of 10^5 (400 blocks) a removal moved ~7 KB of its block and a lookup
 //! missed the cache at each step of its search.
 
+use crate::bits::bit;
 use crate::effect::TimerId;
 use crate::protocol::Addr;
 
@@ -133,11 +134,6 @@ struct Block {
     live: [u64; WORDS],
     /// Live entries (the bits set).
     count: usize,
-}
-
-/// The word of a block's bitmap that holds place `at`, and its bit there.
-fn bit(at: usize) -> (usize, u64) {
-    (at / 64, 1 << (at % 64))
 }
 
 impl Block {
