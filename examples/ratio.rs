@@ -19,6 +19,16 @@
 //! A run is timed as the `scaling` bench times it (`benches/simulator.rs`):
 //! parsed beforehand, on the virtual clock, keeping no events, dropped inside
 //! the timing, on the binary's allocator and process set-up.
+//!
+//! Each round also times two probes of the host in that minute: a chase of
+//! dependent loads through 128 MB in random order (what one load that misses
+//! every cache costs) and a chain of dependent arithmetic in registers (what
+//! the core gives when nothing waits on memory). A run of 10^3 fits in the
+//! cache and moves with the second; a run of 10^5 waits on memory and moves
+//! with the first. On a shared host the two move apart (a neighbour on the
+//! core's other hyperthread slows arithmetic, not the memory's latency), and
+//! the ratio with them: the same binary's cancel tree gave 1.19 to 1.83 in
+//! one run (BENCHMARKS.md, forty-first session). Read a ratio beside them.
 
 #[path = "../benches/families/mod.rs"]
 mod families;
@@ -57,12 +67,15 @@ fn main() {
     timed(&large_scenario);
     let unit = |elapsed: Duration, units: usize| elapsed.as_nanos() as f64 / units as f64;
     let (mut smalls, mut larges, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    println!("round  ns a unit at {SMALL}  at {large}  ratio");
+    let chase = Chase::new();
+    println!("round  ns a unit at {SMALL}  at {large}  ratio  ns a cold load  ns a step in registers");
     for round in 1..=rounds {
         let small_ns = unit((0..reps).map(|_| timed(&small_scenario)).sum(), reps * SMALL);
         let large_ns = unit(timed(&large_scenario), large);
+        let load_ns = chase.time();
+        let step_ns = arithmetic();
         println!(
-            "{round:5}  {small_ns:17.0}  {large_ns:8.0}  {:.2}",
+            "{round:5}  {small_ns:17.0}  {large_ns:8.0}  {:.2}  {load_ns:14.0}  {step_ns:22.3}",
             large_ns / small_ns
         );
         smalls.push(small_ns);
@@ -77,6 +90,53 @@ fn main() {
         large_min / small_min
     );
     println!("median ratio of the rounds: {:.2}", ratios[ratios.len() / 2]);
+}
+
+/// A cycle through 128 MB in random order: each load's address is the load
+/// before it, so the loads cannot overlap and each costs what a miss costs.
+struct Chase {
+    next: Vec<u32>,
+}
+
+impl Chase {
+    const SLOTS: usize = 1 << 25;
+    const STEPS: usize = 1 << 21;
+
+    fn new() -> Chase {
+        use rand::SeedableRng;
+        use rand::seq::SliceRandom;
+        let mut order: Vec<u32> = (0..Chase::SLOTS as u32).collect();
+        order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(19));
+        let mut next = vec![0u32; Chase::SLOTS];
+        for (k, at) in order.iter().enumerate() {
+            next[*at as usize] = order[(k + 1) % Chase::SLOTS];
+        }
+        Chase { next }
+    }
+
+    /// Nanoseconds a load, over a chase of [`Chase::STEPS`].
+    fn time(&self) -> f64 {
+        let start = Instant::now();
+        let mut at = 0u32;
+        for _ in 0..Chase::STEPS {
+            at = self.next[at as usize];
+        }
+        black_box(at);
+        start.elapsed().as_nanos() as f64 / Chase::STEPS as f64
+    }
+}
+
+/// Nanoseconds a step of a chain of dependent multiplies and shifts, which
+/// never leaves the registers.
+fn arithmetic() -> f64 {
+    const STEPS: u64 = 1 << 26;
+    let start = Instant::now();
+    let mut x = black_box(0x9e37_79b9_7f4a_7c15u64);
+    for _ in 0..STEPS {
+        x = (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+    black_box(x);
+    start.elapsed().as_nanos() as f64 / STEPS as f64
 }
 
 fn parsed(text: &str) -> Scenario {
