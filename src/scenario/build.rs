@@ -413,10 +413,48 @@ fn substitute(s: &mut String, key: &str, value: &str) {
     }
 }
 
-fn substitute_agent(agent: &mut XAgent, key: &str, value: &str) {
-    substitute(&mut agent.name, key, value);
-    substitute_steps(&mut agent.script, key, value);
-    substitute_steps(&mut agent.on_resume, key, value);
+/// A copy of `s` with every `key` replaced by `value`: one allocation.
+fn substituted(s: &str, key: &str, value: &str) -> String {
+    if s.contains(key) {
+        s.replace(key, value)
+    } else {
+        s.to_owned()
+    }
+}
+
+/// A copy of `agent` with `key` replaced by `value` in its name and in the
+/// strings of its steps that name agents or calls (not its lineage: a `count`
+/// row substitutes that itself). Copies and substitutes in one pass: a clone
+/// then a substitution made each name twice and each step list twice, for
+/// every repetition of a `repeat` of 10^5 spawns.
+fn substituted_agent(agent: &XAgent, key: &str, value: &str) -> XAgent {
+    XAgent {
+        name: substituted(&agent.name, key, value),
+        name_src: agent.name_src,
+        lineage_parent: agent.lineage_parent.clone(),
+        script: substituted_steps(&agent.script, key, value),
+        on_resume: substituted_steps(&agent.on_resume, key, value),
+        leaves: agent.leaves.clone(),
+    }
+}
+
+/// A copy of `steps` with `key` replaced by `value` in the strings that name
+/// agents or calls.
+fn substituted_steps(steps: &[XStep], key: &str, value: &str) -> Vec<XStep> {
+    steps
+        .iter()
+        .map(|step| substituted_step(step, key, value))
+        .collect()
+}
+
+fn substituted_step(step: &XStep, key: &str, value: &str) -> XStep {
+    let kind = match &step.kind {
+        XKind::Leaf(leaf) => XKind::Leaf(leaf.clone()),
+        XKind::Spawn(child) => XKind::Spawn(Box::new(substituted_agent(child, key, value))),
+        XKind::Join(name) => XKind::Join(substituted(name, key, value)),
+        XKind::AwaitAnswer(call) => XKind::AwaitAnswer(substituted(call, key, value)),
+    };
+    XStep { src: step.src, kind }
 }
 
 /// `steps` (a template's: a `repeat` body or a `count` row's script, before it
@@ -439,17 +477,6 @@ fn share_spawned_leaves(steps: &mut [XStep]) {
                 share_spawned_leaves(&mut child.script);
                 share_spawned_leaves(&mut child.on_resume);
             }
-        }
-    }
-}
-
-/// Substitutes in the strings of `steps` that name agents or calls.
-fn substitute_steps(steps: &mut [XStep], key: &str, value: &str) {
-    for step in steps {
-        match &mut step.kind {
-            XKind::Leaf(_) => {}
-            XKind::Spawn(child) => substitute_agent(child, key, value),
-            XKind::Join(name) | XKind::AwaitAnswer(name) => substitute(name, key, value),
         }
     }
 }
@@ -532,18 +559,33 @@ struct Builder {
     times: Times,
     /// Paths in the file, indexed by the `src` of expanded values.
     paths: Vec<String>,
-    /// Where each name was defined, as an index into `paths`.
-    name_srcs: FxHashMap<String, u32>,
     names: Names,
 }
 
-/// Every name of a run, by kind: agents and answerers share one namespace.
-/// Hashed, as `name_srcs` is: a `count` row of 10^5 defines 10^5 names, each
-/// looked up once, and nothing reads these sets in order.
+/// Every name of a run, with where it was defined and what it names: agents
+/// and answerers share one namespace, so one table holds both. Hashed: a
+/// `count` row of 10^5 defines 10^5 names, each looked up once, and nothing
+/// reads the table in order. (A table of places and a set of each kind beside
+/// it held every agent's name twice, a third of a large tree's build.)
 #[derive(Default)]
-struct Names {
-    agents: FxHashSet<String>,
-    answerers: FxHashSet<String>,
+struct Names(FxHashMap<String, Defined>);
+
+/// Where a name was defined (an index into [`Builder::paths`]), and whether
+/// it names an answerer or an agent.
+#[derive(Clone, Copy)]
+struct Defined {
+    src: u32,
+    answerer: bool,
+}
+
+impl Names {
+    fn agent(&self, name: &str) -> bool {
+        self.0.get(name).is_some_and(|defined| !defined.answerer)
+    }
+
+    fn answerer(&self, name: &str) -> bool {
+        self.0.get(name).is_some_and(|defined| defined.answerer)
+    }
 }
 
 impl Builder {
@@ -573,8 +615,7 @@ impl Builder {
                 if copies.is_some() {
                     substitute(&mut answerer.name, "{i}", &i.to_string());
                 }
-                self.define(&answerer.name, name_src)?;
-                self.names.answerers.insert(answerer.name.clone());
+                self.define(&answerer.name, name_src, true)?;
                 out.push(answerer);
             }
         }
@@ -672,17 +713,18 @@ impl Builder {
                 share_spawned_leaves(&mut template.script);
                 share_spawned_leaves(&mut template.on_resume);
             }
-            for i in 0..n {
-                let mut agent = match &shared {
-                    Some(leaves) => leaves.copy(&template),
-                    None => template.clone(),
-                };
-                if copies.is_some() {
-                    let i = i.to_string();
-                    substitute_agent(&mut agent, "{i}", &i);
-                    if let Some(parent) = &mut agent.lineage_parent {
-                        substitute(parent, "{i}", &i);
-                    }
+            let Some(copies) = copies else {
+                out.push(template);
+                continue;
+            };
+            if let Some(leaves) = &shared {
+                template = leaves.copy(&template);
+            }
+            for i in 0..copies {
+                let i = i.to_string();
+                let mut agent = substituted_agent(&template, "{i}", &i);
+                if let Some(parent) = &mut agent.lineage_parent {
+                    substitute(parent, "{i}", &i);
                 }
                 out.push(agent);
             }
@@ -719,10 +761,10 @@ impl Builder {
                     let each = Size::of_steps(&body);
                     size = size.grow(repeat.times, each, &times_path, "this repeat")?;
                     share_spawned_leaves(&mut body);
+                    out.reserve(body.len().saturating_mul(repeat.times as usize));
                     for r in 0..repeat.times {
-                        let mut copy = body.clone();
-                        substitute_steps(&mut copy, "{r}", &r.to_string());
-                        out.extend(copy);
+                        let r = r.to_string();
+                        out.extend(body.iter().map(|step| substituted_step(step, "{r}", &r)));
                     }
                 }
                 step => {
@@ -847,9 +889,9 @@ fn finish(agent: XAgent, spawner: Option<&str>) -> AgentSpec {
 }
 
 impl Builder {
-    /// Records a name of the run: non-empty, no `/`, nothing left to substitute,
-    /// unique among agents and answerers.
-    fn define(&mut self, name: &str, src: u32) -> Checked<()> {
+    /// Records a name of the run, an answerer's or an agent's: non-empty, no
+    /// `/`, nothing left to substitute, unique among agents and answerers.
+    fn define(&mut self, name: &str, src: u32, answerer: bool) -> Checked<()> {
         let path = || self.path(src).to_owned();
         if name.is_empty() {
             return issue(path(), "expected a non-empty name");
@@ -872,7 +914,7 @@ impl Builder {
                 format!("name {name:?} holds `{{r}}`, which is only substituted inside `repeat`"),
             );
         }
-        if let Some(&first) = self.name_srcs.get(name) {
+        if let Some(&Defined { src: first, .. }) = self.names.0.get(name) {
             // The same place twice: a `repeat` unrolled it (a `count` row
             // without `{i}` is refused before), and its name varies with nothing.
             if first == src {
@@ -892,14 +934,13 @@ impl Builder {
                 ),
             );
         }
-        self.name_srcs.insert(name.to_owned(), src);
+        self.names.0.insert(name.to_owned(), Defined { src, answerer });
         Ok(())
     }
 
     /// Defines an agent and every child it spawns, in script order.
     fn define_agent(&mut self, agent: &XAgent) -> Checked<()> {
-        self.define(&agent.name, agent.name_src)?;
-        self.names.agents.insert(agent.name.clone());
+        self.define(&agent.name, agent.name_src, false)?;
         for step in agent.script.iter().chain(&agent.on_resume) {
             if let XKind::Spawn(child) = &step.kind {
                 self.define_agent(child)?;
@@ -981,15 +1022,13 @@ fn known_call(call: &str, names: &Names) -> Result<(), String> {
         None => Err(format!(
             "expected a callId \"<agent>/<n>\" with n ≥ 1, got {call:?}"
         )),
-        Some(agent) if !names.agents.contains(agent) => {
-            Err(format!("callId {call:?} names no agent of this run"))
-        }
+        Some(agent) if !names.agent(agent) => Err(format!("callId {call:?} names no agent of this run")),
         Some(_) => Ok(()),
     }
 }
 
 fn known_agent(name: &str, names: &Names) -> Result<(), String> {
-    if names.agents.contains(name) {
+    if names.agent(name) {
         Ok(())
     } else {
         Err(format!("no agent {name:?} in this run"))
@@ -1023,7 +1062,7 @@ fn events(raw: Vec<Obj<RawEvent>>, names: &Names, times: Times) -> Checked<Vec<E
             kinds.push(("stop_agent", checked, Action::StopAgent(agent)));
         }
         if let Some(answerer) = event.crash_answerer {
-            let checked = if names.answerers.contains(&answerer) {
+            let checked = if names.answerer(&answerer) {
                 Ok(())
             } else {
                 Err(format!("no answerer {answerer:?} in this run"))
