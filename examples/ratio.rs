@@ -24,11 +24,11 @@
 //! dependent loads through 128 MB in random order (what one load that misses
 //! every cache costs) and a chain of dependent arithmetic in registers (what
 //! the core gives when nothing waits on memory). A run of 10^3 fits in the
-//! cache and moves with the second; a run of 10^5 waits on memory and moves
-//! with the first. On a shared host the two move apart (a neighbour on the
-//! core's other hyperthread slows arithmetic, not the memory's latency), and
-//! the ratio with them: the same binary's cancel tree gave 1.19 to 1.83 in
-//! one run (BENCHMARKS.md, forty-first session). Read a ratio beside them.
+//! cache and waits on the core; a run of 10^5 waits on memory. On a shared
+//! host the two need not move together, and the ratio moves with them: the
+//! same binary's cancel tree gave 1.19 to 1.83 round by round in one run,
+//! its 10^5 size moving with the cold load (149-192 ns; BENCHMARKS.md,
+//! forty-first session). Read a ratio beside them.
 
 #[path = "../benches/families/mod.rs"]
 mod families;
@@ -102,14 +102,14 @@ impl Chase {
     const SLOTS: usize = 1 << 25;
     const STEPS: usize = 1 << 21;
 
+    /// One cycle through every slot (Sattolo's shuffle: each slot names the
+    /// next, and following them visits all before the first comes back).
     fn new() -> Chase {
-        use rand::SeedableRng;
-        use rand::seq::SliceRandom;
-        let mut order: Vec<u32> = (0..Chase::SLOTS as u32).collect();
-        order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(19));
-        let mut next = vec![0u32; Chase::SLOTS];
-        for (k, at) in order.iter().enumerate() {
-            next[*at as usize] = order[(k + 1) % Chase::SLOTS];
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+        let mut next: Vec<u32> = (0..Chase::SLOTS as u32).collect();
+        for i in (1..Chase::SLOTS).rev() {
+            next.swap(i, rng.gen_range(0..i));
         }
         Chase { next }
     }
