@@ -422,16 +422,16 @@ fn substituted(s: &str, key: &str, value: &str) -> String {
     }
 }
 
-/// A copy of `agent` with `key` replaced by `value` in its name and in the
-/// strings of its steps that name agents or calls (not its lineage: a `count`
-/// row substitutes that itself). Copies and substitutes in one pass: a clone
-/// then a substitution made each name twice and each step list twice, for
-/// every repetition of a `repeat` of 10^5 spawns.
+/// A copy of `agent` with `key` replaced by `value` in its name, its lineage
+/// (only a `count` row's agent has one; a spawned child's is its spawner) and
+/// the strings of its steps that name agents or calls. Copies and substitutes
+/// in one pass: a clone then a substitution made each name twice and each
+/// step list twice, for every repetition of a `repeat` of 10^5 spawns.
 fn substituted_agent(agent: &XAgent, key: &str, value: &str) -> XAgent {
     XAgent {
         name: substituted(&agent.name, key, value),
         name_src: agent.name_src,
-        lineage_parent: agent.lineage_parent.clone(),
+        lineage_parent: (agent.lineage_parent.as_deref()).map(|parent| substituted(parent, key, value)),
         script: substituted_steps(&agent.script, key, value),
         on_resume: substituted_steps(&agent.on_resume, key, value),
         leaves: agent.leaves.clone(),
@@ -721,12 +721,7 @@ impl Builder {
                 template = leaves.copy(&template);
             }
             for i in 0..copies {
-                let i = i.to_string();
-                let mut agent = substituted_agent(&template, "{i}", &i);
-                if let Some(parent) = &mut agent.lineage_parent {
-                    substitute(parent, "{i}", &i);
-                }
-                out.push(agent);
+                out.push(substituted_agent(&template, "{i}", &i.to_string()));
             }
         }
         Ok(out)
