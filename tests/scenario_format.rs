@@ -510,6 +510,15 @@ fn accepts_matches_by_key_kind_and_by_agent_glob() {
     }
     assert!(Accepts::Agents(vec!["*".into()]).matches("", true));
     assert!(!Accepts::Agents(vec![]).matches("root", true));
+    // Characters beyond ASCII: `*` takes whole characters, a literal matches
+    // whole characters only.
+    let wide = Accepts::Agents(vec!["é*ü".into(), "*ö".into(), "x?".into()]);
+    for yes in ["éü", "é—ü", "éüü", "ö", "ßö", "x?"] {
+        assert!(wide.matches(yes, true), "{yes} should match");
+    }
+    for no in ["eü", "é", "ü", "öß", "x", "xy"] {
+        assert!(!wide.matches(no, true), "{no} should not match");
+    }
 }
 
 // ---------------------------------------------------------------------------------
