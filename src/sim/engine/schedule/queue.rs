@@ -484,10 +484,12 @@ impl Queue {
     /// apiece once a run's tables outgrow the cache.
     ///
     /// With every stale entry listed in `dead` (no process loss since the last
-    /// rebuild), the list answers: it holds what was cancelled since then, a
-    /// few thousand `seq`s at most, where the tables hold every live timer and
-    /// channel of the run (a miss apiece in a mixed load's heap of window
-    /// timers cancelled by early answers).
+    /// rebuild), the list answers: it holds what left since then (a rebuild
+    /// empties it once it outgrows the heap, [`Queue::went_stale`]), 8 bytes
+    /// a `seq`, where the tables hold every live timer and channel of the run
+    /// with their messages (a miss apiece in a mixed load, whose window timers
+    /// cancelled by early answers keep an entry counted stale at nearly every
+    /// instant).
     fn surely_live(&self, entry: &Entry) -> bool {
         if self.stale == 0 {
             debug_assert!(
