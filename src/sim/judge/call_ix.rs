@@ -32,16 +32,24 @@ impl CallIx {
 #[derive(Default)]
 pub struct CallIds {
     of: FxHashMap<CallId, CallIx>,
+    /// The callId interned last, with its number: the event at hand's, which
+    /// the checker's parts look up again while they read that event (a string
+    /// compare instead of a hash and a probe of a table of every call).
+    last: Option<(CallId, CallIx)>,
 }
 
 impl CallIds {
     /// The number of `call_id`, given now if it has none.
     pub fn intern(&mut self, call_id: &CallId) -> CallIx {
-        if let Some(ix) = self.of.get(&**call_id) {
-            return *ix;
-        }
-        let ix = CallIx(u32::try_from(self.of.len()).expect("fewer than 2^32 calls a log"));
-        self.of.insert(call_id.clone(), ix);
+        let ix = match self.of.get(&**call_id) {
+            Some(ix) => *ix,
+            None => {
+                let ix = CallIx(u32::try_from(self.of.len()).expect("fewer than 2^32 calls a log"));
+                self.of.insert(call_id.clone(), ix);
+                ix
+            }
+        };
+        self.last = Some((call_id.clone(), ix));
         ix
     }
 
@@ -53,7 +61,10 @@ impl CallIds {
 
     /// The number of `call_id`, if it was seen.
     pub fn get(&self, call_id: &str) -> Option<CallIx> {
-        self.of.get(call_id).copied()
+        match &self.last {
+            Some((last, ix)) if **last == *call_id => Some(*ix),
+            _ => self.of.get(call_id).copied(),
+        }
     }
 
     /// Every callId, by its number: built once, for what is judged at the end
@@ -95,6 +106,10 @@ mod tests {
         assert_eq!(ids.intern(&b), CallIx(0));
         assert_eq!(ids.get("a"), Some(CallIx(1)));
         assert_eq!(ids.get("c"), None);
+        // The last interned answers first; the others still by the table.
+        assert_eq!(ids.get("b"), Some(CallIx(0)));
+        assert_eq!(ids.intern(&a), CallIx(1));
+        assert_eq!((ids.get("a"), ids.get("b")), (Some(CallIx(1)), Some(CallIx(0))));
         assert_eq!(ids.by_ix(), vec![&b, &a]);
     }
 }
