@@ -406,13 +406,6 @@ fn broker(raw: Option<RawBroker>, times: Times) -> Checked<BrokerSpec> {
     Ok(broker)
 }
 
-/// Replaces every `key` in `s` by `value`; allocates only when `key` occurs.
-fn substitute(s: &mut String, key: &str, value: &str) {
-    if s.contains(key) {
-        *s = s.replace(key, value);
-    }
-}
-
 /// A copy of `s` with every `key` replaced by `value`: one allocation.
 fn substituted(s: &str, key: &str, value: &str) -> String {
     if s.contains(key) {
@@ -613,7 +606,7 @@ impl Builder {
             for i in 0..n {
                 let mut answerer = template.clone();
                 if copies.is_some() {
-                    substitute(&mut answerer.name, "{i}", &i.to_string());
+                    answerer.name = substituted(&answerer.name, "{i}", &i.to_string());
                 }
                 self.define(&answerer.name, name_src, true)?;
                 out.push(answerer);
