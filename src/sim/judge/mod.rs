@@ -26,6 +26,7 @@ pub mod judged;
 pub mod latency;
 pub mod outcomes;
 pub mod protocol_check;
+pub(crate) mod reread;
 pub mod summary;
 pub mod turns;
 pub mod violation;

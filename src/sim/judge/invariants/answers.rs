@@ -32,6 +32,22 @@ pub(super) struct AskedOption<'a> {
     pub(super) label: Cow<'a, str>,
 }
 
+impl Asked<'_> {
+    fn into_owned(self) -> Asked<'static> {
+        let owned = |text: Option<Cow<'_, str>>| text.map(|t| Cow::Owned(t.into_owned()));
+        Asked {
+            id: owned(self.id),
+            question: owned(self.question),
+            options: (self.options.into_iter())
+                .map(|o| AskedOption {
+                    label: Cow::Owned(o.label.into_owned()),
+                })
+                .collect(),
+            multi_select: self.multi_select,
+        }
+    }
+}
+
 /// A call's questions as the checks read them, parsed once for every check
 /// of a delivery (well formed, and the batch submitted).
 pub enum Asking<'a> {
@@ -47,6 +63,15 @@ impl<'a> Asking<'a> {
         match serde_json::from_str::<Vec<Asked>>(questions) {
             Ok(asked) => Asking::Read(asked),
             Err(_) => Asking::Other(serde_json::from_str(questions).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The same reading, holding its own strings (to be kept past its text:
+    /// [`crate::sim::judge::reread`]).
+    pub fn into_owned(self) -> Asking<'static> {
+        match self {
+            Asking::Read(asked) => Asking::Read(asked.into_iter().map(Asked::into_owned).collect()),
+            Asking::Other(value) => Asking::Other(value),
         }
     }
 

@@ -42,6 +42,7 @@ use crate::protocol::{BrokerStatus, CallId, Name};
 use crate::sim::engine::output::Limit;
 use crate::sim::judge::call_ix::{CallIds, CallIx};
 use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
+use crate::sim::judge::reread::Reread;
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
 use answers::Asked;
@@ -185,6 +186,11 @@ pub struct Checker {
     /// going is judged as far as it goes).
     ended: bool,
     protocol: ProtocolChecker,
+    /// Questions texts as read ([`Reread`]: the copies of a row ask the same).
+    questions_read: Reread<answers::Asking<'static>>,
+    /// Answers results' texts as read (one answerer's policy gives many calls
+    /// the same).
+    results_read: Reread<Value>,
     out: Violations,
 }
 
@@ -581,12 +587,12 @@ impl Checker {
         self.pending_text(call_id, &event.kind, kind, seq);
         // An answers result is read once, for its text and its answers.
         let answered = match (kind, &event.kind) {
-            (ResultKind::Answers, EventKind::Result { result, .. }) => {
-                Some(serde_json::from_str::<Value>(result).unwrap_or(Value::Null))
-            }
+            (ResultKind::Answers, EventKind::Result { result, .. }) => Some(
+                (self.results_read).read(result, |text| serde_json::from_str(text).unwrap_or(Value::Null)),
+            ),
             _ => None,
         };
-        self.result_text(call_id, &event.kind, kind, seq, answered.as_ref());
+        self.result_text(call_id, &event.kind, kind, seq, answered.as_deref());
         self.after_loss(call_id, seq, true);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
@@ -618,7 +624,7 @@ impl Checker {
             let detail = "a legacy call returned pending".into();
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
-        self.settled(call_id, seq, kind, answered.as_ref());
+        self.settled(call_id, seq, kind, answered.as_deref());
     }
 
     /// An `ABORTED` result has a cause (SPEC §2.5, §3.8): a turn signal of the
@@ -799,7 +805,8 @@ impl Checker {
             Some(info) => (info.questions.clone(), info.schema == Schema::Timed, true),
             None => (None, false, false),
         };
-        let asking = answers::Asking::read(questions.as_ref().map_or("[]", RawQuestions::text));
+        let text = questions.as_ref().map_or("[]", RawQuestions::text);
+        let asking = (self.questions_read).read(text, |text| answers::Asking::read(text).into_owned());
         if known && let Some(problem) = asking.problem(timed, items) {
             self.violate("answers_well_formed", call_id, seq, problem);
             return;
