@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::answers::Asked;
@@ -110,15 +111,25 @@ impl Expected {
     /// the model reads. A text that carries no answers (no JSON object, another
     /// kind of message) is not the text SPEC §2.4 gives, and
     /// `late_answer_reaches_caller`'s to name; so is how its answers are written.
+    ///
+    /// The answers are read as items straight from their text; only when that
+    /// does not give the submitted items are they read as a `Value`, as
+    /// [`Expected::items_differ`] reads them (which also takes what the text
+    /// does not, a repeated key), to be judged and named.
     pub fn message_differs(&self, message: &str) -> Option<String> {
         #[derive(Deserialize)]
-        struct Message {
-            answers: Option<Value>,
+        struct Message<'a> {
+            #[serde(borrow)]
+            answers: Option<&'a RawValue>,
         }
-        match serde_json::from_str::<Message>(message) {
-            Ok(Message { answers: Some(a) }) => self.items_differ(&a),
-            _ => None,
+        let answers = match serde_json::from_str::<Message>(message) {
+            Ok(Message { answers: Some(a) }) => a.get(),
+            _ => return None,
+        };
+        if serde_json::from_str::<Vec<AnswerItem>>(answers).is_ok_and(|items| self.same_items(&items)) {
+            return None;
         }
+        self.items_differ(&serde_json::from_str(answers).unwrap_or(Value::Null))
     }
 
     /// One item per question, in order, each with the submitted id, labels and

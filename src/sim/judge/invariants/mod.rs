@@ -190,7 +190,7 @@ pub struct Checker {
     questions_read: Reread<answers::Asking<'static>>,
     /// Answers results' texts as read (one answerer's policy gives many calls
     /// the same).
-    results_read: Reread<Value>,
+    results_read: Reread<result_text::AnswersRead>,
     out: Violations,
 }
 
@@ -587,12 +587,13 @@ impl Checker {
         self.pending_text(call_id, &event.kind, kind, seq);
         // An answers result is read once, for its text and its answers.
         let answered = match (kind, &event.kind) {
-            (ResultKind::Answers, EventKind::Result { result, .. }) => Some(
-                (self.results_read).read(result, |text| serde_json::from_str(text).unwrap_or(Value::Null)),
-            ),
+            (ResultKind::Answers, EventKind::Result { result, .. }) => {
+                Some((self.results_read).read(result, result_text::AnswersRead::read))
+            }
             _ => None,
         };
         self.result_text(call_id, &event.kind, kind, seq, answered.as_deref());
+        let answered = answered.as_deref().map(|read| &read.value);
         self.after_loss(call_id, seq, true);
         let Some(info) = self.calls.get_mut(call_id) else {
             // Invalid arguments settle before any request; nothing else does.
@@ -624,7 +625,7 @@ impl Checker {
             let detail = "a legacy call returned pending".into();
             self.violate("legacy_never_pending_or_keyed", call_id, seq, detail);
         }
-        self.settled(call_id, seq, kind, answered.as_deref());
+        self.settled(call_id, seq, kind, answered);
     }
 
     /// An `ABORTED` result has a cause (SPEC §2.5, §3.8): a turn signal of the
@@ -691,7 +692,7 @@ impl Checker {
         event: &EventKind,
         kind: ResultKind,
         seq: u64,
-        answered: Option<&Value>,
+        answered: Option<&result_text::AnswersRead>,
     ) {
         let EventKind::Result { result, is_error, .. } = event else {
             return;
@@ -700,10 +701,7 @@ impl Checker {
             ResultKind::Pending => None,
             ResultKind::Error(code) => result_text::error_problem(code, result, *is_error),
             ResultKind::Answers => match (self.calls.get(call_id), answered) {
-                (Some(info), Some(value)) => {
-                    let timed = info.schema == Schema::Timed;
-                    result_text::answers_problem(timed, result, value, *is_error)
-                }
+                (Some(info), Some(read)) => read.problem(info.schema == Schema::Timed, result, *is_error),
                 _ => None,
             },
         };

@@ -13,6 +13,8 @@
 //! "message":…}}`, marked as an error. Which answers a result must carry is
 //! `no_answer_lost`'s. Pure functions of the result; each costs its length.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -66,6 +68,37 @@ pub fn answers_problem(timed: bool, text: &str, value: &Value, is_error: bool) -
         serde_json::to_string(&Answers { answers: texts }).unwrap_or_default()
     };
     differs("the tool result", text, &exact)
+}
+
+/// An answers result's text as the checker reads it, kept by its text
+/// ([`crate::sim::judge::reread`]: one answerer's policy gives many calls the
+/// same text): its value, and what [`answers_problem`] finds in it for a timed
+/// and for a legacy call, each found the first time it is asked.
+pub struct AnswersRead {
+    /// The text read as JSON (`Null` when it is not).
+    pub value: Value,
+    /// `answers_problem` of the text unmarked as an error: legacy, timed.
+    problems: [OnceLock<Option<String>>; 2],
+}
+
+impl AnswersRead {
+    /// The result `text` read.
+    pub fn read(text: &str) -> AnswersRead {
+        AnswersRead {
+            value: serde_json::from_str(text).unwrap_or(Value::Null),
+            problems: Default::default(),
+        }
+    }
+
+    /// [`answers_problem`] of `text`, the text this was read from.
+    pub fn problem(&self, timed: bool, text: &str, is_error: bool) -> Option<String> {
+        if is_error {
+            return answers_problem(timed, text, &self.value, is_error);
+        }
+        self.problems[usize::from(timed)]
+            .get_or_init(|| answers_problem(timed, text, &self.value, false))
+            .clone()
+    }
 }
 
 /// What is wrong with an error result `text` of `code`, marked `is_error`:
