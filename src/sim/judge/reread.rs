@@ -6,9 +6,10 @@
 //! bytes, ~3,600 instructions for a question and its options. A load's calls
 //! mostly share both: the copies of a `count` row or a `repeat` ask the same
 //! questions, and one answerer's policy gives them the same answers, so the
-//! same texts are parsed over and over (on `load-mixed-30k`, a tenth of the
-//! checker's instructions). A reading kept by its text answers the next one
-//! with a hash of the text and a comparison.
+//! same texts are parsed over and over (on `load-mixed-30k`, a tenth of what
+//! recording executes beside the SHA-256: BENCHMARKS.md, issue #19,
+//! forty-third session). A reading kept by its text answers the next one with
+//! a hash of the text and a comparison.
 //!
 //! Only what is a function of the text alone is kept, so a kept reading is the
 //! one the text would give again: nothing the checker concludes changes.
