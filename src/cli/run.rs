@@ -277,11 +277,19 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    if summary.passed() && !determinism.differs() {
+    let code = if summary.passed() && !determinism.differs() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    };
+    // The process ends next and its memory goes back to the system whole:
+    // dropping a large run's output and scenario piece by piece (every record
+    // of the projection, every agent's spec) was work done after the report,
+    // when nothing else runs (BENCHMARKS.md, issue #19, forty-fourth session).
+    // Both hold memory only: the log, the trace and the timeline were written
+    // and closed above.
+    std::mem::forget((output, scenario));
+    code
 }
 
 /// What streams out of the run as it goes: the Chrome trace to its file, the
