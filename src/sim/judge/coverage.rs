@@ -110,16 +110,6 @@ impl Coverage {
             .map(String::as_str)
             .collect()
     }
-
-    fn reached(&mut self, race: &str, side: &str, seen: &mut BTreeSet<&'static str>) {
-        let race = RACES.iter().find(|r| **r == race).copied().expect("a named race");
-        if !seen.insert(race) {
-            return; // a run counts once per race; the first side seen wins the tally
-        }
-        let count = self.0.entry(race.to_owned()).or_default();
-        count.runs += 1;
-        *count.won.entry(side.to_owned()).or_insert(0) += 1;
-    }
 }
 
 /// What one event of a call left for the coverage pass: an answerer's accept,
@@ -197,6 +187,32 @@ fn push_mark(marks: &mut Vec<Mark>, mark: Mark) {
         marks.reserve_exact(if marks.is_empty() { 2 } else { 1 });
     }
     marks.push(mark);
+}
+
+/// The races one run reached, each with the side that won where it was first
+/// reached: a run counts once per race.
+#[derive(Clone, Copy, Default)]
+struct Reached([Option<&'static str>; RACES.len()]);
+
+impl Reached {
+    /// `race` reached, `side` winning, unless the run reached it before.
+    fn reach(&mut self, race: &str, side: &'static str) {
+        let at = RACES.iter().position(|r| *r == race).expect("a named race");
+        self.0[at].get_or_insert(side);
+    }
+
+    /// The run's tally: one run for each race reached, won by its side.
+    fn into_coverage(self) -> Coverage {
+        let mut coverage = Coverage::default();
+        for (race, side) in RACES.iter().zip(self.0) {
+            if let Some(side) = side {
+                let count = coverage.0.entry((*race).to_owned()).or_default();
+                count.runs += 1;
+                *count.won.entry(side.to_owned()).or_insert(0) += 1;
+            }
+        }
+        coverage
+    }
 }
 
 /// The coverage of one run.
@@ -445,43 +461,61 @@ impl Pass {
         }
     }
 
-    /// The agents whose turn signal fires `agent`'s turn: itself and those it
-    /// descends from, up to 64 owners up.
-    fn signalled_by<'a>(&'a self, agent: &'a str) -> BTreeSet<&'a str> {
-        let mut chain = BTreeSet::new();
+    /// Calls `each` with every agent whose turn signal fires `agent`'s turn,
+    /// once: itself and those it descends from, up to 64 owners up. A root's
+    /// walk (most calls') keeps no list.
+    fn signalled_by<'a>(&'a self, agent: &'a str, mut each: impl FnMut(&'a str)) {
+        let mut walked: Vec<&str> = Vec::new();
         let mut at = Some(agent);
         let mut hops = 0;
         while let Some(name) = at {
-            chain.insert(name);
+            if !walked.contains(&name) {
+                each(name);
+            }
             hops += 1;
             if hops > 64 {
                 break;
             }
             at = self.owners.get(name).map(|owner| &**owner);
+            if at.is_some() {
+                walked.push(name);
+            }
         }
-        chain
     }
 
     /// The coverage of the events seen, `ids` the numbers [`Pass::visit`] was
     /// given.
     pub fn finish(self, ids: &CallIds) -> Coverage {
-        let mut coverage = Coverage::default();
-        let mut seen = BTreeSet::new();
+        // Each race is won by the side of the call first in callId order that
+        // reached it (then by that call's own order of checks): found as the
+        // least callId among the calls that reached it, each call judged on its
+        // own, where sorting every call by its callId first was a tenth of a
+        // large run's work after its last event (BENCHMARKS.md, issue #19,
+        // forty-fourth session).
         let names = ids.by_ix();
-        let mut calls: Vec<(CallIx, &Call)> = self.calls.iter().collect();
-        calls.sort_unstable_by_key(|(ix, _)| names[ix.index()]);
-        for (ix, call) in calls {
-            self.windows(&mut coverage, &mut seen, call);
-            self.cancels_of(&mut coverage, &mut seen, ix, call);
-            self.deaths_of(&mut coverage, &mut seen, ix, call);
-            self.answerers_of(&mut coverage, &mut seen, call);
+        let mut least: [Option<(&crate::protocol::CallId, &'static str)>; RACES.len()] = [None; RACES.len()];
+        for (ix, call) in self.calls.iter() {
+            let mut own = Reached::default();
+            self.windows(&mut own, call);
+            self.cancels_of(&mut own, ix, call);
+            self.deaths_of(&mut own, ix, call);
+            self.answerers_of(&mut own, call);
+            let name = names[ix.index()];
+            for (slot, side) in least.iter_mut().zip(own.0) {
+                if let Some(side) = side
+                    && slot.is_none_or(|(before, _)| name < before)
+                {
+                    *slot = Some((name, side));
+                }
+            }
         }
-        self.offer_timeouts(&mut coverage, &mut seen);
-        self.losses(&mut coverage, &mut seen);
-        coverage
+        let mut reached = Reached(least.map(|slot| slot.map(|(_, side)| side)));
+        self.offer_timeouts(&mut reached);
+        self.losses(&mut reached);
+        reached.into_coverage()
     }
 
-    fn windows(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, call: &Call) {
+    fn windows(&self, reached: &mut Reached, call: &Call) {
         let Some(end) = call.window_end else { return };
         let close = |t: f64| (t - end).abs() <= RACE_WINDOW_S;
         let side = if call.first == Some(ResultKind::Pending) {
@@ -490,53 +524,47 @@ impl Pass {
             "answer"
         };
         if call.answers().any(|m| close(m.t)) {
-            coverage.reached("answer_vs_expiry", side, seen);
+            reached.reach("answer_vs_expiry", side);
         }
         let hold = call.marks.iter().find_map(|m| match m.kind {
             MarkKind::Hold { taken } if close(m.t) => Some(taken),
             _ => None,
         });
         if let Some(taken) = hold {
-            coverage.reached("hold_vs_expiry", if taken { "hold" } else { "expiry" }, seen);
+            reached.reach("hold_vs_expiry", if taken { "hold" } else { "expiry" });
         }
     }
 
     /// The turn signals that reach the call (in the order they fired), then its
     /// `cancel_call`s.
     fn signals_of(&self, ix: CallIx, call: &Call) -> Vec<(f64, Option<u64>)> {
-        let mut turns: Vec<(f64, u64)> = self
-            .signalled_by(call.agent.as_deref().unwrap_or(""))
-            .into_iter()
-            .filter_map(|agent| self.cancels.get(agent))
-            .flatten()
-            .copied()
-            .collect();
+        let mut turns: Vec<(f64, u64)> = Vec::new();
+        if !self.cancels.is_empty() {
+            self.signalled_by(call.agent.as_deref().unwrap_or(""), |agent| {
+                if let Some(fired) = self.cancels.get(agent) {
+                    turns.extend_from_slice(fired);
+                }
+            });
+        }
+        let calls = self.cancel_calls.get(&ix);
+        if turns.is_empty() && calls.is_none() {
+            return Vec::new();
+        }
         turns.sort_by_key(|(_, seq)| *seq);
-        let calls = self.cancel_calls.get(&ix).into_iter().flatten();
         turns
             .into_iter()
             .map(|(t, seq)| (t, Some(seq)))
-            .chain(calls.map(|t| (*t, None)))
+            .chain(calls.into_iter().flatten().map(|t| (*t, None)))
             .collect()
     }
 
-    fn cancels_of(
-        &self,
-        coverage: &mut Coverage,
-        seen: &mut BTreeSet<&'static str>,
-        ix: CallIx,
-        call: &Call,
-    ) {
+    fn cancels_of(&self, reached: &mut Reached, ix: CallIx, call: &Call) {
         for (t, seq) in self.signals_of(ix, call) {
             let near = |m: &Mark| (m.t - t).abs() <= RACE_WINDOW_S;
             if call.answers().any(near) || self.due(call).any(|m| near(&m)) {
                 let cancelled =
                     call.first == Some(ResultKind::Error(ErrorCode::Aborted)) || call.withdrawn_by_cancel;
-                coverage.reached(
-                    "answer_vs_cancel",
-                    if cancelled { "cancel" } else { "answer" },
-                    seen,
-                );
+                reached.reach("answer_vs_cancel", if cancelled { "cancel" } else { "answer" });
             }
             if let Some(cancel_seq) = seq.filter(|_| (call.request_t - t).abs() <= RACE_WINDOW_S) {
                 let side = if call.request_seq < cancel_seq {
@@ -544,7 +572,7 @@ impl Pass {
                 } else {
                     "cancel"
                 };
-                coverage.reached("request_vs_cancel", side, seen);
+                reached.reach("request_vs_cancel", side);
             }
         }
     }
@@ -556,26 +584,22 @@ impl Pass {
             .is_some_and(|ds| ds.iter().any(|d| (d - t).abs() <= RACE_WINDOW_S))
     }
 
-    fn deaths_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, ix: CallIx, call: &Call) {
+    fn deaths_of(&self, reached: &mut Reached, ix: CallIx, call: &Call) {
         for due in self.due(call) {
             let submitted = call.answers().any(|a| a.who == due.who);
             if self.died_near(&self.answerers[due.who as usize], due.t) && !submitted {
-                coverage.reached("submit_vs_owner_death", "death", seen);
+                reached.reach("submit_vs_owner_death", "death");
             }
         }
         for answer in call.answers() {
             if self.died_near(&self.answerers[answer.who as usize], answer.t) {
                 let refused = self.refused_submits.contains(&(ix, answer.who));
-                coverage.reached(
-                    "submit_vs_owner_death",
-                    if refused { "death" } else { "submit" },
-                    seen,
-                );
+                reached.reach("submit_vs_owner_death", if refused { "death" } else { "submit" });
             }
         }
     }
 
-    fn answerers_of(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>, call: &Call) {
+    fn answerers_of(&self, reached: &mut Reached, call: &Call) {
         for (i, contact) in call.marks.iter().enumerate().filter(|(_, m)| m.contact()) {
             let rival = call.marks[i + 1..]
                 .iter()
@@ -583,17 +607,17 @@ impl Pass {
                 .find(|m| m.who != contact.who && (m.t - contact.t).abs() <= RACE_WINDOW_S);
             if let (Some(_), Some(owner)) = (rival, call.owner) {
                 let side = if contact.who == owner { "first" } else { "second" };
-                coverage.reached("two_answerers", side, seen);
+                reached.reach("two_answerers", side);
             }
         }
     }
 
-    fn offer_timeouts(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
+    fn offer_timeouts(&self, reached: &mut Reached) {
         let timeout = self.offer_timeout_s;
         // A run counts the race once, the side of the first offer in log order
         // that reached it: found by its seq, without a list of every offer (a
         // waterfall of 64 at 10^5 roots sorted 6.4 million, 1.7 KB a call).
-        let mut first: Option<(u64, &str)> = None;
+        let mut first: Option<(u64, &'static str)> = None;
         for (_, call) in self.calls.iter() {
             for offer in call.marks(MarkKind::Offer) {
                 let end = offer.t + timeout;
@@ -612,11 +636,14 @@ impl Pass {
             }
         }
         if let Some((_, side)) = first {
-            coverage.reached("accept_vs_offer_timeout", side, seen);
+            reached.reach("accept_vs_offer_timeout", side);
         }
     }
 
-    fn losses(&self, coverage: &mut Coverage, seen: &mut BTreeSet<&'static str>) {
+    fn losses(&self, reached: &mut Reached) {
+        if self.losses.is_empty() {
+            return;
+        }
         // The latest late answer before each point, for "decided just before".
         let mut latest = Vec::with_capacity(self.late_answers.len());
         for (t, _) in &self.late_answers {
@@ -635,7 +662,7 @@ impl Pass {
             let before = self.late_answers.partition_point(|(_, seq)| seq < lost_seq);
             let decided = before > 0 && lost_t - latest[before - 1] <= RACE_WINDOW_S;
             if decided {
-                coverage.reached("late_answer_vs_loss", "answer", seen);
+                reached.reach("late_answer_vs_loss", "answer");
                 continue;
             }
             // Candidates by time, with slack for rounding; the exact test decides.
@@ -648,7 +675,7 @@ impl Pass {
                         && self.first_late.get(id).is_none_or(|first| first >= lost_seq)
                 });
             if lost {
-                coverage.reached("late_answer_vs_loss", "loss", seen);
+                reached.reach("late_answer_vs_loss", "loss");
             }
         }
     }
@@ -739,5 +766,45 @@ mod tests {
         let race = &coverage(&events, &scenario).0["accept_vs_offer_timeout"];
         assert_eq!(race.runs, 1);
         assert_eq!(race.won.get("accept"), Some(&1));
+    }
+
+    /// Two calls reach the same race with opposite sides: the run's side is
+    /// that of the call first in callId order, not in log order (`b/1` is
+    /// logged first, `a/1` wins), whatever order the pass keeps its calls in.
+    #[test]
+    fn a_race_reached_twice_is_won_by_the_least_call_id() {
+        let scenario =
+            crate::scenario::parse("quickstart", include_str!("../../../scenarios/quickstart.json"))
+                .expect("the quickstart parses");
+        let request = |seq: u64, call: &str| {
+            format!(
+                r#"{{"seq":{seq},"t":0.0,"event":"request","callId":"{call}/1","agent":"{call}","schema":"timed","keyed":true,"questions":[],"timeout":null,"window_s":5.0}}"#
+            )
+        };
+        let answer = |seq: u64, call: &str| {
+            format!(
+                r#"{{"seq":{seq},"t":5.0,"event":"answer","callId":"{call}/1","answerer":"web","batch":[]}}"#
+            )
+        };
+        let result = |seq: u64, call: &str, outcome: &str| {
+            format!(
+                r#"{{"seq":{seq},"t":5.0,"event":"result","callId":"{call}/1","agent":"{call}","result":"{{}}","is_error":false,"outcome":"{outcome}"}}"#
+            )
+        };
+        let lines = [
+            request(1, "b"),
+            request(2, "a"),
+            result(3, "b", "pending"),
+            answer(4, "b"),
+            answer(5, "a"),
+            result(6, "a", "answers"),
+        ];
+        let events: Vec<Event> = (lines.iter())
+            .map(|line| serde_json::from_str(line).expect("an event line"))
+            .collect();
+        let race = &coverage(&events, &scenario).0["answer_vs_expiry"];
+        assert_eq!(race.runs, 1, "a run counts once per race");
+        assert_eq!(race.won.get("answer"), Some(&1), "a/1's side: {:?}", race.won);
+        assert_eq!(race.won.get("expiry"), None);
     }
 }
