@@ -20,7 +20,7 @@ mod settle;
 mod turn_index;
 mod waterfall;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::effect::{Out, TimerId};
 use crate::event::EventKind;
@@ -132,8 +132,23 @@ impl BrokerState {
     /// The open calls now (callId → `"waiting"` or `"pending"`), and how every
     /// call this broker closed closed.
     pub fn status(&self) -> BrokerStatus {
-        let open = self
+        let closed = self
             .calls
+            .closed_states()
+            .map(|(call_id, how)| (call_id.to_string(), how.as_str()))
+            .collect();
+        BrokerStatus {
+            open: self.open_calls(),
+            closed: Some(closed),
+        }
+    }
+
+    /// The open calls now (callId → `"waiting"` or `"pending"`): the part of
+    /// [`BrokerState::status`] a simulated run reads at its end, without a
+    /// table of every call it closed (a large run's whole history, sorted by
+    /// callId, then dropped).
+    pub fn open_calls(&self) -> BTreeMap<String, &'static str> {
+        self.calls
             .iter()
             .map(|c| {
                 let phase = match c.phase {
@@ -142,16 +157,7 @@ impl BrokerState {
                 };
                 (c.call_id.to_string(), phase)
             })
-            .collect();
-        let closed = self
-            .calls
-            .closed_states()
-            .map(|(call_id, how)| (call_id.to_string(), how.as_str()))
-            .collect();
-        BrokerStatus {
-            open,
-            closed: Some(closed),
-        }
+            .collect()
     }
 
     /// Whether any call is open (waiting or pending).

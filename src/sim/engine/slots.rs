@@ -77,7 +77,7 @@ impl BrokerSlot {
     /// The broker's own account of its open calls at `now`.
     pub fn open_calls(&mut self, now: Nanos) -> Result<BTreeMap<String, &'static str>, Box<ProcessFailure>> {
         match self {
-            BrokerSlot::Inside(broker) => Ok(broker.status().open),
+            BrokerSlot::Inside(broker) => Ok(broker.open_calls()),
             BrokerSlot::Outside(broker) => broker.status(now),
         }
     }
