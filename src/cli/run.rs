@@ -67,6 +67,17 @@ pub(super) struct RunArgs {
     schedule: Option<Schedule>,
 }
 
+/// The replayed schedule in the summary: the strategy chose nothing, so the
+/// header and `--json` name the schedule, and so does the reproduce command.
+fn name_schedule(summary: &mut Summary, choices: &Schedule) {
+    let schedule = schedule_string(choices);
+    summary.explore = format!("schedule {schedule}");
+    if let Some(reproduce) = &mut summary.reproduce {
+        let schedule = crate::sim::engine::reproduce::shell_word(&schedule);
+        reproduce.push_str(&format!(" --schedule {schedule}"));
+    }
+}
+
 /// A parsed `--schedule` (a named type: clap takes a bare `Vec` for a list).
 type Schedule = Vec<usize>;
 
@@ -251,13 +262,7 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         }
     }
     if let Some(choices) = &args.schedule {
-        // The strategy chose nothing: the header and `--json` name the schedule.
-        let schedule = schedule_string(choices);
-        summary.explore = format!("schedule {schedule}");
-        if let Some(reproduce) = &mut summary.reproduce {
-            let schedule = crate::sim::engine::reproduce::shell_word(&schedule);
-            reproduce.push_str(&format!(" --schedule {schedule}"));
-        }
+        name_schedule(&mut summary, choices);
     }
     if let Err(code) = write_trace(taps.trace) {
         return code;
@@ -277,19 +282,15 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let code = if summary.passed() && !determinism.differs() {
+    // The process ends next: its memory goes back to the system whole, where
+    // dropping a large run's output and scenario piece by piece ran alone after
+    // the report (BENCHMARKS.md, #19). Memory only: every file is closed above.
+    std::mem::forget((output, scenario));
+    if summary.passed() && !determinism.differs() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    };
-    // The process ends next and its memory goes back to the system whole:
-    // dropping a large run's output and scenario piece by piece (every record
-    // of the projection, every agent's spec) was work done after the report,
-    // when nothing else runs (BENCHMARKS.md, issue #19, forty-fourth session).
-    // Both hold memory only: the log, the trace and the timeline were written
-    // and closed above.
-    std::mem::forget((output, scenario));
-    code
+    }
 }
 
 /// What streams out of the run as it goes: the Chrome trace to its file, the
