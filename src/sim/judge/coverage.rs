@@ -807,4 +807,31 @@ mod tests {
         assert_eq!(race.won.get("answer"), Some(&1), "a/1's side: {:?}", race.won);
         assert_eq!(race.won.get("expiry"), None);
     }
+
+    /// A turn signal reaches the calls of the agent's descendants: a cancel of
+    /// `r`'s turn races the answer to its grandchild's call.
+    #[test]
+    fn a_cancel_races_the_calls_of_the_agents_descendants() {
+        let scenario =
+            crate::scenario::parse("quickstart", include_str!("../../../scenarios/quickstart.json"))
+                .expect("the quickstart parses");
+        let lines = [
+            r#"{"seq":1,"t":0.0,"event":"spawn","agent":"r","owner":null,"lineage":null}"#,
+            r#"{"seq":2,"t":0.0,"event":"spawn","agent":"c","owner":"r","lineage":null}"#,
+            r#"{"seq":3,"t":0.0,"event":"spawn","agent":"g","owner":"c","lineage":null}"#,
+            r#"{"seq":4,"t":0.0,"event":"request","callId":"g/1","agent":"g","schema":"timed","keyed":true,"questions":[],"timeout":null,"window_s":30.0}"#,
+            r#"{"seq":5,"t":1.0,"event":"answer","callId":"g/1","answerer":"web","batch":[]}"#,
+        ];
+        let reached = |cancelled: &str| {
+            let cancel = format!(r#"{{"seq":6,"t":1.0,"event":"cancel","agent":"{cancelled}"}}"#);
+            let events: Vec<Event> = (lines.iter().copied().chain([cancel.as_str()]))
+                .map(|line| serde_json::from_str(line).expect("an event line"))
+                .collect();
+            coverage(&events, &scenario).0["answer_vs_cancel"].clone()
+        };
+        let race = reached("r");
+        assert_eq!(race.runs, 1, "{race:?}");
+        assert_eq!(race.won.get("answer"), Some(&1));
+        assert_eq!(reached("x").runs, 0, "x's turn is not g's");
+    }
 }
