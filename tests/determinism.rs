@@ -373,6 +373,30 @@ fn a_passing_determinism_check_is_visible() {
     assert!(!plain.contains("determinism"), "{plain}");
 }
 
+/// The table and `--json` give the same `trace_hash`, the one the library's run
+/// gives; `--json` gives the order hash as well (the table, which does not
+/// show it, does not compute it), and it is the library's too.
+#[test]
+fn the_table_and_json_give_the_same_trace_hash_and_json_the_order_hash() {
+    let dir = scenarios_dir();
+    let (name, scenario) = load("race-two-answerers-tie");
+    let (library, _) = run(&scenario, &name, scenario.seed);
+    let (code, table, stderr) = asksim_in(&dir, "run race-two-answerers-tie.json");
+    assert_eq!(code, Some(0), "{stderr}");
+    let row = format!("\n  trace_hash      {}\n", library.recording.trace_hash);
+    assert!(table.contains(&row), "{table}");
+    let (code, json, stderr) = asksim_in(&dir, "run race-two-answerers-tie.json --json");
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["trace_hash"], library.recording.trace_hash.as_str());
+    assert_eq!(json["order_hash"], library.recording.order_hash.as_str());
+    assert_eq!(
+        library.recording.order_hash.len(),
+        64,
+        "the library's run computes it"
+    );
+}
+
 /// Two runs that differ fail the report's verdict, with the difference above
 /// it. Before, such a report said `result PASS` (the summary alone) and put
 /// `NOT DETERMINISTIC` under it, while the exit code was 1.

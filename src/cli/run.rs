@@ -133,6 +133,12 @@ fn run_options(args: &RunArgs, scenario: &crate::scenario::Scenario) -> Result<R
     // from the streaming analysis, the trace and the timeline stream through taps
     // (a failing run is re-run for the timelines under its violations).
     options.keep_events = args.check_determinism || args.resume;
+    // The table shows the trace hash alone; the order hash, a second SHA-256
+    // over nearly every byte of the log, is computed for `--json`, which
+    // reports it (a run computes the hashes it reports).
+    if !args.json {
+        options.hashes = crate::record::Hashes::Trace;
+    }
     if args.resume && (args.check_determinism || args.schedule.is_some()) {
         eprintln!(
             "asksim run: --resume continues one run from its log; drop --check-determinism and --schedule"

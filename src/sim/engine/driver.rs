@@ -61,7 +61,8 @@ pub struct RunOptions {
     pub journal_after: Option<u64>,
     /// Which of the log's hashes the run computes. [`RunOptions::new`] gives
     /// [`Hashes::TraceAndOrder`], the two a run's summary reports
-    /// (`trace_hash`, `order_hash`); a sweep asks for [`Hashes::All`], since
+    /// (`trace_hash`, `order_hash`; `asksim run` without `--json` prints the
+    /// first alone and asks for [`Hashes::Trace`]); a sweep asks for [`Hashes::All`], since
     /// it counts distinct timings too. Each hash is a SHA-256 over every
     /// event's line (the three were a tenth of a large run's CPU); one not
     /// computed is the empty string in [`crate::record::Recording`].
