@@ -45,7 +45,6 @@ use crate::sim::judge::protocol_check::{PROTOCOL_CONFORMANCE, ProtocolChecker};
 use crate::sim::judge::reread::Reread;
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
-use answers::Asked;
 use calls::{CallInfo, Calls, MustClose};
 use content::Submitted;
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
@@ -191,6 +190,7 @@ pub struct Checker {
     /// Answers results' texts as read (one answerer's policy gives many calls
     /// the same).
     results_read: Reread<result_text::AnswersRead>,
+    last_expected: content::LastExpected,
     out: Violations,
 }
 
@@ -810,8 +810,8 @@ impl Checker {
             return;
         }
         if once {
-            let asked = questions.is_some().then(|| asking.asked()).flatten();
-            self.as_submitted(call_id, seq, delivered, asked.map(|asked| (timed, asked)));
+            let asked = questions.is_some().then_some((timed, &asking));
+            self.as_submitted(call_id, seq, delivered, asked);
         }
     }
 
@@ -828,7 +828,7 @@ impl Checker {
         call_id: &CallId,
         seq: u64,
         delivered: Delivered<'_>,
-        asked: Option<(bool, &[Asked])>,
+        asked: Option<(bool, &Arc<answers::Asking<'static>>)>,
     ) {
         let Some(submitted) = self.delivering.take() else {
             if !self.answered_twice.contains(call_id) {
@@ -837,10 +837,11 @@ impl Checker {
             }
             return;
         };
-        let Some((timed, asked)) = asked else {
+        let Some((timed, asking)) = asked else {
             return;
         };
-        let expected = match content::expected_of(timed, asked, &submitted.batch) {
+        let expected = self.last_expected.of(timed, asking, &submitted.batch);
+        let expected = match &*expected {
             Ok(Some(expected)) => expected,
             Ok(None) => return,
             Err(defect) => {
