@@ -721,13 +721,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn dead_entries_keep_their_place_until_their_block_needs_the_room() {
+    /// A set of the keys 0, 2, 4, … below `2 * n`, inserted in order.
+    fn evens(n: u64) -> Ready {
         let mut ready = Ready::default();
-        let n = BLOCK_MAX as u64;
         for seq in 0..n {
             ready.insert(candidate(seq * 2));
         }
+        ready
+    }
+
+    #[test]
+    fn dead_entries_keep_their_place_until_their_block_needs_the_room() {
+        let n = BLOCK_MAX as u64;
+        let mut ready = evens(n);
         // Every other entry dies, the first one too: nothing moves.
         for seq in (0..n).step_by(2) {
             assert_eq!(ready.remove(seq * 2).map(|c| c.seq), Some(seq * 2));
@@ -755,11 +761,8 @@ mod tests {
 
     #[test]
     fn an_insertion_between_keys_moves_only_the_entries_up_to_the_nearest_dead_one() {
-        let mut ready = Ready::default();
         let n = BLOCK_MAX as u64;
-        for seq in 0..n {
-            ready.insert(candidate(seq * 2));
-        }
+        let mut ready = evens(n);
         // Two dead entries, at places 10 and 100.
         ready.remove(20);
         ready.remove(200);
@@ -801,11 +804,8 @@ mod tests {
 
     #[test]
     fn appends_fill_blocks_and_ranks_hold_across_many_blocks() {
-        let mut ready = Ready::default();
         let n = BLOCK_MAX as u64 * 10 + 3;
-        for seq in 0..n {
-            ready.insert(candidate(seq * 2));
-        }
+        let mut ready = evens(n);
         ready.insert(candidate(2 * 700 + 1));
         assert_eq!(ready.rank_of(2 * 700 + 1), Some(701));
         assert_eq!(ready.nth(701).seq, 1_401);
