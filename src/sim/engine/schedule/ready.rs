@@ -225,7 +225,7 @@ impl Block {
     /// entry first (a compaction) read and moved the whole block at each
     /// insertion: a channel's next message enters among older keys, at every
     /// delivery of a long channel (a waterfall of 64 at 10^5 roots: a tenth of
-    /// the world's time, in blocks out of the cache). False, moving nothing,
+    /// the run's samples, in blocks out of the cache). False, moving nothing,
     /// when the block has no dead entry.
     fn insert_over_dead(&mut self, at: usize, slot: Slot) -> bool {
         let after = self.dead_from(at);
