@@ -228,21 +228,23 @@ impl Block {
     /// the run's samples, in blocks out of the cache). False, moving nothing,
     /// when the block has no dead entry.
     fn insert_over_dead(&mut self, at: usize, slot: Slot) -> bool {
-        let after = self.dead_from(at);
-        let before = self.dead_before(at);
-        let dead = match (before, after) {
-            (Some(b), Some(a)) if at - b <= a - at => b,
-            (_, Some(a)) => {
-                self.slots.copy_within(at..a, at + 1);
-                self.slots[at] = slot;
-                a
+        let dead = match (self.dead_before(at), self.dead_from(at)) {
+            (Some(b), Some(a)) => {
+                if at - b <= a - at {
+                    b
+                } else {
+                    a
+                }
             }
-            (Some(b), None) => b,
+            (Some(dead), None) | (None, Some(dead)) => dead,
             (None, None) => return false,
         };
         if dead < at {
             self.slots.copy_within(dead + 1..at, dead);
             self.slots[at - 1] = slot;
+        } else {
+            self.slots.copy_within(at..dead, at + 1);
+            self.slots[at] = slot;
         }
         let (word, mask) = bit(dead);
         self.live[word] |= mask;
