@@ -103,8 +103,8 @@ pub(super) fn replay(args: &ReplayArgs) -> ExitCode {
 
 pub(super) fn validate(args: &ValidateArgs) -> ExitCode {
     // A file is built as `run` builds it, once: what its build frees goes back
-    // at once, as in a run (a `repeat` of 10^6 steps peaked at 131 MB, 86 MB
-    // in `run`).
+    // as in a run, at once past 64 MiB (a `repeat` of 10^6 steps peaked at
+    // 131 MB with a second's delay, 86 MB in `run`).
     super::process::tune_for_one_run();
     let errors = scenario::validate_files(&args.files);
     for error in &errors {

@@ -13,15 +13,35 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// run and the next only to fault them in again (zeroed) moments later.
 const PURGE_DELAY_MS: std::ffi::c_long = 1000;
 
-/// The same for a process that runs one run (`asksim run`): none. What a run
-/// frees it does not need again soon, and a second's delay held what it freed
-/// in its last second resident at its peak: a tie of 10^5 roots asking twice
-/// peaked at 2.24-2.26 KB a call above 64 MiB with it, 1.98 KB without (SPEC
-/// §8: 2 KB), `load-mixed-30k` at 96-98 MB against 88, and no run was
-/// measurably slower (BENCHMARKS.md, issue #19, sixteenth session). Many small
-/// runs in one process do pay for it: 100 runs of a tree of 10^3 took 13-20%
-/// longer, all of it the kernel clearing pages again.
-const ONE_RUN_PURGE_DELAY_MS: std::ffi::c_long = 0;
+/// The same for a process that runs one run (`asksim run`), while its peak
+/// resident size is under [`HOLD_UNTIL_KIB`]: mimalloc's own default. Purging
+/// at once gave a run's small pages back the moment they emptied, to fault
+/// them in again (zeroed, with a TLB shootdown of the other core) moments
+/// later: `load-10k` handed back 430-470 MiB in ~580 `madvise` calls at a
+/// peak of 37 MB, and with this delay 60 calls and 73 MiB, 9-12% less wall
+/// time (BENCHMARKS.md, issue #19, forty-sixth session).
+const SMALL_RUN_PURGE_DELAY_MS: std::ffi::c_long = 10;
+
+/// Past it, none: what a run frees it does not need again soon, and a delay
+/// held what it freed in its last moments resident at its peak. A tie of 10^5
+/// roots asking twice peaked at 2.24-2.26 KB a call above 64 MiB with a
+/// second's delay, 1.98 KB without (SPEC §8: 2 KB; BENCHMARKS.md, issue #19,
+/// sixteenth session), and the loss family at 10^5 came within 1-2 MB of its
+/// 2 KB a call with 5-10 ms (forty-second and forty-fourth sessions). Many
+/// small runs in one process do pay for it: 100 runs of a tree of 10^3 took
+/// 13-20% longer, all of it the kernel clearing pages again.
+const LARGE_RUN_PURGE_DELAY_MS: std::ffi::c_long = 0;
+
+/// The peak resident size (KiB) at which a run's purge delay drops from
+/// [`SMALL_RUN_PURGE_DELAY_MS`] to [`LARGE_RUN_PURGE_DELAY_MS`]: SPEC §8's
+/// fixed allowance, 64 MiB. A run that stays under it has room for what it
+/// freed in the last few milliseconds; one that passes it is measured by the
+/// call, and from then on holds nothing freed (what was already waiting is
+/// purged within the small delay).
+const HOLD_UNTIL_KIB: i64 = 64 * 1024;
+
+/// How often the watcher reads the peak resident size.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Sets the process up as the binary runs: call first thing in `main`, in a
 /// program whose global allocator is mimalloc (the option is mimalloc's; with
@@ -31,9 +51,58 @@ pub fn tune() {
     no_huge_pages();
 }
 
-/// Sets the process up for one run: call before it, after [`tune`].
+/// Sets the process up for one run: call before it, after [`tune`]. Freed
+/// pages wait [`SMALL_RUN_PURGE_DELAY_MS`] until the process's peak resident
+/// size passes [`HOLD_UNTIL_KIB`], then go back at once: a thread of its own
+/// reads the peak every [`WATCH_EVERY`] and ends once it has passed (the peak
+/// never falls). Where the peak cannot be read, or no thread started, they go
+/// back at once from the start.
 pub fn tune_for_one_run() {
-    purge_delay(ONE_RUN_PURGE_DELAY_MS);
+    let delay = one_run_delay(peak_resident_kib());
+    purge_delay(delay);
+    if delay == LARGE_RUN_PURGE_DELAY_MS {
+        return;
+    }
+    let watcher = std::thread::Builder::new().name("asksim-purge".into()).spawn(|| {
+        loop {
+            std::thread::sleep(WATCH_EVERY);
+            let delay = one_run_delay(peak_resident_kib());
+            if delay == LARGE_RUN_PURGE_DELAY_MS {
+                purge_delay(delay);
+                return;
+            }
+        }
+    });
+    if watcher.is_err() {
+        purge_delay(LARGE_RUN_PURGE_DELAY_MS);
+    }
+}
+
+/// The purge delay of a one-run process whose peak resident size is
+/// `peak_kib` (none where it cannot be read).
+fn one_run_delay(peak_kib: Option<i64>) -> std::ffi::c_long {
+    match peak_kib {
+        Some(kib) if kib < HOLD_UNTIL_KIB => SMALL_RUN_PURGE_DELAY_MS,
+        _ => LARGE_RUN_PURGE_DELAY_MS,
+    }
+}
+
+/// The process's peak resident size in KiB, as the kernel keeps it
+/// (`getrusage`'s `ru_maxrss`, what `/usr/bin/time %M` prints).
+#[cfg(target_os = "linux")]
+fn peak_resident_kib() -> Option<i64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` writes one `rusage` through the pointer, which is
+    // valid and as large as it; it is read only when the call succeeded.
+    let usage =
+        unsafe { (libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) == 0).then(|| usage.assume_init()) };
+    usage.map(|usage| usage.ru_maxrss)
+}
+
+/// Elsewhere the unit of `ru_maxrss` differs: not read.
+#[cfg(not(target_os = "linux"))]
+fn peak_resident_kib() -> Option<i64> {
+    None
 }
 
 fn purge_delay(ms: std::ffi::c_long) {
@@ -57,5 +126,37 @@ fn no_huge_pages() {
     // in its memory; on a kernel without it, it fails with EINVAL, ignored.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_holds_freed_pages_only_while_its_peak_is_under_the_allowance() {
+        assert_eq!(one_run_delay(Some(0)), SMALL_RUN_PURGE_DELAY_MS);
+        assert_eq!(one_run_delay(Some(HOLD_UNTIL_KIB - 1)), SMALL_RUN_PURGE_DELAY_MS);
+        assert_eq!(one_run_delay(Some(HOLD_UNTIL_KIB)), LARGE_RUN_PURGE_DELAY_MS);
+        assert_eq!(one_run_delay(Some(HOLD_UNTIL_KIB * 8)), LARGE_RUN_PURGE_DELAY_MS);
+        assert_eq!(
+            one_run_delay(None),
+            LARGE_RUN_PURGE_DELAY_MS,
+            "unread, nothing is held"
+        );
+        const { assert!(SMALL_RUN_PURGE_DELAY_MS > LARGE_RUN_PURGE_DELAY_MS) };
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_peak_resident_size_is_read_and_never_falls() {
+        let before = peak_resident_kib().expect("getrusage works on Linux");
+        assert!(before > 0, "a running process is resident");
+        // Touch 16 MiB, then free it: the peak is at least what was resident.
+        let touched = std::hint::black_box(vec![1u8; 16 << 20]);
+        let while_held = peak_resident_kib().expect("read again");
+        assert!(while_held >= (touched.len() >> 10) as i64, "{while_held} KiB");
+        drop(touched);
+        assert!(peak_resident_kib().expect("read again") >= while_held);
     }
 }
