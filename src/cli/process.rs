@@ -41,7 +41,7 @@ const LARGE_RUN_PURGE_DELAY_MS: std::ffi::c_long = 0;
 const HOLD_UNTIL_KIB: i64 = 64 * 1024;
 
 /// How often the watcher reads the peak resident size.
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Sets the process up as the binary runs: call first thing in `main`, in a
 /// program whose global allocator is mimalloc (the option is mimalloc's; with
