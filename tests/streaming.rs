@@ -29,7 +29,10 @@ fn the_streamed_trace_and_timeline_equal_those_made_from_kept_events() {
         assert_eq!(streamed, chrome_trace(output.events()), "{name}: the trace");
 
         let mut spooled = Vec::new();
-        lines.take().for_each_line(|line| spooled.push(line)).unwrap();
+        lines
+            .take()
+            .for_each_line(|line| spooled.push(line.to_owned()))
+            .unwrap();
         assert_eq!(spooled, timeline(output.events()), "{name}: the timeline");
         assert!(!spooled.is_empty(), "{name}: a run has events");
         checked += 1;

@@ -228,6 +228,34 @@ fn a_result_reads_its_kind_from_the_event_never_from_its_text() {
     assert!(lines[1].contains("gets pending for root/1"), "{}", lines[1]);
 }
 
+/// The requests of a `count` row share one questions text, which the timeline
+/// reads once; a request with other questions still shows its own, whether it
+/// comes between two that share a text or after them.
+#[test]
+fn each_request_shows_its_own_questions_shared_or_not() {
+    let request = |seq: u64, call: &str, question: &str| -> Event {
+        let line = format!(
+            r#"{{"seq":{seq},"t":1.0,"event":"request","callId":"{call}","agent":"root","schema":"timed","keyed":true,"questions":[{{"id":"q","question":"{question}","header":"H","options":[{{"label":"A"}},{{"label":"B"}}]}}],"timeout":5,"window_s":5}}"#
+        );
+        serde_json::from_str(&line).unwrap()
+    };
+    let first = request(1, "root/1", "Go?");
+    // A copy shares the questions text, as a `count` row's requests do.
+    let shared = Event {
+        seq: 2,
+        ..first.clone()
+    };
+    let other = request(3, "root/3", "Stop?");
+    let again = Event {
+        seq: 4,
+        ..first.clone()
+    };
+    let lines = timeline(&[first, shared, other, again]);
+    for (line, asked) in lines.iter().zip(["\"Go?\"", "\"Go?\"", "\"Stop?\"", "\"Go?\""]) {
+        assert!(line.ends_with(&format!(": {asked}")), "{line}");
+    }
+}
+
 /// Every kind of event (a log line without `seq` and `t`) and what its line says.
 const EVERY_KIND: [(&str, &str); 22] = [
     (

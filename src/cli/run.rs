@@ -284,9 +284,23 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         output.events()
     };
     let timeline = taps.timeline.map(Tap::take);
-    if let Err(error) = print_summary(&summary, &determinism, args.json, events, timeline) {
-        eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
-        return ExitCode::from(EXIT_BAD_INPUT);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match print_summary(&mut out, &summary, &determinism, args.json, events, timeline) {
+        Ok(()) => {}
+        Err(Unprinted::Spool(error)) => {
+            eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        // As `print!`'s panic ends it elsewhere (`cli::main`): a reader that
+        // closed stdout early gets 141, never a pass it did not read.
+        Err(Unprinted::Out(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            return ExitCode::from(super::EXIT_CLOSED_STDOUT);
+        }
+        Err(Unprinted::Out(error)) => {
+            eprintln!("asksim: cannot write to stdout: {error}");
+            return ExitCode::FAILURE;
+        }
     }
     // The process ends next: its memory goes back to the system whole, where
     // dropping a large run's output and scenario piece by piece ran alone after
@@ -352,16 +366,50 @@ fn write_trace(trace: Option<(Tap<ChromeTrace<BufWriter<File>>>, PathBuf)>) -> R
         })
 }
 
+/// Why the summary was not printed whole.
+enum Unprinted {
+    /// The timeline's spool could not be read back.
+    Spool(std::io::Error),
+    /// Standard output took no more.
+    Out(std::io::Error),
+}
+
+/// A writer that keeps its first error and writes nothing after it.
+struct Sticky<W> {
+    out: W,
+    written: std::io::Result<()>,
+}
+
+impl<W: std::io::Write> Sticky<W> {
+    fn print(&mut self, text: std::fmt::Arguments<'_>) {
+        if self.written.is_ok() {
+            self.written = self.out.write_fmt(text);
+        }
+    }
+
+    /// `text` as a JSON string.
+    fn json(&mut self, text: &str) {
+        if self.written.is_ok() {
+            self.written = serde_json::to_writer(&mut self.out, text).map_err(std::io::Error::from);
+        }
+    }
+}
+
 /// The summary (with the timelines of the calls its first violations name), then
-/// with `--timeline` every event, one line each.
+/// with `--timeline` every event, one line each, written to `out`, flushed.
+/// `out` is buffered: a timeline's line is not a write of its own (standard
+/// output flushes at each line break, a system call a line: most of a tie of
+/// 16,000's `--timeline` printing).
 fn print_summary(
+    out: &mut impl std::io::Write,
     summary: &Summary,
     determinism: &Determinism,
     json: bool,
     events: &[Event],
     timeline: Option<Timeline>,
-) -> std::io::Result<()> {
-    if json {
+) -> Result<(), Unprinted> {
+    let mut out = Sticky { out, written: Ok(()) };
+    let read = if json {
         let mut value = serde_json::to_value(summary).expect("the summary serialises");
         if summary.clock == crate::scenario::Clock::Real.as_str() {
             // Tokio ordered the deliveries: no strategy did, whatever the
@@ -369,28 +417,40 @@ fn print_summary(
             value["explore"] = serde_json::Value::Null;
         }
         value["determinism"] = determinism.to_json();
-        let Some(timeline) = timeline else {
-            println!("{value}");
-            return Ok(());
-        };
-        // `timeline` is the object's last key: its lines stream into the array.
-        let text = value.to_string();
-        print!("{},\"timeline\":[", &text[..text.len() - 1]);
-        let mut first = true;
-        timeline.for_each_line(|line| {
-            let comma = if std::mem::take(&mut first) { "" } else { "," };
-            print!("{comma}{}", serde_json::Value::String(line));
-        })?;
-        println!("]}}");
-        Ok(())
-    } else {
-        print!("{}", render_run(summary, events, determinism));
-        if let Some(timeline) = timeline {
-            println!("  {:<16}{} events", "timeline", timeline.len());
-            timeline.for_each_line(|line| println!("    {line}"))?;
+        match timeline {
+            None => {
+                out.print(format_args!("{value}\n"));
+                Ok(())
+            }
+            Some(timeline) => {
+                // `timeline` is the object's last key: its lines stream into the array.
+                let text = value.to_string();
+                out.print(format_args!("{},\"timeline\":[", &text[..text.len() - 1]));
+                let mut first = true;
+                let read = timeline.for_each_line(|line| {
+                    let comma = if std::mem::take(&mut first) { "" } else { "," };
+                    out.print(format_args!("{comma}"));
+                    out.json(line);
+                });
+                out.print(format_args!("]}}\n"));
+                read
+            }
         }
-        Ok(())
+    } else {
+        out.print(format_args!("{}", render_run(summary, events, determinism)));
+        match timeline {
+            None => Ok(()),
+            Some(timeline) => {
+                out.print(format_args!("  {:<16}{} events\n", "timeline", timeline.len()));
+                timeline.for_each_line(|line| out.print(format_args!("    {line}\n")))
+            }
+        }
+    };
+    if out.written.is_ok() {
+        out.written = out.out.flush();
     }
+    read.map_err(Unprinted::Spool)?;
+    out.written.map_err(Unprinted::Out)
 }
 
 /// The first event where two runs differ, described.
