@@ -254,18 +254,13 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     let mut summary = summarise(&scenario, &file, &output);
-    let mut determinism = Determinism::Unchecked;
-    if args.check_determinism {
-        let again = execute(&scenario, kept(), args.schedule.as_ref())
-            .expect("a run without a log cannot fail to write one");
-        determinism = match first_difference(output.events(), again.events()) {
-            Some(difference) => Determinism::Differs(difference),
-            None => Determinism::Identical,
-        };
-        if determinism.differs() && summary.reproduce.is_none() {
-            let command = crate::sim::reproduce_command(&file, &output);
-            summary.reproduce = Some(format!("{command} --check-determinism"));
-        }
+    let determinism = match args.check_determinism {
+        true => determinism(&output, &execute(&scenario, kept(), args.schedule.as_ref())),
+        false => Determinism::Unchecked,
+    };
+    if determinism.differs() && summary.reproduce.is_none() {
+        let command = crate::sim::reproduce_command(&file, &output);
+        summary.reproduce = Some(format!("{command} --check-determinism"));
     }
     if let Some(choices) = &args.schedule {
         name_schedule(&mut summary, choices);
@@ -273,34 +268,26 @@ pub(super) fn run(args: &RunArgs) -> ExitCode {
     if let Err(code) = write_trace(taps.trace) {
         return code;
     }
-    let rerun;
-    let events = if output.events().is_empty() && !summary.invariants.violations.is_empty() && !args.json {
-        // The run kept no events: the same run again (it is deterministic) gives
-        // them for the timelines under the violations.
-        rerun = execute(&scenario, kept(), args.schedule.as_ref())
-            .expect("a run without a log cannot fail to write one");
-        rerun.events()
-    } else {
-        output.events()
-    };
+    // A run that kept no events: the same run again (it is deterministic) gives
+    // them for the timelines under the violations.
+    let rerun =
+        (output.events().is_empty() && !summary.invariants.violations.is_empty() && !args.json).then(|| {
+            execute(&scenario, kept(), args.schedule.as_ref())
+                .expect("a run without a log cannot fail to write one")
+        });
+    let events = rerun.as_ref().map_or(output.events(), RunOutput::events);
     let timeline = taps.timeline.map(Tap::take);
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    match print_summary(&mut out, &summary, &determinism, args.json, events, timeline) {
-        Ok(()) => {}
-        Err(Unprinted::Spool(error)) => {
-            eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-        // As `print!`'s panic ends it elsewhere (`cli::main`): a reader that
-        // closed stdout early gets 141, never a pass it did not read.
-        Err(Unprinted::Out(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
-            return ExitCode::from(super::EXIT_CLOSED_STDOUT);
-        }
-        Err(Unprinted::Out(error)) => {
-            eprintln!("asksim: cannot write to stdout: {error}");
-            return ExitCode::FAILURE;
-        }
+    let printed = print_summary(
+        &mut BufWriter::new(stdout.lock()),
+        &summary,
+        &determinism,
+        args.json,
+        events,
+        timeline,
+    );
+    if let Err(unprinted) = printed {
+        return unprinted.exit();
     }
     // The process ends next: its memory goes back to the system whole, where
     // dropping a large run's output and scenario piece by piece ran alone after
@@ -372,6 +359,27 @@ enum Unprinted {
     Spool(std::io::Error),
     /// Standard output took no more.
     Out(std::io::Error),
+}
+
+impl Unprinted {
+    /// The command's end, said on stderr.
+    fn exit(self) -> ExitCode {
+        match self {
+            Unprinted::Spool(error) => {
+                eprintln!("asksim: cannot read the timeline back from its temporary file: {error}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            }
+            // As `print!`'s panic ends it elsewhere (`cli::main`): a reader that
+            // closed stdout early gets 141, never a pass it did not read.
+            Unprinted::Out(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                ExitCode::from(super::EXIT_CLOSED_STDOUT)
+            }
+            Unprinted::Out(error) => {
+                eprintln!("asksim: cannot write to stdout: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    }
 }
 
 /// A writer that keeps its first error and writes nothing after it.
@@ -451,6 +459,17 @@ fn print_summary(
     }
     read.map_err(Unprinted::Spool)?;
     out.written.map_err(Unprinted::Out)
+}
+
+/// Whether the same run `again` (`--check-determinism`) recorded what `output` did.
+fn determinism(output: &RunOutput, again: &Result<RunOutput, impl std::fmt::Debug>) -> Determinism {
+    let again = again
+        .as_ref()
+        .expect("a run without a log cannot fail to write one");
+    match first_difference(output.events(), again.events()) {
+        Some(difference) => Determinism::Differs(difference),
+        None => Determinism::Identical,
+    }
 }
 
 /// The first event where two runs differ, described.
