@@ -52,11 +52,10 @@ pub fn tune() {
 }
 
 /// Sets the process up for one run: call before it, after [`tune`]. Freed
-/// pages wait [`SMALL_RUN_PURGE_DELAY_MS`] until the process's peak resident
-/// size passes [`HOLD_UNTIL_KIB`], then go back at once: a thread of its own
-/// reads the peak every [`WATCH_EVERY`] and ends once it has passed (the peak
-/// never falls). Where the peak cannot be read, or no thread started, they go
-/// back at once from the start.
+/// pages wait 10 ms until the process's peak resident size passes 64 MiB, then
+/// go back at once: a thread of its own reads the peak every 5 ms and ends once
+/// it has passed (the peak never falls). Where the peak cannot be read, or no
+/// thread started, they go back at once from the start.
 pub fn tune_for_one_run() {
     let delay = one_run_delay(peak_resident_kib());
     purge_delay(delay);

@@ -4,10 +4,11 @@
 //! `seq` of the event at fault.
 //!
 //! Its parts: `calls` (what it knows of each call, with indexes over the open
-//! ones), `answers` (well-formed batches), `content` (the answers delivered are
-//! the batch submitted), `delivery` (user messages decided and received),
-//! `message` (the exact text SPEC §2.4 gives a user message), `liveness` (what
-//! must close or move on at an instant, and what must have happened by the end),
+//! ones), `answers` (well-formed batches), `texts::content` (the answers
+//! delivered are the batch submitted), `delivery` (user messages decided and
+//! received), `texts::message` (the exact text SPEC §2.4 gives a user
+//! message), `liveness` (what must close or move on at an instant, and what
+//! must have happened by the end),
 //! `terminal` (the projection against the broker's final state). Protocol
 //! conformance ([`crate::sim::judge::protocol_check`]) runs inside it, on the
 //! same turn tree ([`crate::sim::judge::turns`]).
@@ -22,7 +23,6 @@
 
 mod answers;
 mod calls;
-mod content;
 mod delivery;
 mod liveness;
 mod terminal;
@@ -46,9 +46,9 @@ use crate::sim::judge::reread::Reread;
 use crate::sim::judge::turns::{Fire, TurnTree};
 use crate::tool::{AnswerItem, ErrorCode, ResultKind, Schema};
 use calls::{CallInfo, Calls, MustClose};
-use content::Submitted;
 use delivery::{Delivery, LATE_ANSWER_REACHES_CALLER, PENDING_END_REACHES_CALLER};
 use liveness::{CANCEL_CALL_SETTLES, Closure, Liveness, NO_ORPHANED_WAIT, STOP_AGENT_SETTLES};
+use texts::content::{self, Submitted};
 use texts::{message, result_text};
 
 pub use crate::sim::judge::violation::Violation;

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::answers::{Asked, Asking};
+use super::super::answers::{Asked, Asking};
 use crate::protocol::{CallId, Name};
 use crate::tool::{AnswerItem, Question, QuestionOption, validate_batch};
 
@@ -45,7 +45,7 @@ pub struct Expected {
 /// breaks SPEC §3.6 and may settle nothing.
 #[cfg(test)]
 pub fn expected(timed: bool, questions: &str, batch: &Value) -> Result<Option<Expected>, String> {
-    match super::answers::Asking::read(questions).asked() {
+    match Asking::read(questions).asked() {
         Some(asked) => expected_of(timed, asked, batch),
         None => Ok(None),
     }
@@ -366,7 +366,7 @@ mod tests {
                 serde_json::from_value(line).unwrap()
             })
             .collect();
-        let violations = super::super::check(&events, None, super::super::VIRTUAL_TOLERANCE_S);
+        let violations = super::super::super::check(&events, None, super::super::super::VIRTUAL_TOLERANCE_S);
         violations
             .into_iter()
             .map(|v| (v.invariant, v.seq, v.detail))
@@ -415,7 +415,11 @@ mod tests {
         );
         let invented = judged(false, vec![result(&chosen)]);
         let named: Vec<(&str, u64)> = invented.iter().map(|(i, s, _)| (*i, *s)).collect();
-        assert_eq!(named, [(super::super::PROTOCOL_CONFORMANCE, 5)], "{invented:?}");
+        assert_eq!(
+            named,
+            [(super::super::super::PROTOCOL_CONFORMANCE, 5)],
+            "{invented:?}"
+        );
         assert!(invented[0].2.contains("answers no answerer submitted"));
         let refused = json!([{"id": "db", "selected": ["SQLite"], "why": 1}, {"id": "envs", "selected": []}]);
         let taken = judged(false, vec![answer(&refused), result(&chosen)]);
