@@ -18,7 +18,7 @@ const PURGE_DELAY_MS: std::ffi::c_long = 1000;
 /// at once gave a run's small pages back the moment they emptied, to fault
 /// them in again (zeroed, with a TLB shootdown of the other core) moments
 /// later: `load-10k` handed back 430-470 MiB in ~580 `madvise` calls at a
-/// peak of 37 MB, and with this delay 60 calls and 73 MiB, 9-12% less wall
+/// peak of 37 MB, and with this delay 60 calls and 73 MiB, 9-13% less wall
 /// time (BENCHMARKS.md, issue #19, forty-sixth session).
 const SMALL_RUN_PURGE_DELAY_MS: std::ffi::c_long = 10;
 

@@ -406,8 +406,8 @@ impl<W: std::io::Write> Sticky<W> {
 /// The summary (with the timelines of the calls its first violations name), then
 /// with `--timeline` every event, one line each, written to `out`, flushed.
 /// `out` is buffered: a timeline's line is not a write of its own (standard
-/// output flushes at each line break, a system call a line: most of a tie of
-/// 16,000's `--timeline` printing).
+/// output flushes at each line break, a system call a line: a third of a tie
+/// of 16,000's `--timeline` printing, to `/dev/null`).
 fn print_summary(
     out: &mut impl std::io::Write,
     summary: &Summary,

@@ -517,9 +517,9 @@ fn fate(kind: &EventKind) -> Option<String> {
 
 /// The last request's questions and their texts as a line shows them: the
 /// requests of a `count` row share one questions text, read once (a tie of
-/// 16,000 roots asking twice parsed it 32,000 times, a third of the
-/// timeline's work beside the run). The text is held, so a pointer that
-/// matches is never a reused address.
+/// 16,000 roots asking twice parsed it 32,000 times: 29% of [`Timeline::push`]'s
+/// samples). The text is held, so a pointer that matches is never a reused
+/// address.
 #[derive(Default)]
 struct LastAsked(Option<(Arc<RawValue>, String)>);
 
