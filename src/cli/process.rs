@@ -40,9 +40,6 @@ const LARGE_RUN_PURGE_DELAY_MS: std::ffi::c_long = 0;
 /// purged within the small delay).
 const HOLD_UNTIL_KIB: i64 = 64 * 1024;
 
-/// How often the watcher reads the peak resident size.
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
-
 /// Sets the process up as the binary runs: call first thing in `main`, in a
 /// program whose global allocator is mimalloc (the option is mimalloc's; with
 /// another allocator it is set and never read).
@@ -53,27 +50,37 @@ pub fn tune() {
 
 /// Sets the process up for one run: call before it, after [`tune`]. Freed
 /// pages wait 10 ms until the process's peak resident size passes 64 MiB, then
-/// go back at once: a thread of its own reads the peak every 5 ms and ends once
-/// it has passed (the peak never falls). Where the peak cannot be read, or no
-/// thread started, they go back at once from the start.
+/// go back at once. The peak is read where memory grows: mimalloc calls its
+/// "deferred free" hook on an allocating thread every 100 allocations that
+/// need a fresh page or a free list of one, and the hook is let go once the
+/// peak has passed (the peak never falls). Where the peak cannot be read,
+/// freed pages go back at once from the start.
 pub fn tune_for_one_run() {
     let delay = one_run_delay(peak_resident_kib());
     purge_delay(delay);
-    if delay == LARGE_RUN_PURGE_DELAY_MS {
-        return;
+    if delay != LARGE_RUN_PURGE_DELAY_MS {
+        // SAFETY: the hook is a function of the program's lifetime that takes no
+        // argument it reads (the null `arg` is never dereferenced); mimalloc
+        // stores both atomically.
+        unsafe { libmimalloc_sys::mi_register_deferred_free(Some(watch_peak), std::ptr::null_mut()) };
     }
-    let watcher = std::thread::Builder::new().name("asksim-purge".into()).spawn(|| {
-        loop {
-            std::thread::sleep(WATCH_EVERY);
-            let delay = one_run_delay(peak_resident_kib());
-            if delay == LARGE_RUN_PURGE_DELAY_MS {
-                purge_delay(delay);
-                return;
-            }
-        }
-    });
-    if watcher.is_err() {
+}
+
+/// mimalloc's deferred-free hook while a run holds freed pages: once the peak
+/// resident size has passed [`HOLD_UNTIL_KIB`], freed pages go back at once
+/// and the hook unregisters itself. It may run on two threads at once; both
+/// write the same values. It neither allocates nor unwinds (`getrusage` and
+/// two atomic stores), as a hook called from inside `malloc` must not.
+unsafe extern "C" fn watch_peak(
+    _force: bool,
+    _heartbeat: std::ffi::c_ulonglong,
+    _arg: *mut std::ffi::c_void,
+) {
+    if one_run_delay(peak_resident_kib()) == LARGE_RUN_PURGE_DELAY_MS {
         purge_delay(LARGE_RUN_PURGE_DELAY_MS);
+        // SAFETY: unregistering is an atomic store of a null hook, allowed
+        // from within the hook (mimalloc has loaded it already).
+        unsafe { libmimalloc_sys::mi_register_deferred_free(None, std::ptr::null_mut()) };
     }
 }
 
