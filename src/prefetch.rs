@@ -18,7 +18,7 @@ pub fn lines<T>(value: &T) {
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         let start = std::ptr::from_ref(value).cast::<i8>();
-        for offset in (0..size_of::<T>()).step_by(64) {
+        for offset in line_offsets(start.addr(), size_of::<T>()) {
             // SAFETY: `prefetcht0` is a hint: it reads nothing into the program,
             // never faults, and takes any address; SSE, which it needs, is in
             // every x86_64 processor's baseline.
@@ -27,4 +27,47 @@ pub fn lines<T>(value: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+/// A cache line's size on x86_64.
+const LINE: usize = 64;
+
+/// Offsets from `addr` that fall in each cache line of the `size` bytes there:
+/// one a line, from the line `addr` is in to the line of its last byte. Steps
+/// of a line from `addr` itself miss the last line of a value whose size is a
+/// multiple of a line and that does not start one (192 bytes from 8 bytes
+/// into a line span four lines; three steps reach three).
+fn line_offsets(addr: usize, size: usize) -> impl Iterator<Item = usize> {
+    let lines = match size {
+        0 => 0,
+        _ => (addr + size - 1) / LINE - addr / LINE + 1,
+    };
+    (0..lines).map(move |line| (line * LINE).saturating_sub(addr % LINE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines each offset falls in, from `addr`.
+    fn lines(addr: usize, size: usize) -> Vec<usize> {
+        line_offsets(addr, size)
+            .map(|offset| (addr + offset) / LINE)
+            .collect()
+    }
+
+    #[test]
+    fn every_line_a_value_spans_is_asked_for_once() {
+        // 200 bytes from a line's start, or from 56 bytes in: four lines.
+        assert_eq!(lines(640, 200), [10, 11, 12, 13]);
+        assert_eq!(lines(640 + 56, 200), [10, 11, 12, 13]);
+        // 192 bytes: three lines from a line's start, four from 8 bytes in.
+        assert_eq!(lines(640, 192), [10, 11, 12]);
+        assert_eq!(lines(640 + 8, 192), [10, 11, 12, 13]);
+        assert_eq!(lines(640 + 63, 2), [10, 11]);
+        assert_eq!(lines(640 + 8, 8), [10]);
+        assert_eq!(lines(640, 0), Vec::<usize>::new());
+        // The first offset is the value's own start, inside its first line.
+        assert_eq!(line_offsets(640 + 56, 200).next(), Some(0));
+    }
 }
