@@ -7,8 +7,12 @@
 //! highest bit where its due time differs from it, and when the earliest
 //! instant is wanted, only the lowest bucket is read, once, and its entries
 //! move to lower buckets (each entry moves at most 64 times, in practice a few).
-//! The entries of the earliest instant wait in a small binary heap, in their
-//! own order.
+//! The entries of the earliest instant wait in a sorted deque, in their own
+//! order: sorted once when the instant is reached (a sort reads its vector in
+//! runs, where a binary heap's pops, one at a time, each sifted through every
+//! level: at an instant of 10^5 timers, a tree's children ending at once, a
+//! cache miss a level; issue #19), and what joins it later is the newest, put
+//! at its end.
 //!
 //! Why not one binary heap: with jitter every message passes through here, a
 //! run at 10^5 calls holds 10^5 to 10^6 entries, and each pop of a binary heap
@@ -20,8 +24,7 @@
 //! What comes out is what a binary heap of the same entries gives: every entry
 //! of the earliest due time, in their order, then the next due time's.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 use crate::protocol::Nanos;
 use crate::trim::Trim;
@@ -43,8 +46,8 @@ const KEPT_MAX: usize = 64;
 pub(super) struct Later<T> {
     /// No entry is due before it: the earliest due time looked at (0 at first).
     at: Nanos,
-    /// The entries due at `at`, in their order.
-    now: BinaryHeap<Reverse<T>>,
+    /// The entries due at `at`, in their order (ascending).
+    now: VecDeque<T>,
     /// Bucket `k` holds the entries due after `at` whose due time differs from
     /// `at` first (from the top) at bit `k`, in no order.
     buckets: [Vec<T>; BUCKETS],
@@ -57,7 +60,7 @@ impl<T> Default for Later<T> {
     fn default() -> Self {
         Later {
             at: 0,
-            now: BinaryHeap::new(),
+            now: VecDeque::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
             occupied: 0,
             len: 0,
@@ -90,7 +93,14 @@ impl<T: Due + Ord> Later<T> {
     fn place(&mut self, entry: T) {
         let due = entry.due();
         if due == self.at {
-            self.now.push(Reverse(entry));
+            // What joins the instant at hand is nearly always the newest (a
+            // message or timer made now, due now): at the end. Else, its place.
+            if self.now.back().is_none_or(|last| *last <= entry) {
+                self.now.push_back(entry);
+            } else {
+                let at = self.now.partition_point(|queued| *queued < entry);
+                self.now.insert(at, entry);
+            }
         } else {
             let k = (Nanos::BITS - 1 - (due ^ self.at).leading_zeros()) as usize;
             self.buckets[k].push(entry);
@@ -124,13 +134,18 @@ impl<T: Due + Ord> Later<T> {
         if bucket.capacity() <= KEPT_MAX {
             // A small bucket keeps its room: it is read once each time it fills.
             for entry in bucket.drain(..) {
-                self.place(entry);
+                if entry.due() == at {
+                    self.now.push_back(entry);
+                } else {
+                    self.place(entry);
+                }
             }
+            self.now.make_contiguous().sort_unstable();
             self.buckets[k] = bucket;
             return Some(at);
         }
         // A large one (a burst: 10^5 windows falling due at one instant) becomes
-        // the instant's heap in place, what falls due later leaving it first:
+        // the instant's deque in place, what falls due later leaving it first:
         // moved whole, its entries would be held twice at the burst's peak.
         let mut i = 0;
         while i < bucket.len() {
@@ -141,26 +156,27 @@ impl<T: Due + Ord> Later<T> {
                 self.place(later);
             }
         }
-        self.now = BinaryHeap::from(bucket.into_iter().map(Reverse).collect::<Vec<_>>());
+        bucket.sort_unstable();
+        self.now = VecDeque::from(bucket);
         Some(at)
     }
 
     /// The first entry due at the earliest due time [`Later::first_due`] gave.
     pub(super) fn peek_now(&self) -> Option<&T> {
-        self.now.peek().map(|Reverse(entry)| entry)
+        self.now.front()
     }
 
     /// Takes the first entry due at the earliest due time [`Later::first_due`]
     /// gave; `None` once they are all taken.
     pub(super) fn pop_now(&mut self) -> Option<T> {
-        let Reverse(entry) = self.now.pop()?;
+        let entry = self.now.pop_front()?;
         self.len -= 1;
         Some(entry)
     }
 
     /// Keeps only the entries `keep` says to keep.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        self.now.retain(|Reverse(entry)| keep(entry));
+        self.now.retain(|entry| keep(entry));
         self.occupied = 0;
         self.now.trim();
         for (k, bucket) in self.buckets.iter_mut().enumerate() {
@@ -176,10 +192,7 @@ impl<T: Due + Ord> Later<T> {
 
     /// Everything placed again from `at`, an earlier due time.
     fn rebase(&mut self, at: Nanos) {
-        let mut all: Vec<T> = std::mem::take(&mut self.now)
-            .into_iter()
-            .map(|Reverse(e)| e)
-            .collect();
+        let mut all: Vec<T> = std::mem::take(&mut self.now).into();
         for bucket in &mut self.buckets {
             all.append(bucket);
         }
@@ -200,6 +213,8 @@ impl<T: Ord> Trim for Later<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
     struct E(Nanos, u64);
@@ -244,6 +259,27 @@ mod tests {
         later.push(E(100, 0));
         assert_eq!(drain_instant(&mut later), [E(50, 2)]);
         assert_eq!(drain_instant(&mut later), [E(100, 0), E(100, 1)]);
+    }
+
+    #[test]
+    fn a_burst_due_at_one_instant_comes_out_in_order_whatever_order_it_came_in() {
+        // Above `KEPT_MAX` entries in one bucket: the instant is made from the
+        // bucket in place, here with its entries in reverse order and one due
+        // later among them.
+        let mut later = Later::default();
+        let burst = 4 * KEPT_MAX as u64;
+        for seq in (0..burst).rev() {
+            later.push(E(1_000, seq));
+        }
+        later.push(E(1_001, burst));
+        assert_eq!(later.first_due(), Some(1_000));
+        later.push(E(1_000, burst + 1)); // joins the instant at hand, the newest
+        let want: Vec<E> = (0..burst + 2)
+            .filter(|s| *s != burst)
+            .map(|s| E(1_000, s))
+            .collect();
+        assert_eq!(std::iter::from_fn(|| later.pop_now()).collect::<Vec<_>>(), want);
+        assert_eq!(drain_instant(&mut later), [E(1_001, burst)]);
     }
 
     #[derive(Clone, Debug)]
