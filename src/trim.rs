@@ -45,14 +45,6 @@ impl<T> Trim for VecDeque<T> {
     }
 }
 
-impl<T: Ord> Trim for std::collections::BinaryHeap<T> {
-    fn trim(&mut self) {
-        if let Some(to) = trimmed(self.capacity(), self.len()) {
-            self.shrink_to(to);
-        }
-    }
-}
-
 impl<K: Eq + Hash, V, S: BuildHasher> Trim for HashMap<K, V, S> {
     fn trim(&mut self) {
         if let Some(to) = trimmed(self.capacity(), self.len()) {

@@ -190,7 +190,9 @@ impl<T: Due + Ord> Later<T> {
         self.len = self.now.len() + self.buckets.iter().map(Vec::len).sum::<usize>();
     }
 
-    /// Everything placed again from `at`, an earlier due time.
+    /// Everything placed again from `at`, an earlier due time. Nothing held
+    /// is due at `at` (all of it is due at or after the old one), so no entry
+    /// lands in the instant's deque here, and its insert in place never runs.
     fn rebase(&mut self, at: Nanos) {
         let mut all: Vec<T> = std::mem::take(&mut self.now).into();
         for bucket in &mut self.buckets {
