@@ -123,6 +123,25 @@ impl<I: Number, T> Dense<I, T> {
         self.slot(ix).get_or_insert_with(T::default)
     }
 
+    /// Takes the record of `ix` out, leaving its number empty.
+    pub fn take(&mut self, ix: I) -> Option<T> {
+        let (chunk, at) = Dense::<I, T>::place(ix);
+        self.chunks.get_mut(chunk)?.get_mut(at)?.take()
+    }
+
+    /// Keeps the records `keep` accepts (by number, in order); the others go.
+    pub fn retain(&mut self, mut keep: impl FnMut(I, &mut T) -> bool) {
+        for (chunk, records) in self.chunks.iter_mut().enumerate() {
+            for (at, slot) in records.iter_mut().enumerate() {
+                if let Some(record) = slot
+                    && !keep(I::at(chunk * CHUNK + at), record)
+                {
+                    *slot = None;
+                }
+            }
+        }
+    }
+
     /// Every record goes (and the memory that held them).
     pub fn clear(&mut self) {
         self.chunks.clear();
@@ -177,6 +196,19 @@ mod tests {
             0,
             "a chunk nothing was written to takes no room"
         );
+        assert_eq!(dense.take(2), Some(21));
+        assert_eq!(dense.take(2), None, "taken once");
+        assert_eq!(dense.get(2), None);
+        assert_eq!(dense.take(u64::from(u32::MAX)), None, "past the end");
+        let mut seen = Vec::new();
+        dense.retain(|ix, record| {
+            seen.push(ix);
+            *record += 1;
+            ix != CHUNK as u64
+        });
+        assert_eq!(seen, [CHUNK as u64, far], "each record once, by number");
+        let all: Vec<(u64, u64)> = dense.iter().map(|(ix, r)| (ix, *r)).collect();
+        assert_eq!(all, vec![(far, 101)]);
         dense.clear();
         assert_eq!(dense.get(2), None, "cleared");
     }

@@ -7,6 +7,7 @@
 //! - `fired`: what a queued timer delivers, in 16 bytes for the common timers.
 //! - `later`: what is due past the instant at hand, by due time (a radix heap).
 //! - `ready`: what is deliverable now, ordered, with rank and select in O(log n).
+//! - `timers`: the live timers, an agent's in place by its id.
 //! - `strategy`: which tied delivery goes first (random, PCT, FIFO, a schedule).
 
 mod fired;
@@ -14,3 +15,4 @@ mod later;
 pub mod queue;
 pub mod ready;
 pub mod strategy;
+mod timers;

@@ -25,6 +25,7 @@ use crate::sim::engine::schedule::fired::Fired;
 use crate::sim::engine::schedule::later::{Due, Later};
 use crate::sim::engine::schedule::ready::Slot;
 pub use crate::sim::engine::schedule::ready::{Candidate, Ready};
+use crate::sim::engine::schedule::timers::{FAULT_BIT, Timer, Timers};
 use crate::trim::Trim;
 
 /// Picks the next delivery among what is ready (at least two, in `seq` order).
@@ -107,34 +108,6 @@ impl Channel {
     }
 }
 
-/// A live timer: 24 bytes in the table. A run's timer table is its largest
-/// (every window, offer timeout and answerer latency of every open call), and a
-/// table's slots are its empty ones too and, while it grows, the old table's
-/// beside the new: an `Envelope` in place (64 bytes, the size of its largest
-/// variant, when most timers carry a few bytes) cost ~300 bytes a call at a tie's
-/// peak, and boxed, an allocation of 64 bytes a timer. [`Fired`] holds the common
-/// timers' messages in 16 bytes and boxes only the rest.
-#[derive(Debug)]
-struct Timer {
-    fired: Fired,
-    /// Its `seq`, with [`FAULT_BIT`] set for a fault timer.
-    tagged: u64,
-}
-
-/// The top bit of a timer's tagged `seq`: a fault timer (`seq` counts messages
-/// and timers of one run, far below it).
-const FAULT_BIT: u64 = 1 << 63;
-
-impl Timer {
-    fn seq(&self) -> u64 {
-        self.tagged & !FAULT_BIT
-    }
-
-    fn fault(&self) -> bool {
-        self.tagged & FAULT_BIT != 0
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
     Channel(Addr, Addr),
@@ -203,9 +176,8 @@ pub struct Queue {
     /// hashed and compared as two words (an `(Addr, Addr)` key took 32 and compared
     /// two enums at every probe; a channel is made and dropped per message).
     channels: FxHashMap<(u64, u64), Channel>,
-    /// Keyed by the owner's [`Addr::code`] and the timer's id: 16 bytes a key,
-    /// not 24.
-    timers: FxHashMap<(u64, TimerId), Timer>,
+    /// Live timers, by owner and id (an agent's in place by its id).
+    timers: Timers,
     /// The live timers of each answerer, the one kind of actor that dies on its
     /// own: its death drops them without a look at anyone else's.
     answerer_timers: FxHashMap<AnswererIx, FxHashSet<TimerId>>,
@@ -292,7 +264,8 @@ impl Queue {
     pub fn timer(&mut self, owner: Addr, id: TimerId, envelope: Envelope, due: Nanos, fault: bool) {
         self.seq += 1;
         let previous = self.timers.insert(
-            (owner.code(), id),
+            owner,
+            id,
             Timer {
                 fired: Fired::pack(owner, id, envelope),
                 tagged: self.seq | if fault { FAULT_BIT } else { 0 },
@@ -312,7 +285,7 @@ impl Queue {
 
     /// Cancels a timer if it has not fired.
     pub fn cancel(&mut self, owner: Addr, id: TimerId) {
-        if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
+        if let Some(timer) = self.timers.remove(owner, id) {
             self.unindex(owner, id);
             self.forget(&timer);
             self.left(timer.seq());
@@ -393,7 +366,7 @@ impl Queue {
             .unwrap_or_default();
         ids.sort_unstable(); // a set's order is no order
         for id in ids {
-            if let Some(timer) = self.timers.remove(&(owner.code(), id)) {
+            if let Some(timer) = self.timers.remove(owner, id) {
                 self.forget(&timer);
                 self.left(timer.seq());
             }
@@ -411,8 +384,7 @@ impl Queue {
             }
             kept
         });
-        self.timers.retain(|(owner, _), timer| {
-            let owner = Addr::from_code(*owner);
+        self.timers.retain(|owner, timer| {
             let kept = keep(owner, owner);
             match (kept, timer.fault()) {
                 (false, false) => dropped += 1,
@@ -427,7 +399,7 @@ impl Queue {
         self.went_stale(dropped + faults);
         let timers = &self.timers;
         self.answerer_timers.retain(|index, ids| {
-            ids.retain(|id| timers.contains_key(&(Addr::Answerer(*index).code(), *id)));
+            ids.retain(|id| timers.get(Addr::Answerer(*index), *id).is_some());
             !ids.is_empty()
         });
         // Stale entries in the heap are skipped when they come up; the ready set
@@ -470,10 +442,7 @@ impl Queue {
                 .channels
                 .get(&channel_key(from, to))
                 .is_some_and(|c| c.head.seq == seq),
-            Key::Timer(owner, id) => self
-                .timers
-                .get(&(owner.code(), id))
-                .is_some_and(|t| t.seq() == seq),
+            Key::Timer(owner, id) => self.timers.get(owner, id).is_some_and(|t| t.seq() == seq),
         }
     }
 
@@ -551,6 +520,10 @@ impl Queue {
             };
             let candidate = self.ready.remove_nth(rank);
             picked(candidate.to);
+            // An agent's live timer is in place by its id: asked for now, it
+            // comes with the agent's slot, not after it (the delivery may
+            // cancel or fire it).
+            self.timers.prefetch(candidate.to);
             if let Some(delivery) = self.take(candidate.key(), candidate.seq) {
                 return Ok(delivery);
             }
@@ -562,7 +535,7 @@ impl Queue {
     /// only (in no set order, and `any` of a pure question needs none).
     fn a_fault_matters(&self, fault_matters: &mut dyn FnMut(Addr) -> bool) -> bool {
         debug_assert_eq!(self.work, 0, "asked only once nothing but faults is left");
-        (self.timers.keys()).any(|(owner, _)| fault_matters(Addr::from_code(*owner)))
+        self.timers.any_owner(fault_matters)
     }
 
     /// Moves the clock to the earliest due entry and gathers everything due then.
@@ -606,10 +579,7 @@ impl Queue {
     fn take(&mut self, key: Key, seq: u64) -> Option<Delivery> {
         match key {
             Key::Timer(owner, id) => {
-                let timer = self
-                    .timers
-                    .remove(&(owner.code(), id))
-                    .filter(|t| t.seq() == seq)?;
+                let timer = self.timers.remove(owner, id).filter(|t| t.seq() == seq)?;
                 self.unindex(owner, id);
                 self.forget(&timer);
                 Some(Delivery {
