@@ -1,6 +1,6 @@
 //! Cache hints: asking the processor for memory a moment before it is read.
 //!
-//! The one `unsafe` for speed in the simulator (issue #19): at a tree of 10^5
+//! The `unsafe` for speed in the simulator (issue #19): at a tree of 10^5
 //! agents `random` delivers to agents in random order, and each delivery's
 //! look-ups (the queue's entry, then the agent's slot, then its script) were
 //! cache misses one after the other. Asking for the agent's slot when its entry
@@ -8,7 +8,12 @@
 //! less (criterion `scaling`, BENCHMARKS.md), the runs at 10^3 the same. A
 //! plain read of the slot started as early (safe code) did not do it: the
 //! cancel of a tree stayed at the old figure, as a load that misses holds up
-//! what follows it where a prefetch does not.
+//! what follows it where a prefetch does not. Stable Rust has no safe hint
+//! (`core::intrinsics::prefetch_read_data` is unstable), so both functions
+//! here wrap the one instruction, `prefetcht0`, which reads nothing and never
+//! faults. The same hint asks for an agent's timer with its slot, and for the
+//! line an append to a long vector is about to write ([`line_at`]: a store
+//! that misses holds up every store behind it).
 
 /// Asks for every cache line of `value` to be brought into the cache, without
 /// waiting: a hint that never reads `value` and never faults.
@@ -27,6 +32,21 @@ pub fn lines<T>(value: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
+}
+
+/// Asks for the cache line at `ptr` to be brought into the cache, without
+/// waiting: a hint that reads nothing and never faults, so `ptr` may point
+/// anywhere (past the end of a vector's room, say).
+#[inline]
+pub fn line_at<T>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: as in `lines`: a hint, any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
 }
 
 /// A cache line's size on x86_64.
@@ -54,6 +74,14 @@ mod tests {
         line_offsets(addr, size)
             .map(|offset| (addr + offset) / LINE)
             .collect()
+    }
+
+    #[test]
+    fn a_hint_at_any_address_never_faults() {
+        let room: Vec<u64> = Vec::with_capacity(4);
+        line_at(room.as_ptr().wrapping_add(1 << 20)); // far past its room
+        line_at(std::ptr::null::<u64>());
+        line_at(usize::MAX as *const u8);
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub(super) trait Due {
 /// One bucket per bit of a due time.
 const BUCKETS: usize = Nanos::BITS as usize;
 
+/// How many entries past a bucket's end an append asks for the line of.
+const AHEAD: usize = 8;
+
 /// The most entries of room an emptied bucket keeps (64 buckets: 4,096 at most).
 const KEPT_MAX: usize = 64;
 
@@ -103,7 +106,14 @@ impl<T: Due + Ord> Later<T> {
             }
         } else {
             let k = (Nanos::BITS - 1 - (due ^ self.at).leading_zeros()) as usize;
-            self.buckets[k].push(entry);
+            let bucket = &mut self.buckets[k];
+            // Appends write a line nobody has read since the bucket's room was
+            // made: at a tree of 10^5 each spawn's work timer wrote one, and a
+            // store that misses holds every store behind it (96% of `place`'s
+            // time at 10^5 was waiting there). Asked for a few entries ahead,
+            // the line is in when the append comes.
+            crate::prefetch::line_at(bucket.as_ptr().wrapping_add(bucket.len() + AHEAD));
+            bucket.push(entry);
             self.occupied |= 1 << k;
         }
     }
