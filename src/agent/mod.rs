@@ -236,6 +236,15 @@ impl AgentState {
         self.id
     }
 
+    /// The address of its script while one runs (0 once it ended): a hint
+    /// for whoever holds many agents to ask for the script's lines before the
+    /// agent's slot is read (never a way to reach the script).
+    pub fn script_addr(&self) -> usize {
+        self.script
+            .as_deref()
+            .map_or(0, |script| std::ptr::from_ref(script).addr())
+    }
+
     /// Its name.
     pub fn name(&self) -> &Name {
         &self.name

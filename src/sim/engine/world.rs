@@ -22,8 +22,8 @@ use crate::dense::Dense;
 use crate::effect::{Effect, Out};
 use crate::event::EventKind;
 use crate::protocol::{
-    Addr, AgentId, AnswererIx, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn, TurnId,
-    nanos, seconds,
+    Addr, AgentId, AgentMsg, AnswererIx, BrokerMsg, DriverMsg, Envelope, Name, Nanos, Registration, Turn,
+    TurnId, nanos, seconds,
 };
 use crate::record::Recorder;
 use crate::scenario::{Action, AgentSpec, Scenario};
@@ -72,26 +72,69 @@ impl Jitter {
 /// delivery to an agent of a large run (a tree of 10^5) found its state through
 /// a pointer, a cache miss of its own, and the box's allocation cost more than
 /// the slot it saved.
+///
+/// Beside each slot, where the agent's script is: the slot points to it, so a
+/// delivery read the script only once the slot had come in, a second miss
+/// after the first (the tree's cancel at 10^5 reading each child's `wait`, the
+/// children's `resume`). Kept by id, the script's address is known when the
+/// delivery is picked, and both are asked for at once ([`Agents::prefetch`]).
+/// It is a hint only: updated after each delivery to the agent (where a
+/// script starts or ends), never dereferenced, and a stale one costs a
+/// useless fetch.
 #[derive(Default)]
-struct Agents(Dense<AgentId, AgentState>);
+struct Agents {
+    slots: Dense<AgentId, AgentState>,
+    scripts: Vec<usize>,
+}
 
 impl Agents {
     fn insert(&mut self, id: AgentId, agent: AgentState) {
-        self.0.insert(id, agent);
+        let script = agent.script_addr();
+        self.slots.insert(id, agent);
+        self.note_script(id, script);
     }
 
     fn get(&self, id: &AgentId) -> Option<&AgentState> {
-        self.0.get(*id)
+        self.slots.get(*id)
     }
 
     fn get_mut(&mut self, id: &AgentId) -> Option<&mut AgentState> {
-        self.0.get_mut(*id)
+        self.slots.get_mut(*id)
     }
 
-    /// Asks for the slot of `to`'s agent to be brought into the cache (a hint).
+    /// Agent `id` handles `msg`; where its script is afterwards is noted.
+    fn deliver(&mut self, id: AgentId, msg: AgentMsg, out: &mut Out) {
+        if let Some(agent) = self.slots.get_mut(id) {
+            agent.handle(msg, out);
+            let script = agent.script_addr();
+            self.note_script(id, script);
+        }
+    }
+
+    fn note_script(&mut self, id: AgentId, script: usize) {
+        let at = id as usize; // ids count agents: far below the address space
+        if let Some(held) = self.scripts.get_mut(at) {
+            *held = script;
+        } else if at == self.scripts.len() {
+            self.scripts.push(script); // the next agent spawned
+        } else if script != 0 {
+            self.scripts.resize(at, 0);
+            self.scripts.push(script);
+        }
+    }
+
+    /// Asks for the slot of `to`'s agent and the first lines of its script
+    /// to be brought into the cache (hints).
     fn prefetch(&self, to: Addr) {
         if let Addr::Agent(id) = to {
-            self.0.prefetch(id);
+            self.slots.prefetch(id);
+            if let Some(&script) = self.scripts.get(id as usize)
+                && script != 0
+            {
+                let at = std::ptr::without_provenance::<u8>(script);
+                crate::prefetch::line_at(at);
+                crate::prefetch::line_at(at.wrapping_add(64));
+            }
         }
     }
 
@@ -100,7 +143,8 @@ impl Agents {
     }
 
     fn clear(&mut self) {
-        self.0.clear();
+        self.slots.clear();
+        self.scripts.clear();
     }
 }
 
@@ -459,11 +503,7 @@ impl<'s> World<'s> {
                     self.fail(failure);
                 }
             }
-            Envelope::Agent(id, msg) => {
-                if let Some(agent) = self.agents.get_mut(&id) {
-                    agent.handle(msg, &mut self.out);
-                }
-            }
+            Envelope::Agent(id, msg) => self.agents.deliver(id, msg, &mut self.out),
             Envelope::Answerer(index, msg) => {
                 if let Some(Some(answerer)) = self.answerers.get_mut(index as usize)
                     && let Err(failure) = answerer.handle(index, msg, &mut self.out)
