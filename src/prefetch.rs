@@ -9,9 +9,9 @@
 //! plain read of the slot started as early (safe code) did not do it: the
 //! cancel of a tree stayed at the old figure, as a load that misses holds up
 //! what follows it where a prefetch does not. Stable Rust has no safe hint
-//! (`core::intrinsics::prefetch_read_data` is unstable), so both functions
-//! here wrap the one instruction, `prefetcht0`, which reads nothing and never
-//! faults. The same hint asks for an agent's timer with its slot, and for the
+//! (`core::intrinsics::prefetch_read_data` is unstable), so every function
+//! here comes down to the one instruction, `prefetcht0` ([`line_at`]), which
+//! reads nothing and never faults. The same hint asks for an agent's timer with its slot, and for the
 //! line an append to a long vector is about to write ([`line_at`]: a store
 //! that misses holds up every store behind it).
 
@@ -19,19 +19,18 @@
 /// waiting: a hint that never reads `value` and never faults.
 #[inline]
 pub fn lines<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let start = std::ptr::from_ref(value).cast::<i8>();
-        for offset in line_offsets(start.addr(), size_of::<T>()) {
-            // SAFETY: `prefetcht0` is a hint: it reads nothing into the program,
-            // never faults, and takes any address; SSE, which it needs, is in
-            // every x86_64 processor's baseline.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-        }
+    lines_at(std::ptr::from_ref(value));
+}
+
+/// Asks for every cache line a `T` at `ptr` would span: a hint, so `ptr` may
+/// point anywhere (a value that may have moved or gone since its address was
+/// noted).
+#[inline]
+pub fn lines_at<T>(ptr: *const T) {
+    let start = ptr.cast::<u8>();
+    for offset in line_offsets(start.addr(), size_of::<T>()) {
+        line_at(start.wrapping_add(offset));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// Asks for the cache line at `ptr` to be brought into the cache, without
@@ -42,7 +41,9 @@ pub fn line_at<T>(ptr: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: as in `lines`: a hint, any address.
+        // SAFETY: `prefetcht0` is a hint: it reads nothing into the program,
+        // never faults, and takes any address; SSE, which it needs, is in
+        // every x86_64 processor's baseline.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.cast::<i8>()) };
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -123,17 +123,15 @@ impl Agents {
         }
     }
 
-    /// Asks for the slot of `to`'s agent and the first lines of its script
-    /// to be brought into the cache (hints).
+    /// Asks for the slot of `to`'s agent and its script to be brought into
+    /// the cache (hints).
     fn prefetch(&self, to: Addr) {
         if let Addr::Agent(id) = to {
             self.slots.prefetch(id);
             if let Some(&script) = self.scripts.get(id as usize)
                 && script != 0
             {
-                let at = std::ptr::without_provenance::<u8>(script);
-                crate::prefetch::line_at(at);
-                crate::prefetch::line_at(at.wrapping_add(64));
+                crate::prefetch::lines_at(std::ptr::without_provenance::<Script>(script));
             }
         }
     }

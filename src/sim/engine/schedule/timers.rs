@@ -88,6 +88,12 @@ fn placed(owner: Addr) -> Option<AgentId> {
     }
 }
 
+/// Whether `owner` is an agent (its timers may be in place, or, past
+/// [`DENSE_IDS`] or as a second one, counted in `agents_in_others`).
+fn is_agent(owner: Addr) -> bool {
+    matches!(owner, Addr::Agent(_))
+}
+
 impl Timers {
     /// Adds timer `id` of `owner`; the timer it replaces, if it was live.
     pub(super) fn insert(&mut self, owner: Addr, id: TimerId, timer: Timer) -> Option<Timer> {
@@ -106,7 +112,7 @@ impl Timers {
             }
         }
         let previous = self.others.insert((owner.code(), id), timer);
-        if matches!(owner, Addr::Agent(_)) && previous.is_none() {
+        if is_agent(owner) && previous.is_none() {
             self.agents_in_others += 1;
         }
         previous
@@ -120,11 +126,11 @@ impl Timers {
             self.in_place -= 1;
             return self.agents.take(agent).map(|held| held.timer);
         }
-        if matches!(owner, Addr::Agent(_)) && self.agents_in_others == 0 {
+        if is_agent(owner) && self.agents_in_others == 0 {
             return None;
         }
         let removed = self.others.remove(&(owner.code(), id));
-        if matches!(owner, Addr::Agent(_)) && removed.is_some() {
+        if is_agent(owner) && removed.is_some() {
             self.agents_in_others -= 1;
         }
         removed
@@ -137,7 +143,7 @@ impl Timers {
         {
             return Some(&held.timer);
         }
-        if matches!(owner, Addr::Agent(_)) && self.agents_in_others == 0 {
+        if is_agent(owner) && self.agents_in_others == 0 {
             return None;
         }
         self.others.get(&(owner.code(), id))
@@ -164,7 +170,7 @@ impl Timers {
         self.others.retain(|(owner, _), timer| {
             let owner = Addr::from_code(*owner);
             let kept = keep(owner, timer);
-            agents_dropped += usize::from(!kept && matches!(owner, Addr::Agent(_)));
+            agents_dropped += usize::from(!kept && is_agent(owner));
             kept
         });
         self.agents_in_others -= agents_dropped;
