@@ -63,6 +63,9 @@ struct Core {
 struct Queue {
     pending: Mutex<Pending>,
     wake: Condvar,
+    /// Told when the journal's thread takes a batch while a recorder waits for
+    /// room ([`Journal::wait_for_room`]), or when the journal breaks.
+    taken: Condvar,
     /// The `seq` of the last event queued (what the recorder will give it;
     /// never past its limit on events). Written only under `pending`'s lock,
     /// read without it: the write-ahead gate asks for the horizon at each held
@@ -82,6 +85,8 @@ struct Pending {
     idle: bool,
     /// The journal is gone: the thread records what is left and ends.
     closed: bool,
+    /// A recorder waits for the queue to shrink ([`Journal::wait_for_room`]).
+    waiting: bool,
 }
 
 impl Journal {
@@ -103,6 +108,7 @@ impl Journal {
                 last: AtomicU64::new(last),
                 pending: Mutex::new(pending),
                 wake: Condvar::new(),
+                taken: Condvar::new(),
             }),
         );
         let (core, thread) = match queued {
@@ -222,6 +228,25 @@ impl Journal {
         }
     }
 
+    /// Waits until at most `room` events wait in the queue: until the journal's
+    /// thread takes what is queued to record it (or breaks). A recorder that
+    /// runs ahead of the thread waits for it this way, and each side goes on
+    /// with its own work on its own core: taking the queue over and recording
+    /// it in place left the thread idle meanwhile and moved every table the
+    /// recording reads (the projection's, the judge's) to the recorder's core
+    /// and back (BENCHMARKS.md, issue #19, forty-ninth session). Returns at
+    /// once without a queue.
+    pub(crate) fn wait_for_room(&self, room: usize) {
+        let Some(queue) = &self.core.queue else {
+            return;
+        };
+        let mut pending = queue.pending.lock().expect("journal poisoned");
+        while pending.events.len() > room && !pending.closed && !self.core.broken.load(Ordering::Acquire) {
+            pending.waiting = true;
+            pending = queue.taken.wait(pending).expect("journal poisoned");
+        }
+    }
+
     /// Queues what `push` adds to the queue's events, under its lock; how many
     /// events wait now. Once the journal's thread has failed, nothing more is
     /// queued.
@@ -270,12 +295,10 @@ impl Core {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(message);
         self.broken.store(true, Ordering::Release);
         if let Some(queue) = &self.queue {
-            queue
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .events
-                .clear();
+            let mut pending = queue.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.events.clear();
+            pending.waiting = false;
+            queue.taken.notify_all();
         }
     }
     /// The recorder, with what is queued recorded: a panic recording it (an
@@ -308,6 +331,9 @@ impl Core {
         let mut batch = {
             let mut pending = queue.pending.lock().expect("journal poisoned");
             let spare = std::mem::take(&mut pending.spare);
+            if std::mem::take(&mut pending.waiting) {
+                queue.taken.notify_all();
+            }
             std::mem::replace(&mut pending.events, spare)
         };
         let n = batch.len();
@@ -468,6 +494,110 @@ mod tests {
         assert!(
             later <= crate::trim::TRIM_MIN,
             "{later} slots kept after a burst of {burst}"
+        );
+    }
+
+    /// A recorder that runs ahead waits until the journal's thread has taken
+    /// what is queued, then finds at most the room it asked for queued; every
+    /// event is recorded, in order. (Were the thread never to tell it, the
+    /// wait would not end: the guard fails the test instead of hanging.)
+    #[test]
+    fn a_recorder_waits_for_the_thread_to_take_the_queue() {
+        let journal = Arc::new(Journal::new(Recorder::new(
+            &LogHeader::real("t", 1),
+            u64::MAX,
+            true,
+        )));
+        let (done, finished) = std::sync::mpsc::channel();
+        let recording = journal.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for round in 0..3 {
+                let mut batch: Vec<(f64, EventKind)> = (0..5_000)
+                    .map(|i| (round as f64, stop(format!("r{round}-{i}"))))
+                    .collect();
+                recording.record_batch(&mut batch);
+                recording.wait_for_room(100);
+                seen.push(queued(&recording));
+            }
+            done.send(seen).expect("the test waits");
+        });
+        let seen = finished
+            .recv_timeout(Duration::from_secs(60))
+            .expect("each wait for room ends once the thread takes the queue");
+        assert!(seen.iter().all(|&n| n <= 100), "queued after each wait: {seen:?}");
+        let recorder = journal.lock();
+        let agents: Vec<String> = (recorder.events().iter())
+            .map(|e| match &e.kind {
+                EventKind::Stop { agent } => agent.to_string(),
+                other => panic!("only stops were recorded: {other:?}"),
+            })
+            .collect();
+        let expected: Vec<String> = (0..3)
+            .flat_map(|round| (0..5_000).map(move |i| format!("r{round}-{i}")))
+            .collect();
+        assert_eq!(agents.len(), expected.len());
+        let first_off = agents.iter().zip(&expected).position(|(a, e)| a != e);
+        assert_eq!(first_off, None, "every event, in the order queued");
+    }
+
+    /// How many events wait in `journal`'s queue.
+    fn queued(journal: &Journal) -> usize {
+        let queue = journal.core.queue.as_ref().expect("a queued journal");
+        queue.pending.lock().unwrap().events.len()
+    }
+
+    /// A deferred sink whose first line fails the journal's thread once it is
+    /// told to go on.
+    struct FailsWhenTold(Mutex<std::sync::mpsc::Receiver<()>>);
+
+    impl LogSink for FailsWhenTold {
+        fn append(&mut self, _: u64, _: &[u8]) -> std::io::Result<()> {
+            let _ = self.0.lock().unwrap().recv();
+            panic!("the sink fails");
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn deferred(&self) -> bool {
+            true
+        }
+    }
+
+    /// A recorder waiting for room when the journal's thread fails is let go
+    /// (nothing queued will be taken any more), and the failure is kept.
+    #[test]
+    fn a_wait_for_room_ends_when_the_journal_breaks() {
+        let (go, told) = std::sync::mpsc::channel();
+        let mut recorder = Recorder::new(&LogHeader::real("t", 1), u64::MAX, false);
+        recorder.sink_to(Box::new(FailsWhenTold(Mutex::new(told))));
+        let journal = Arc::new(Journal::new(recorder));
+        let batch = |name: &str| -> Vec<(f64, EventKind)> {
+            (0..5_000).map(|i| (0.0, stop(format!("{name}{i}")))).collect()
+        };
+        // The thread takes the first batch and stops at its first line.
+        journal.record_batch(&mut batch("a"));
+        journal.wait_for_room(0);
+        journal.record_batch(&mut batch("b"));
+        assert_eq!(queued(&journal), 5_000);
+        let (done, finished) = std::sync::mpsc::channel();
+        let waiting = journal.clone();
+        std::thread::spawn(move || {
+            waiting.wait_for_room(0);
+            done.send(()).expect("the test waits");
+        });
+        let queue = journal.core.queue.as_ref().expect("a queued journal");
+        while !queue.pending.lock().unwrap().waiting {
+            std::thread::yield_now();
+        }
+        go.send(()).expect("the sink waits");
+        finished
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the wait ends once the journal breaks");
+        assert!(
+            journal.failure().is_some_and(|m| m.contains("the sink fails")),
+            "{:?}",
+            journal.failure()
         );
     }
 

@@ -33,11 +33,12 @@ use crate::record::Recorder;
 /// that many in place costs milliseconds; a thread costs tens of microseconds.
 pub const JOURNAL_AFTER: u64 = 4096;
 
-/// How many events may wait in the journal's queue before the world records
-/// them itself: the world never runs far ahead of its recorder, so a slow
-/// observer (a timeline written to a slow disk) bounds what is in flight
+/// How many events may wait in the journal's queue before the world waits for
+/// the journal's thread to take them: the world never runs far ahead of its
+/// recorder (at most this many queued and about as many being recorded), so a
+/// slow observer (a timeline written to a slow disk) bounds what is in flight
 /// instead of holding every event.
-const BACKLOG_MAX: usize = 1 << 12;
+const BACKLOG_MAX: usize = 1 << 14;
 
 /// How many events the world gathers before it hands them to the journal,
 /// under one lock of its queue. An event a lock was the largest growth of the
@@ -101,10 +102,10 @@ impl Journaled {
     }
 
     /// Hands the batch to the journal (and waits for the journal's thread to
-    /// catch up if too much is queued).
+    /// take what is queued if too much is).
     fn hand_over(&mut self) {
         if self.journal.record_batch(&mut self.batch) > BACKLOG_MAX {
-            drop(self.journal.lock());
+            self.journal.wait_for_room(BACKLOG_MAX);
         }
         self.failed = self.failed || self.journal.failure().is_some();
     }
