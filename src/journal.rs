@@ -230,12 +230,11 @@ impl Journal {
 
     /// Waits until at most `room` events wait in the queue: until the journal's
     /// thread takes what is queued to record it (or breaks). A recorder that
-    /// runs ahead of the thread waits for it this way, and each side goes on
-    /// with its own work on its own core: taking the queue over and recording
-    /// it in place left the thread idle meanwhile and moved every table the
-    /// recording reads (the projection's, the judge's) to the recorder's core
-    /// and back (BENCHMARKS.md, issue #19, forty-ninth session). Returns at
-    /// once without a queue.
+    /// runs ahead of the thread waits for it this way, so the recording stays
+    /// on the thread's core: taking the queue over and recording it in place
+    /// left the thread idle meanwhile, and bounded the queue no better
+    /// (BENCHMARKS.md, issue #19, forty-ninth session). Returns at once
+    /// without a queue.
     pub(crate) fn wait_for_room(&self, room: usize) {
         let Some(queue) = &self.core.queue else {
             return;
