@@ -427,15 +427,20 @@ mod tests {
         EventKind::Stop { agent: agent.into() }
     }
 
+    /// A queued journal whose recorder keeps every event, shared.
+    fn kept_journal() -> Arc<Journal> {
+        Arc::new(Journal::new(Recorder::new(
+            &LogHeader::real("t", 1),
+            u64::MAX,
+            true,
+        )))
+    }
+
     /// Every event recorded from two threads is there when read, each thread's
     /// in its order, the same as recorded in place would give.
     #[test]
     fn a_reader_sees_every_queued_event_in_order() {
-        let journal = Arc::new(Journal::new(Recorder::new(
-            &LogHeader::real("t", 1),
-            u64::MAX,
-            true,
-        )));
+        let journal = kept_journal();
         assert!(journal.core.queue.is_some());
         let threads: Vec<_> = ["a", "b"]
             .into_iter()
@@ -502,11 +507,7 @@ mod tests {
     /// wait would not end: the guard fails the test instead of hanging.)
     #[test]
     fn a_recorder_waits_for_the_thread_to_take_the_queue() {
-        let journal = Arc::new(Journal::new(Recorder::new(
-            &LogHeader::real("t", 1),
-            u64::MAX,
-            true,
-        )));
+        let journal = kept_journal();
         let (done, finished) = std::sync::mpsc::channel();
         let recording = journal.clone();
         std::thread::spawn(move || {
