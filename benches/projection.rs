@@ -122,9 +122,30 @@ fn projection_fold(c: &mut Criterion) {
     group.finish();
 }
 
+/// Reading the folded log's 200,000 questions in callId order (what a restart's
+/// plan, a run's end and a report do), beside the plain way: the keys' refs
+/// sorted by comparing the strings where the table keeps them.
+fn projection_order(c: &mut Criterion) {
+    let projection = Projection::fold(&log());
+    let mut group = c.benchmark_group("projection_order");
+    group.throughput(Throughput::Elements(projection.questions.len() as u64));
+    group.sample_size(10);
+    group.bench_function("asksim", |b| {
+        b.iter(|| black_box(projection.questions.iter().map(|(id, _)| id.len()).sum::<usize>()))
+    });
+    group.bench_function("baseline", |b| {
+        b.iter(|| {
+            let mut ids: Vec<&Text> = projection.questions.keys_unordered().collect();
+            ids.sort_unstable();
+            black_box(ids.iter().map(|id| id.len()).sum::<usize>())
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().measurement_time(Duration::from_secs(10)).warm_up_time(Duration::from_secs(1));
-    targets = projection_fold
+    targets = projection_fold, projection_order
 }
 criterion_main!(benches);

@@ -88,16 +88,12 @@ impl<V> Keyed<V> {
 
     /// Every entry, in key order (sorts: O(n log n)).
     pub fn iter(&self) -> std::vec::IntoIter<(&Text, &V)> {
-        let mut entries: Vec<(&Text, &V)> = self.0.iter().collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        entries.into_iter()
+        in_key_order(self.0.iter(), |(key, _)| key).into_iter()
     }
 
     /// Every entry, in key order, to change.
     pub fn iter_mut(&mut self) -> std::vec::IntoIter<(&Text, &mut V)> {
-        let mut entries: Vec<(&Text, &mut V)> = self.0.iter_mut().collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        entries.into_iter()
+        in_key_order(self.0.iter_mut(), |(key, _)| key).into_iter()
     }
 
     /// Every key, in order.
@@ -108,6 +104,12 @@ impl<V> Keyed<V> {
     /// Every value, in key order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, v)| v)
+    }
+
+    /// Every key in no particular order, without the sort: as
+    /// [`Keyed::values_unordered`], never let the order reach output.
+    pub fn keys_unordered(&self) -> impl Iterator<Item = &Text> {
+        self.0.keys()
     }
 
     /// Every value in no particular order, without the sort: only for a fold
@@ -178,10 +180,38 @@ impl KeyedSet {
 
     /// Every key, in order (sorts: O(n log n)).
     pub fn iter(&self) -> std::vec::IntoIter<&Text> {
-        let mut keys: Vec<&Text> = self.0.iter().collect();
-        keys.sort_unstable();
-        keys.into_iter()
+        in_key_order(self.0.iter(), |key| key).into_iter()
     }
+}
+
+/// `items` sorted by the key `key` reads from each, in the keys' string order.
+///
+/// A comparison of two keys reads both where the table keeps them, and in a
+/// table of 10^5 that is a cache miss a comparison: the sorts of a restart's
+/// plan in the loss family at 10^5 (`restart::plan`) waited in `memcmp`. Here
+/// each key's first 16 bytes are read once,
+/// into a number beside its item whose order is theirs (zero-padded, big-
+/// endian), and the sort compares those numbers; only keys whose first 16
+/// bytes are the same are compared whole. Zero padding keeps the order: a key
+/// that is a prefix of another pads with zeros, which no byte is below, and
+/// two prefixes that pad alike are compared whole. 200,000 questions read in
+/// callId order: 8.9 ms, against 24.6 ms sorted the plain way
+/// (`projection_order` in `benches/projection.rs`).
+fn in_key_order<T>(items: impl Iterator<Item = T>, key: impl Fn(&T) -> &Text) -> Vec<T> {
+    let mut decorated: Vec<(u128, T)> = items.map(|item| (head(key(&item)), item)).collect();
+    decorated
+        .sort_unstable_by(|(a_head, a), (b_head, b)| a_head.cmp(b_head).then_with(|| key(a).cmp(key(b))));
+    decorated.into_iter().map(|(_, item)| item).collect()
+}
+
+/// The first 16 bytes of `key`, zero-padded, as a big-endian number: ordered
+/// as the bytes are.
+fn head(key: &str) -> u128 {
+    let bytes = key.as_bytes();
+    let mut head = [0u8; 16];
+    let n = bytes.len().min(head.len());
+    head[..n].copy_from_slice(&bytes[..n]);
+    u128::from_be_bytes(head)
 }
 
 impl FromIterator<Text> for KeyedSet {
@@ -199,6 +229,40 @@ impl fmt::Debug for KeyedSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_order_of_heads_then_whole_keys_is_the_string_order() {
+        // Keys that tie on their first 16 bytes, prefixes of one another, with
+        // a NUL (which pads alike), bytes past ASCII, the empty key.
+        let keys = [
+            "root-10/1",
+            "root-1/1",
+            "root-1",
+            "root-1\0",
+            "",
+            "\0",
+            "a-very-long-agent-name/2",
+            "a-very-long-agent-name/10",
+            "a-very-long-agent-nam",
+            "a-very-long-agent-name",
+            "é",
+            "z",
+            "zz\u{7f}",
+            "zz\u{80}",
+        ];
+        let set: KeyedSet = keys.iter().map(|k| Text::from(*k)).collect();
+        let mut expected: Vec<&str> = keys.to_vec();
+        expected.sort_unstable();
+        let got: Vec<&str> = set.iter().map(|k| k.as_str()).collect();
+        assert_eq!(got, expected);
+        let map: Keyed<usize> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (Text::from(*k), i))
+            .collect();
+        let got: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        assert_eq!(got, expected);
+    }
 
     #[test]
     fn every_ordered_read_is_in_key_order_whatever_the_insertion_order() {
