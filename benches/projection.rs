@@ -1,5 +1,7 @@
 //! SPEC §8 `projection_fold`: folding a 1,000,000-event log, beside a baseline
-//! fold that keeps only a state byte per callId in a HashMap.
+//! fold that keeps only a state byte per callId in a HashMap; and
+//! `projection_order`: reading that log's questions in callId order, beside a
+//! plain sort of references to the keys.
 
 use std::collections::HashMap;
 use std::hint::black_box;
